@@ -1,0 +1,6 @@
+"""The HTTP API: `create_app(service)` builds the FastAPI app over the orchestrator."""
+
+from manager.api.app import create_app
+from manager.api.service import Clock, JobService
+
+__all__ = ["Clock", "JobService", "create_app"]

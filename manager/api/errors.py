@@ -1,0 +1,110 @@
+"""Error responses: every failure answers `{"error": "<what was wrong>"}` with a fitting status.
+
+HTTPException (ours and Starlette's 404/405)  its status
+RequestValidationError (e.g. ?interval=abc)   400, not FastAPI's default 422
+UnknownWorkflow                               404
+DuplicateJob                                  409
+other SubmitError (payload, job id)           400
+anything else                                 500, details left to the server log
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
+from starlette.types import ExceptionHandler
+
+from manager.errors import DuplicateJob, SubmitError, UnknownWorkflow
+
+__all__ = ["install_error_handlers", "unknown_workflow", "error_response", "validation_message"]
+
+_SUBMIT_STATUS: dict[type[SubmitError], int] = {UnknownWorkflow: 404, DuplicateJob: 409}
+
+
+def error_response(status_code: int, message: str, headers: Any = None) -> JSONResponse:
+    """The one shape of every error answer."""
+    return JSONResponse({"error": message}, status_code=status_code, headers=headers)
+
+
+def unknown_workflow(name: str, known: Iterable[str]) -> HTTPException:
+    """A 404 naming the workflow, listing the known ones and suggesting the closest."""
+    names = sorted(known)
+    hint = difflib.get_close_matches(name, names, n=1)
+    suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+    listed = ", ".join(names) or "none"
+    return HTTPException(
+        status_code=404, detail=f"unknown workflow '{name}' (known: {listed}){suggestion}"
+    )
+
+
+def _allowed_methods(request: Request, routes: Sequence[BaseRoute], allow: str) -> str:
+    """Methods of every route on this path: Starlette's `Allow` names only the first route's."""
+    methods = {m.strip() for m in allow.split(",") if m.strip()}
+    for route in routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
+def _http_error_handler(routes: Sequence[BaseRoute]) -> ExceptionHandler:
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message, headers = str(exc.detail), dict(exc.headers or {})
+        path = request.url.path
+        if exc.status_code == 404 and exc.detail == "Not Found":
+            message = f"no route {request.method} {path}; the API is described at /docs"
+        elif exc.status_code == 405 and exc.detail == "Method Not Allowed":
+            headers["Allow"] = _allowed_methods(request, routes, headers.get("Allow", ""))
+            message = f"{request.method} is not allowed on {path} (allowed: {headers['Allow']})"
+        return error_response(exc.status_code, message, headers or None)
+
+    return on_http_error  # type: ignore[return-value]
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    kinds = {"query": "query parameter", "path": "path parameter", "header": "header"}
+    if len(loc) >= 2 and loc[0] in kinds:
+        return f"{kinds[loc[0]]} '{loc[1]}'"
+    return ".".join(str(part) for part in loc) or "request"
+
+
+def validation_message(errors: Iterable[dict[str, Any]]) -> str:
+    """FastAPI's validation errors as one line: where, what, and the value given."""
+    parts = []
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        got = f" (got {error['input']!r})" if loc[:1] != ("body",) and "input" in error else ""
+        parts.append(f"{_where(loc)}: {error.get('msg', 'invalid')}{got}")
+    return "; ".join(parts) or "invalid request"
+
+
+async def _on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    return error_response(400, validation_message(exc.errors()))
+
+
+async def _on_submit_error(request: Request, exc: SubmitError) -> JSONResponse:
+    status = next((s for t, s in _SUBMIT_STATUS.items() if isinstance(exc, t)), 400)
+    return error_response(status, str(exc))
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # Starlette re-raises after answering, so the server still logs the traceback.
+    return error_response(500, "internal error in workflow-manager; see its log for details")
+
+
+def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
+    """Make every error on `app` answer `{"error": ...}` with the status in the module docstring.
+
+    `routes` are the API's own routes, to list every method a path allows in a 405.
+    """
+    app.add_exception_handler(StarletteHTTPException, _http_error_handler(routes))
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(SubmitError, _on_submit_error)
+    app.add_exception_handler(Exception, _on_unexpected)

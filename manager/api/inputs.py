@@ -1,0 +1,79 @@
+"""Reading what a client sent: the JSON payload of a submission, and job ids. Pure.
+
+Each function raises `fastapi.HTTPException(400)` with a message saying what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from fastapi import HTTPException
+
+__all__ = ["parse_payload", "canonical_uuid", "resolve_job_id"]
+
+_EXAMPLE_ID = "3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"
+_JSON_TYPES = {
+    list: "a list",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+}
+
+
+def _bad_request(message: str) -> HTTPException:
+    return HTTPException(status_code=400, detail=message)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    """The job payload a request body holds: it must be a JSON object."""
+    if not raw.strip():
+        raise _bad_request("request body is empty; send the job payload as a JSON object, e.g. {}")
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise _bad_request("request body is not UTF-8 text; send a JSON object") from None
+    except RecursionError:
+        raise _bad_request("request body is not usable JSON: nested too deeply") from None
+    except ValueError as exc:
+        reason = str(exc)
+        raise _bad_request(f"request body is not valid JSON: {reason}") from None
+    if not isinstance(value, dict):
+        kind = "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
+        raise _bad_request(
+            f"request body must be a JSON object (the job payload), got {kind}; "
+            'wrap it in an object, e.g. {"items": [...]}'
+        )
+    return value
+
+
+def canonical_uuid(value: str, what: str) -> str:
+    """`value` as a lower-case hyphenated UUID; `what` names where it came from, for the error."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise _bad_request(f"{what} {value!r} is not a UUID (e.g. {_EXAMPLE_ID})") from None
+
+
+def resolve_job_id(query_id: str | None, payload: dict[str, Any]) -> str | None:
+    """The job id a submission asks for: `?id=` and/or a string `id` in the body; None if neither.
+
+    When both are given they must name the same UUID (in any letter case).
+    """
+    from_query = canonical_uuid(query_id, "query parameter 'id'") if query_id is not None else None
+    body_id = payload.get("id")
+    from_body = None
+    if isinstance(body_id, str):
+        from_body = canonical_uuid(body_id, "body field 'id' (taken as the job id)")
+    if from_query and from_body and from_query != from_body:
+        raise _bad_request(
+            f"two different job ids: query parameter 'id' is {query_id!r} but body field 'id' "
+            f"is {body_id!r}; give one of them, or make them equal"
+        )
+    return from_query or from_body

@@ -1,0 +1,164 @@
+"""The routes: each reads its inputs, asks the service or a view, and returns the body.
+
+Every route is `async def` on purpose: it then runs on the event loop that drives the
+engine, so it never reads the job state while an event is half applied. (FastAPI would run
+a plain `def` route in a worker thread.)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi.responses import JSONResponse
+
+from manager.api import views
+from manager.api.errors import unknown_workflow
+from manager.api.inputs import canonical_uuid, parse_payload, resolve_job_id
+from manager.api.models import (
+    ErrorBody,
+    Health,
+    JobDetail,
+    JobIds,
+    SubmitResponse,
+    WorkflowJobs,
+    WorkflowSummary,
+)
+from manager.api.service import Clock, JobService
+
+__all__ = ["router"]
+
+DEFAULT_INTERVAL_MIN = 480.0
+
+
+async def _service(request: Request) -> JobService:
+    service: JobService = request.app.state.service
+    return service
+
+
+async def _clock(request: Request) -> Clock:
+    clock: Clock = request.app.state.clock
+    return clock
+
+
+Service = Annotated[JobService, Depends(_service)]
+Now = Annotated[Clock, Depends(_clock)]
+WorkflowName = Annotated[str, Path(description="The workflow's name.")]
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorBody} for code in codes}
+
+
+_PAYLOAD_DOC: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "The job payload: any JSON object. A string `id` in it is taken as the "
+        "job id, like `?id=`.",
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "additionalProperties": True},
+                "example": {"text": "It was a bright cold day in April"},
+            }
+        },
+    }
+}
+
+router = APIRouter()
+
+
+@router.get("/api/workflows", tags=["workflows"], response_model=list[WorkflowSummary])
+async def list_workflows(service: Service) -> list[dict[str, Any]]:
+    """Every workflow served, with how many of its top-level jobs are running."""
+    return views.workflow_summaries(service.workflows, service.state.jobs.values())
+
+
+@router.post(
+    "/api/workflow/{name}",
+    tags=["workflows"],
+    response_model=SubmitResponse,
+    responses=_errors(400, 404, 409),
+    openapi_extra=_PAYLOAD_DOC,
+)
+async def submit_job(
+    name: WorkflowName,
+    request: Request,
+    service: Service,
+    job_id: Annotated[
+        str | None,
+        Query(alias="id", description="The new job's id (a UUID); generated when not given."),
+    ] = None,
+) -> dict[str, Any]:
+    """Start a job of workflow `name`; the JSON object body is its payload."""
+    if name not in service.workflows:
+        raise unknown_workflow(name, service.workflows)
+    payload = parse_payload(await request.body())
+    new_id = await service.submit(name, payload, resolve_job_id(job_id, payload))
+    return {"id": new_id}
+
+
+@router.get(
+    "/api/workflow/{name}",
+    tags=["workflows"],
+    response_model=WorkflowJobs,
+    responses=_errors(400, 404),
+)
+async def workflow_jobs(
+    name: WorkflowName,
+    service: Service,
+    now: Now,
+    interval: Annotated[
+        float,
+        Query(
+            gt=0,
+            allow_inf_nan=False,
+            description="Minutes back to look for finished jobs.",
+        ),
+    ] = DEFAULT_INTERVAL_MIN,
+) -> dict[str, Any]:
+    """Top-level jobs of workflow `name`: running, and finished within `interval` minutes."""
+    jobs = service.state.jobs.values()
+    # A workflow dropped on reload stays visible while the state still holds its jobs.
+    if name not in service.workflows and not any(job.workflow.name == name for job in jobs):
+        raise unknown_workflow(name, service.workflows)
+    return views.workflow_jobs(name, jobs, now=now(), interval_s=interval * 60)
+
+
+@router.get("/api/jobs", tags=["jobs"], response_model=JobIds)
+async def running_jobs(service: Service) -> dict[str, Any]:
+    """Ids of every running job, child jobs included."""
+    return views.running_job_ids(service.state.jobs.values())
+
+
+@router.get(
+    "/api/job/{job_id}",
+    tags=["jobs"],
+    response_model=JobDetail,
+    response_model_exclude_none=True,
+    responses=_errors(400, 404),
+)
+async def job_detail(
+    job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
+    service: Service,
+    now: Now,
+) -> dict[str, Any]:
+    """One job or child job: its steps by state, and its result or error once it has ended."""
+    key = canonical_uuid(job_id, "job id")
+    job = service.state.jobs.get(key)
+    if job is None:
+        message = f"no job {key} (running jobs are listed at /api/jobs)"
+        raise HTTPException(status_code=404, detail=message)
+    return views.job_detail(job, now())
+
+
+@router.get(
+    "/healthz",
+    tags=["health"],
+    response_model=Health,
+    responses={503: {"model": Health, "description": "Not connected to the broker."}},
+)
+async def health(service: Service) -> Any:
+    """200 while connected to the broker, else 503."""
+    if service.connected:
+        return {"status": "ok"}
+    return JSONResponse({"status": "disconnected"}, status_code=503)

@@ -1,0 +1,37 @@
+"""What the API needs of the orchestrator, as a Protocol: tests pass a fake with a real engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from manager.config.models import Workflow
+from manager.engine import EngineState
+
+__all__ = ["JobService", "Clock"]
+
+Clock = Callable[[], float]
+"""Unix seconds now; `time.time` outside tests."""
+
+
+class JobService(Protocol):
+    """What the API needs of the orchestrator. State is read on the event loop, never mutated."""
+
+    @property
+    def state(self) -> EngineState:
+        """Every job by id (read only)."""
+        ...
+
+    @property
+    def workflows(self) -> Mapping[str, Workflow]:
+        """The current workflow definitions by name."""
+        ...
+
+    @property
+    def connected(self) -> bool:
+        """True while connected to the broker."""
+        ...
+
+    async def submit(self, workflow: str, payload: Any, job_id: str | None = None) -> str:
+        """Start a job and return its id; raise a `manager.errors.SubmitError` if it cannot."""
+        ...

@@ -1,0 +1,135 @@
+"""Engine state as API response bodies. Pure: the current time comes in as `now`.
+
+Keys that do not apply (a job's `result` before it completes, a step's `tasks` before it
+fans out) are left out rather than set to null.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from manager.config.models import Workflow
+from manager.engine import Job, JobStatus, StepRun, StepStatus
+
+__all__ = [
+    "START",
+    "END",
+    "iso_utc",
+    "workflow_summaries",
+    "workflow_jobs",
+    "running_job_ids",
+    "job_detail",
+    "step_entry",
+]
+
+START = "__start__"
+END = "__end__"
+
+_FAILED = (JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+def iso_utc(at: float) -> str:
+    """Unix seconds as ISO-8601 UTC with milliseconds and a `Z`, as Go's RFC 3339 parser expects."""
+    text = datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
+    return text.removesuffix("+00:00") + "Z"
+
+
+def _seconds(start: float, end: float) -> float:
+    return round(max(0.0, end - start), 3)
+
+
+def workflow_summaries(
+    workflows: Mapping[str, Workflow], jobs: Iterable[Job]
+) -> list[dict[str, Any]]:
+    """One entry per workflow, or per vhost of a workflow that lists vhosts.
+
+    Jobs do not record a vhost, so each of a workflow's vhost entries carries its total count.
+    """
+    running = Counter(j.workflow.name for j in jobs if j.parent is None and j.is_running)
+    return [
+        {"vhost": vhost, "name": name, "job_count": running[name]}
+        for name, workflow in workflows.items()
+        for vhost in (workflow.vhosts or ("",))
+    ]
+
+
+def workflow_jobs(name: str, jobs: Iterable[Job], now: float, interval_s: float) -> dict[str, Any]:
+    """Top-level jobs of workflow `name`: running, and finished no earlier than `now - interval_s`.
+
+    `completed` holds jobs that completed; `failed` those that failed or were cancelled.
+    Each list is in submission order.
+    """
+    cutoff = now - interval_s
+    body: dict[str, list[str]] = {"running": [], "completed": [], "failed": []}
+    for job in jobs:
+        if job.parent is not None or job.workflow.name != name:
+            continue
+        if job.is_running:
+            body["running"].append(job.id)
+        elif job.finished_at is not None and job.finished_at >= cutoff:
+            body["failed" if job.status in _FAILED else "completed"].append(job.id)
+    return body
+
+
+def running_job_ids(jobs: Iterable[Job]) -> dict[str, Any]:
+    """Ids of every running job, child jobs included, in submission order."""
+    return {"jobs": [job.id for job in jobs if job.is_running]}
+
+
+def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
+    """A started step as a list entry; its `message` is its output, or its error if it failed.
+
+    A step still running in a job that has ended was in flight when the job ended: its
+    clock stops at the job's end, since any late reply to it will be dropped.
+    """
+    start = run.started_at if run.started_at is not None else job.submitted_at
+    end = next(t for t in (run.finished_at, job.finished_at, now) if t is not None)
+    entry: dict[str, Any] = {
+        "name": run.name,
+        "startTime": iso_utc(start),
+        "elapsed": _seconds(start, end),
+    }
+    if run.children is not None:
+        entry["tasks"] = list(run.children)
+        if run.status is StepStatus.RUNNING:
+            entry["tasks_total"] = len(run.children)
+            entry["tasks_done"] = len(run.children) - run.children_left
+    if run.status is StepStatus.COMPLETED:
+        entry["message"] = run.output
+    elif run.status is StepStatus.FAILED:
+        entry["message"] = run.error
+    return entry
+
+
+def _pseudo_step(name: str, at: float, message: dict[str, Any] | None) -> dict[str, Any]:
+    return {"name": name, "startTime": iso_utc(at), "elapsed": 0.0, "message": message}
+
+
+def job_detail(job: Job, now: float) -> dict[str, Any]:
+    """A job's steps grouped by status in declaration order, framed by `__start__`/`__end__`."""
+    lists: dict[StepStatus, list[dict[str, Any]]] = {
+        StepStatus.RUNNING: [],
+        StepStatus.COMPLETED: [_pseudo_step(START, job.submitted_at, job.payload)],
+        StepStatus.FAILED: [],
+    }
+    for run in job.steps.values():
+        if run.status in lists:
+            lists[run.status].append(step_entry(run, job, now))
+    if job.status is JobStatus.COMPLETED and job.finished_at is not None:
+        lists[StepStatus.COMPLETED].append(_pseudo_step(END, job.finished_at, job.result))
+    detail: dict[str, Any] = {"uuid": job.id, "workflow": job.workflow.name}
+    if job.parent is not None:
+        detail["task"] = job.flow.name
+        detail["parent"] = job.parent.job_id
+    detail["status"] = str(job.status)
+    detail["running"] = lists[StepStatus.RUNNING]
+    detail["completed"] = lists[StepStatus.COMPLETED]
+    detail["failed"] = lists[StepStatus.FAILED]
+    if job.result is not None:
+        detail["result"] = job.result
+    if job.error is not None:
+        detail["error"] = job.error
+    return detail

@@ -1,0 +1,265 @@
+"""The `workflow-manager` command: parse arguments, call the library, map errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the job failed, or the workflow file is invalid
+EXIT_USAGE = 2  # bad arguments
+EXIT_UNAVAILABLE = 3  # RabbitMQ or the manager's API cannot be reached
+
+DEFAULT_AMQP_URL = "amqp://guest:guest@localhost:5672/"
+DEFAULT_API_URL = "http://127.0.0.1:8080"
+
+EPILOG = """\
+examples:
+  workflow-manager serve --config workflows.yaml --db wm.db --port 8080
+  workflow-manager validate workflows.yaml
+  workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
+  workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+
+environment:
+  AMQP_URL (or AMQP_SERVER)  RabbitMQ URL            (default amqp://guest:guest@localhost:5672/)
+  WM_QUEUE                   the manager's queue      (default workflow-manager)
+  WM_CONFIG, WM_DB           serve's --config, --db
+  WM_API_URL                 status's --api-url       (default http://127.0.0.1:8080)
+
+exit codes: 0 ok, 1 job failed or invalid file, 2 bad arguments, 3 broker or API unreachable
+"""
+
+
+def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
+    """The argument parser; defaults come from `env` so tests can pass their own."""
+    amqp_url = env.get("AMQP_URL") or env.get("AMQP_SERVER") or DEFAULT_AMQP_URL
+    queue = env.get("WM_QUEUE", "workflow-manager")
+    parser = argparse.ArgumentParser(
+        prog="workflow-manager",
+        description="Run YAML workflows over RabbitMQ: dispatch steps to workers in any "
+        "language, fan out lists to child jobs, gather the results.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser("serve", help="run the manager and its HTTP API")
+    serve.add_argument(
+        "--config",
+        default=env.get("WM_CONFIG", "workflows.yaml"),
+        help="workflow file (default: %(default)s)",
+    )
+    serve.add_argument("--amqp-url", default=amqp_url, help="RabbitMQ URL (env AMQP_URL)")
+    serve.add_argument(
+        "--db", default=env.get("WM_DB", "wm.db"), help="SQLite journal file (default: %(default)s)"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8080, help="HTTP port (default: %(default)s)")
+    serve.add_argument(
+        "--queue",
+        default=queue,
+        help="reply queue; triggers go to QUEUE.jobs (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="debug logs every message (default: %(default)s)",
+    )
+
+    validate = commands.add_parser("validate", help="check a workflow file and describe it")
+    validate.add_argument("file", help="the workflow YAML file")
+
+    submit = commands.add_parser("submit", help="start a job by publishing a trigger")
+    submit.add_argument("workflow", help="workflow name")
+    submit.add_argument(
+        "--payload", default="{}", help="the job payload, a JSON object (default: {})"
+    )
+    submit.add_argument("--id", dest="job_id", help="job UUID (default: a new one)")
+    submit.add_argument(
+        "--wait",
+        action="store_true",
+        help="show progress, print the result; exit 1 if the job fails",
+    )
+    submit.add_argument("--amqp-url", default=amqp_url, help="RabbitMQ URL (env AMQP_URL)")
+    submit.add_argument("--queue", default=queue, help="the manager's queue (default: %(default)s)")
+    submit.add_argument(
+        "--api-url",
+        default=env.get("WM_API_URL", DEFAULT_API_URL),
+        help="manager API, for progress (default: %(default)s)",
+    )
+
+    status = commands.add_parser("status", help="show a job's state")
+    status.add_argument("job_id", help="job UUID")
+    status.add_argument(
+        "--api-url",
+        default=env.get("WM_API_URL", DEFAULT_API_URL),
+        help="manager API (default: %(default)s)",
+    )
+    status.add_argument("--json", action="store_true", help="print the raw JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = build_parser(os.environ if env is None else env).parse_args(argv)
+    try:
+        return _run(args)
+    except ConfigError as exc:
+        print(f"error: invalid workflow file:\n{exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except (BrokerError, ApiUnreachable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except ManagerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "validate":
+        return _validate(args.file)
+    if args.command == "submit":
+        return _submit(args)
+    return _status(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from manager.config import load_workflows
+    from manager.orchestrator import ManagerSettings
+    from manager.service import serve
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("aio_pika").setLevel(logging.WARNING)
+    logging.getLogger("aiormq").setLevel(logging.WARNING)
+    workflows = load_workflows(args.config)
+    settings = ManagerSettings(amqp_url=args.amqp_url, queue=args.queue)
+    asyncio.run(serve(workflows, settings, args.host, args.port))
+    return EXIT_OK
+
+
+def _validate(path: str) -> int:
+    from manager.config import describe_workflows, load_workflows
+
+    workflows = load_workflows(path)
+    print(describe_workflows(workflows))
+    print(f"{path}: OK, {len(workflows)} workflow(s)")
+    return EXIT_OK
+
+
+def _usage(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from manager.client import fetch_job, progress_line, submit_job
+
+    try:
+        payload = json.loads(args.payload)
+    except ValueError as exc:
+        return _usage(f"--payload is not valid JSON: {exc}")
+    if not isinstance(payload, dict):
+        return _usage(f"--payload must be a JSON object, got {type(payload).__name__}")
+    try:
+        job_id = str(uuid.UUID(args.job_id)) if args.job_id else str(uuid.uuid4())
+    except ValueError:
+        return _usage(f"--id {args.job_id!r} is not a UUID")
+    last_line = ""
+
+    async def show_progress() -> None:
+        nonlocal last_line
+        try:
+            line = progress_line(await fetch_job(args.api_url, job_id))
+        except ManagerError:
+            return  # progress is a courtesy; the outcome message is what counts
+        if line != last_line and sys.stderr.isatty():
+            print(f"\r{line}   ", end="", file=sys.stderr, flush=True)
+        elif line != last_line:
+            print(line, file=sys.stderr, flush=True)
+        last_line = line
+
+    outcome = asyncio.run(
+        submit_job(
+            args.amqp_url,
+            args.workflow,
+            payload,
+            job_id,
+            queue=args.queue,
+            wait=args.wait,
+            on_progress=show_progress,
+        )
+    )
+    if outcome is None:
+        print(job_id)
+        return EXIT_OK
+    if sys.stderr.isatty() and last_line:
+        print(file=sys.stderr)
+    print(
+        json.dumps(
+            {
+                "id": job_id,
+                "status": outcome.status,
+                **_outcome_fields(outcome.body, outcome.status),
+            },
+            indent=2,
+        )
+    )
+    return EXIT_OK if outcome.status == "completed" else EXIT_FAILED
+
+
+def _outcome_fields(body: dict[str, Any], status: str) -> dict[str, Any]:
+    return {"result": body} if status == "completed" else {"error": body.get("error", body)}
+
+
+def _status(args: argparse.Namespace) -> int:
+    from manager.client import fetch_job
+
+    try:
+        job_id = str(uuid.UUID(args.job_id))
+    except ValueError:
+        return _usage(f"{args.job_id!r} is not a job id (a UUID)")
+    job = asyncio.run(fetch_job(args.api_url, job_id))
+    if args.json:
+        print(json.dumps(job, indent=2))
+    else:
+        print(render_job(job))
+    return EXIT_OK
+
+
+def render_job(job: dict[str, Any]) -> str:
+    """A job from the API as a few readable lines."""
+    lines = [f"job {job.get('uuid')}  workflow {job.get('workflow')}  {job.get('status')}"]
+    if job.get("parent"):
+        lines.append(f"  child of {job['parent']}")
+    for title in ("completed", "running", "failed"):
+        for entry in job.get(title) or []:
+            if entry.get("name") in ("__start__", "__end__"):
+                continue
+            extra = ""
+            if entry.get("tasks") is not None:
+                done = entry.get("tasks_done", len(entry["tasks"]) if title == "completed" else "?")
+                extra = f"  children {done}/{len(entry['tasks'])}"
+            lines.append(f"  {title:<9} {entry.get('name')}  {entry.get('elapsed', 0):.3f}s{extra}")
+    if job.get("error"):
+        lines.append(f"  error: {json.dumps(job['error'])}")
+    if job.get("result") is not None:
+        lines.append(f"  result: {json.dumps(job['result'])[:2000]}")
+    return "\n".join(lines)

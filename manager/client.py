@@ -1,0 +1,123 @@
+"""Talking to a running manager from outside: trigger a job by message, read a job over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aio_pika
+import httpx
+from aiormq.exceptions import AMQPError
+
+from manager.errors import ApiUnreachable, BrokerError, ManagerError
+from manager.transport import (
+    DEFAULT_QUEUE,
+    HEADER_STATUS,
+    TRIGGER_WORKFLOW_HEADER,
+    header_text,
+    trigger_queue,
+)
+
+__all__ = ["Outcome", "submit_job", "fetch_job", "progress_line"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a job ended, as its outcome message said: status and body."""
+
+    job_id: str
+    status: str
+    body: dict[str, Any]
+
+
+async def submit_job(
+    amqp_url: str,
+    workflow: str,
+    payload: dict[str, Any],
+    job_id: str,
+    *,
+    queue: str = DEFAULT_QUEUE,
+    wait: bool = False,
+    on_progress: Callable[[], Any] | None = None,
+    progress_every_s: float = 0.5,
+) -> Outcome | None:
+    """Publish a trigger for `workflow`; with `wait`, return the outcome message when it comes."""
+    try:
+        connection = await aio_pika.connect(amqp_url, timeout=10)
+    except (TimeoutError, AMQPError, OSError) as exc:
+        raise BrokerError(f"cannot connect to RabbitMQ: {exc}") from exc
+    async with connection:
+        channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+        reply_queue = await channel.declare_queue(exclusive=True) if wait else None
+        message = aio_pika.Message(
+            json.dumps(payload).encode(),
+            content_type="application/json",
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            correlation_id=job_id,
+            reply_to=reply_queue.name if reply_queue else None,
+            headers={TRIGGER_WORKFLOW_HEADER: workflow},
+        )
+        try:
+            await channel.default_exchange.publish(message, trigger_queue(queue), mandatory=True)
+        except AMQPError as exc:
+            raise BrokerError(
+                f"cannot publish to '{trigger_queue(queue)}' (is the manager running?): {exc}"
+            ) from exc
+        if reply_queue is None:
+            return None
+        return await _await_outcome(reply_queue, job_id, on_progress, progress_every_s)
+
+
+async def _await_outcome(
+    reply_queue: aio_pika.abc.AbstractQueue,
+    job_id: str,
+    on_progress: Callable[[], Any] | None,
+    every_s: float,
+) -> Outcome:
+    async with reply_queue.iterator() as messages:
+        next_message = asyncio.ensure_future(anext(messages))
+        try:
+            while True:
+                done, _ = await asyncio.wait({next_message}, timeout=every_s)
+                if done:
+                    break
+                if on_progress is not None:
+                    await on_progress()
+            incoming = next_message.result()
+        finally:
+            next_message.cancel()
+        async with incoming.process():
+            status = header_text(incoming.headers, HEADER_STATUS) or "unknown"
+            try:
+                body = json.loads(incoming.body) if incoming.body else {}
+            except ValueError:
+                body = {"raw": incoming.body.decode("utf-8", errors="replace")}
+            return Outcome(job_id, status, body)
+
+
+async def fetch_job(api_url: str, job_id: str) -> dict[str, Any]:
+    """A job as `GET /api/job/{id}` shows it; ManagerError with the API's message otherwise."""
+    url = f"{api_url.rstrip('/')}/api/job/{job_id}"
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            response = await client.get(url)
+    except httpx.HTTPError as exc:
+        raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc
+    if response.status_code != 200:
+        with contextlib.suppress(ValueError):
+            raise ManagerError(response.json().get("error", response.text))
+        raise ManagerError(f"{url} answered {response.status_code}: {response.text[:200]}")
+    return response.json()
+
+
+def progress_line(job: dict[str, Any]) -> str:
+    """One line of progress: steps done out of total, and children done out of total."""
+    progress = job.get("progress") or {}
+    steps = f"steps {progress.get('steps_done', '?')}/{progress.get('steps_total', '?')}"
+    if progress.get("children_total"):
+        steps += f", children {progress.get('children_done')}/{progress.get('children_total')}"
+    return f"{job.get('status', '?')}: {steps}"

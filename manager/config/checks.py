@@ -1,0 +1,233 @@
+"""Structural checks over the raw workflow data: duplicates, unknown names, cycles, recursion.
+
+They read the plain data (not the models), so that they still run when some other part of
+the file fails validation, and so that duplicates are seen before names become dict keys.
+Malformed parts are skipped here: model validation reports those.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from manager.config.models import NAME_PATTERN
+from manager.config.yamlsource import Path, Problem
+
+__all__ = ["check_document", "find_cycles", "quote", "suggest"]
+
+_MAX_LISTED = 12
+_NAME = re.compile(NAME_PATTERN)
+
+
+def quote(value: str, limit: int = 60) -> str:
+    """`value` in single quotes, shortened, escaped when it would break the one-line message."""
+    short = value if len(value) <= limit else value[: limit - 3] + "..."
+    return f"'{short}'" if short.isprintable() and "'" not in short else repr(short)
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    """'; did you mean 'x'?' for the closest of `choices`, or ''."""
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean {quote(by_lower[close[0]])}?" if close else ""
+
+
+def listing(names: Sequence[str]) -> str:
+    """Names joined by commas, the tail elided past a dozen."""
+    shown = ", ".join(names[:_MAX_LISTED])
+    return shown + (f", ... ({len(names) - _MAX_LISTED} more)" if len(names) > _MAX_LISTED else "")
+
+
+def find_cycles(graph: Mapping[str, Sequence[str]]) -> list[tuple[str, ...]]:
+    """Every cycle closed by a back edge of a depth-first walk in declaration order, once each.
+
+    Each cycle starts at its earliest-declared node and repeats it at the end: (a, b, a).
+    Iterative, so a long chain cannot hit Python's recursion limit.
+    """
+    order = {name: i for i, name in enumerate(graph)}
+    done: set[str] = set()
+    found: dict[tuple[str, ...], None] = {}
+    for root in graph:
+        if root in done:
+            continue
+        trail, pending = [root], [iter(graph[root])]
+        while pending:
+            nxt = next(pending[-1], None)
+            if nxt is None:
+                done.add(trail.pop())
+                pending.pop()
+            elif nxt in trail:
+                loop = trail[trail.index(nxt) :]
+                start = min(range(len(loop)), key=lambda i: order[loop[i]])
+                loop = loop[start:] + loop[:start]
+                found.setdefault((*loop, loop[0]), None)
+            elif nxt not in done and nxt in graph:
+                trail.append(nxt)
+                pending.append(iter(graph[nxt]))
+    return list(found)
+
+
+def check_document(data: Any, lines: Mapping[Path, int]) -> list[Problem]:
+    """Every structural problem in a whole workflow document."""
+    if not isinstance(data, dict):
+        return []  # validation reports the wrong top level
+    workflows = data.get("workflows", [])
+    if workflows == []:
+        return [Problem((), "no workflows: add a 'workflows:' list with at least one workflow")]
+    items = _entries(workflows, ("workflows",))
+    problems = _duplicates(items, "workflow", lines)
+    for path, workflow in items:
+        problems += _check_workflow(path, workflow, lines)
+    return problems
+
+
+def _entries(value: Any, path: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The mappings in list `value` with their paths; anything else is left to validation."""
+    if not isinstance(value, list):
+        return []
+    return [((*path, i), item) for i, item in enumerate(value) if isinstance(item, dict)]
+
+
+def _name(entry: Mapping[str, Any]) -> str | None:
+    name = entry.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _duplicates(
+    items: list[tuple[Path, dict[str, Any]]], kind: str, lines: Mapping[Path, int]
+) -> list[Problem]:
+    first: dict[str, Path] = {}
+    problems = []
+    for path, entry in items:
+        name = _name(entry)
+        if name is None:
+            continue
+        if name in first:
+            where = lines.get((*first[name], "name"), "?")
+            message = f"duplicate {kind} name {quote(name)} (first at line {where})"
+            problems.append(Problem((*path, "name"), message))
+        else:
+            first[name] = path
+    return problems
+
+
+def _check_workflow(
+    path: Path, workflow: dict[str, Any], lines: Mapping[Path, int]
+) -> list[Problem]:
+    tasks = _entries(workflow.get("tasks"), (*path, "tasks"))
+    problems = _duplicates(tasks, "task", lines)
+    problems += _check_flow(path, workflow, lines)
+    for task_path, task in tasks:
+        problems += _check_flow(task_path, task, lines)
+        problems += _check_item_keys(task_path, task)
+    task_names = list(dict.fromkeys(name for _, task in tasks if (name := _name(task)) is not None))
+    problems += _unknown_tasks([(path, workflow), *tasks], task_names)
+    problems += _task_recursion(tasks)
+    return problems
+
+
+def _check_flow(path: Path, flow: dict[str, Any], lines: Mapping[Path, int]) -> list[Problem]:
+    """Duplicates, bad dependencies and cycles among the steps of one workflow or task."""
+    steps = _entries(flow.get("steps"), (*path, "steps"))
+    problems = _duplicates(steps, "step", lines)
+    first: dict[str, Path] = {}
+    for step_path, step in steps:
+        if (name := _name(step)) is not None:
+            first.setdefault(name, step_path)
+    known = list(first)
+    graph: dict[str, list[str]] = {name: [] for name in known}
+    for step_path, step in steps:
+        name = _name(step)
+        depends = step.get("depends")
+        if name is None or not isinstance(depends, list):
+            continue
+        for parent, problem in _check_depends(step_path, name, depends, known):
+            if problem is not None:
+                problems.append(problem)
+            elif name not in graph[parent]:
+                graph[parent].append(name)
+    for cycle in find_cycles(graph):
+        message = f"dependency cycle: {' -> '.join(cycle)} (each step needs the one before it)"
+        problems.append(Problem((*first[cycle[0]], "depends"), message))
+    return problems
+
+
+def _check_depends(
+    path: Path, name: str, depends: list[Any], known: list[str]
+) -> Iterable[tuple[str, Problem | None]]:
+    """Each usable dependency of one step as (parent, None), each bad one as (name, problem)."""
+    seen: set[str] = set()
+    for i, parent in enumerate(depends):
+        if not isinstance(parent, str) or not _NAME.fullmatch(parent):
+            continue  # validation reports it
+        where = (*path, "depends", i)
+        if parent == name:
+            yield parent, Problem(where, f"depends on itself; remove {quote(name)} from depends")
+        elif parent in seen:
+            yield parent, Problem(where, f"lists {quote(parent)} twice in depends; keep one")
+        elif parent not in known:
+            others = [other for other in known if other != name]
+            known_text = f"known: {listing(others)}" if others else "no other steps here"
+            message = f"depends on unknown step {quote(parent)} ({known_text})"
+            yield parent, Problem(where, message + suggest(parent, others))
+        else:
+            yield parent, None
+        seen.add(parent)
+
+
+def _check_item_keys(path: Path, task: dict[str, Any]) -> list[Problem]:
+    problems = []
+    for key in ("itemListKey", "itemKey"):
+        value = task.get(key)
+        if isinstance(value, str) and value and not value.strip():
+            problems.append(Problem((*path, key), f"{key} is blank; name a key of the input"))
+    return problems
+
+
+def _task_uses(flow: dict[str, Any], path: Path) -> list[tuple[Path, str, str]]:
+    """(path of the `task` field, step name, task name) for each task step of a flow."""
+    uses = []
+    for step_path, step in _entries(flow.get("steps"), (*path, "steps")):
+        task = step.get("task")
+        if isinstance(task, str) and _NAME.fullmatch(task):
+            uses.append(((*step_path, "task"), _name(step) or "?", task))
+    return uses
+
+
+def _unknown_tasks(
+    flows: list[tuple[Path, dict[str, Any]]], task_names: list[str]
+) -> list[Problem]:
+    known = f"(known: {listing(task_names)})" if task_names else "(this workflow defines no tasks)"
+    problems = []
+    for path, flow in flows:
+        for where, _, task in _task_uses(flow, path):
+            if task not in task_names:
+                message = f"uses unknown task {quote(task)} {known}{suggest(task, task_names)}"
+                problems.append(Problem(where, message))
+    return problems
+
+
+def _task_recursion(tasks: list[tuple[Path, dict[str, Any]]]) -> list[Problem]:
+    """A task whose steps run itself, directly or through other tasks, would never finish."""
+    graph: dict[str, list[str]] = {}
+    via: dict[tuple[str, str], tuple[Path, str]] = {}  # (task, used task) -> (path, step name)
+    for path, task in tasks:
+        name = _name(task)
+        if name is None or name in graph:
+            continue
+        graph[name] = []
+        for where, step, used in _task_uses(task, path):
+            if (name, used) not in via:
+                via[(name, used)] = (where, step)
+                graph[name].append(used)
+    problems = []
+    for cycle in find_cycles(graph):
+        pairs = itertools.pairwise(cycle)
+        hops = [f"task {quote(a)} step {quote(via[(a, b)][1])}" for a, b in pairs]
+        chain = " -> ".join([*hops, f"task {quote(cycle[0])}"])
+        message = f"task recursion: {chain}; a task cannot run itself"
+        problems.append(Problem(via[(cycle[0], cycle[1])][0], message))
+    return problems

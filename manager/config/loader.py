@@ -1,0 +1,232 @@
+"""Load workflow files into frozen models, or fail with a ConfigError listing every problem.
+
+Each problem is one line naming its place: `file:line: workflow 'w', step 's': message`.
+The pipeline: YAML with line numbers (`yamlsource`), structural checks on the raw data
+(`checks`), model validation with pydantic's errors translated, then derived facts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path as FilePath
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from manager.config.checks import check_document, listing, quote, suggest
+from manager.config.models import Step, Task, Workflow, WorkflowFile
+from manager.config.yamlsource import Document, Path, Problem, read_yaml
+from manager.errors import ConfigError
+
+__all__ = ["describe_workflows", "load_workflows", "parse_workflows"]
+
+_KINDS = {"workflows": "workflow", "tasks": "task", "steps": "step"}
+_MODELS: dict[str, type[BaseModel]] = {"workflows": Workflow, "tasks": Task, "steps": Step}
+_EXPECTED = {
+    "string_type": "a string",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "dict_type": "a mapping",
+}
+_NAME_RULE = "a name is a letter, then letters, digits, '_' or '-'"
+
+
+def load_workflows(path: str | os.PathLike[str]) -> dict[str, Workflow]:
+    """Load the workflow file at `path`: workflows by name, in file order."""
+    return parse_workflows(_read_text(path), str(path))
+
+
+def parse_workflows(text: str, source: str = "<string>") -> dict[str, Workflow]:
+    """Parse workflow YAML `text`; `source` names it in error messages."""
+    doc, problems = read_yaml(text)
+    if doc is None:
+        raise ConfigError(_report(problems, None, source))
+    problems += check_document(doc.data, doc.lines)
+    try:
+        parsed = WorkflowFile.model_validate(doc.data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        errors = [error for error in exc.errors(include_url=False) if not _is_echo(error)]
+        problems += [_explain(error, doc.data) for error in errors]
+        raise ConfigError(_report(problems, doc, source)) from None
+    if problems:
+        raise ConfigError(_report(problems, doc, source))
+    return _index(parsed, source)
+
+
+def _read_text(path: str | os.PathLike[str]) -> str:
+    source = str(path)
+    try:
+        raw = FilePath(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such file (looked for {os.path.abspath(path)})") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{source}: is a directory; give the path of a YAML file") from None
+    except PermissionError:
+        raise ConfigError(f"{source}: permission denied; cannot read the file") from None
+    except (OSError, ValueError) as exc:  # ValueError: e.g. a NUL byte in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{source}: cannot read the file: {reason}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        byte = raw[exc.start]
+        message = f"{source}:{line}: not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8"
+        raise ConfigError(message) from None
+
+
+def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
+    """Workflows by name, their derived facts computed now so that a bad one fails at load."""
+    workflows = {workflow.name: workflow for workflow in parsed.workflows}
+    for workflow in workflows.values():
+        try:
+            _ = (workflow.content_hash, workflow.task_by_name, workflow.step_index)
+            _ = (workflow.dependents, workflow.terminals)
+            for task in workflow.tasks:
+                _ = (task.item_key, task.step_index, task.dependents, task.terminals)
+        except Exception as exc:  # a library bug must not surface as a traceback
+            message = f"{source}: workflow {quote(workflow.name)}: cannot derive its facts: {exc!r}"
+            raise ConfigError(message) from exc
+    return workflows
+
+
+def _report(problems: list[Problem], doc: Document | None, source: str) -> list[str]:
+    """One line per problem, ordered by line, duplicates dropped."""
+    located = []
+    for problem in problems:
+        line = problem.line or (doc.line_of(problem.path) if doc else None)
+        where = source + (f":{line}" if line else "")
+        where += f":{problem.column}" if line and problem.column else ""
+        names = _place(doc.data, problem.path)[0] if doc and problem.path is not None else ""
+        text = f"{where}: {names}: {problem.message}" if names else f"{where}: {problem.message}"
+        located.append((line or 0, text))
+    located.sort(key=lambda pair: pair[0])
+    return list(dict.fromkeys(text for _, text in located))
+
+
+def _place(data: Any, path: Path) -> tuple[str, Path]:
+    """Human names for the workflow/task/step at `path`, and the rest of the path."""
+    names, node, i = [], data, 0
+    while i + 1 < len(path) and path[i] in _KINDS and isinstance(path[i + 1], int):
+        key, index = path[i], path[i + 1]
+        items = node.get(key) if isinstance(node, dict) else None
+        node = items[index] if isinstance(items, list) and index < len(items) else None
+        name = node.get("name") if isinstance(node, dict) else None
+        label = quote(name) if isinstance(name, str) and name else f"#{index + 1}"
+        names.append(f"{_KINDS[str(key)]} {label}")
+        i += 2
+    return ", ".join(names), path[i:]
+
+
+def _field(rest: Path) -> str:
+    """`depends[0]` for ('depends', 0)."""
+    text = ""
+    for part in rest:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _is_echo(error: ErrorDetails) -> bool:
+    """True for pydantic's "too short" on a list whose items all failed: they are reported."""
+    return error["type"] == "too_short" and bool(error.get("input"))
+
+
+def _explain(error: ErrorDetails, data: Any) -> Problem:
+    """A pydantic error as a Problem, in the words of the YAML file."""
+    loc = tuple(error["loc"])
+    return Problem(loc, _message(error, loc, _field(_place(data, loc)[1])))
+
+
+def _message(error: ErrorDetails, loc: Path, field: str) -> str:
+    kind, value = error["type"], error.get("input")
+    prefix = f"{field}: " if field else ""
+    if kind == "extra_forbidden":
+        return _unknown_field(loc)
+    if kind == "missing" or (kind == "too_short" and loc[-1:] == ("steps",)):
+        return _missing(loc, kind)
+    if kind == "string_pattern_mismatch":
+        return f"{prefix}invalid name {_show(value)}: {_NAME_RULE}"
+    if kind == "model_type" and not loc:
+        return f"the top level must be a mapping with 'workflows:', got {_show(value)}"
+    if kind in _EXPECTED:
+        return f"{prefix}expected {_EXPECTED[kind]}, got {_show(value)}{_hint(kind, loc, value)}"
+    if kind == "string_too_short":
+        return f"{prefix}must not be empty"
+    return f"{prefix}{error['msg']} (got {_show(value)})"
+
+
+def _unknown_field(loc: Path) -> str:
+    container = [part for part in loc[:-1] if isinstance(part, str)]
+    model = _MODELS.get(container[-1], WorkflowFile) if container else WorkflowFile
+    allowed = [info.alias or name for name, info in model.model_fields.items()]
+    name = str(loc[-1])
+    return f"unknown field {quote(name)} (allowed: {listing(allowed)}){suggest(name, allowed)}"
+
+
+def _missing(loc: Path, kind: str) -> str:
+    field = str(loc[-1])
+    owner = next((_KINDS[str(p)] for p in reversed(loc[:-1]) if p in _KINDS), "workflow")
+    if field == "steps":
+        state = "is empty" if kind == "too_short" else "is missing"
+        return f"'steps' {state}: a {owner} needs at least one step"
+    if field == "itemListKey":
+        return "missing 'itemListKey': the input key whose list the task runs over, once per item"
+    return f"missing required field {quote(field)}"
+
+
+def _hint(kind: str, loc: Path, value: Any) -> str:
+    if isinstance(value, str) and len(loc) >= 2 and loc[-2] in _KINDS:
+        return f"; write '- name: {value}'"
+    if isinstance(value, str) and kind == "tuple_type" and loc[-1:] in {("depends",), ("vhosts",)}:
+        return f"; write [{value}]"
+    if value is not None and not isinstance(value, str | list | dict):
+        return "; put it in quotes to make it text"
+    return ""
+
+
+def _show(value: Any) -> str:
+    """A bad value as the user wrote it, short."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, int | float):
+        return f"{value} (a number)"
+    if isinstance(value, str):
+        return quote(value)
+    if isinstance(value, list | dict):
+        return "a list" if isinstance(value, list) else "a mapping"
+    return f"{quote(str(value))} (a {type(value).__name__})"
+
+
+def describe_workflows(workflows: dict[str, Workflow]) -> str:
+    """A short human summary: each workflow's hash, steps and tasks with their item keys."""
+    blocks = []
+    for workflow in workflows.values():
+        lines = [f"workflow {quote(workflow.name)} (hash {workflow.content_hash})"]
+        if workflow.vhosts:
+            lines.append(f"  vhosts: {', '.join(workflow.vhosts)}")
+        lines += _describe_steps(workflow.steps, workflow.terminals, "  ")
+        for task in workflow.tasks:
+            origin = " (set by itemKey)" if task.item_key_override else ""
+            key = f"itemListKey {quote(task.item_list_key)} -> item key {quote(task.item_key)}"
+            lines.append(f"  task {quote(task.name)}: {key}{origin}")
+            lines += _describe_steps(task.steps, task.terminals, "    ")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _describe_steps(steps: tuple[Step, ...], terminals: tuple[str, ...], indent: str) -> list[str]:
+    lines = []
+    for step in steps:
+        parts = [f"depends on {', '.join(step.depends)}"] if step.depends else []
+        if step.task:
+            parts.append(f"task {quote(step.task)}")
+        if step.queue or not step.task:
+            parts.append(f"queue {quote(step.queue_name)}")
+        lines.append(f"{indent}step {quote(step.name)}: {'; '.join(parts)}")
+    lines.append(f"{indent}terminals: {', '.join(terminals)}")
+    return lines

@@ -1,0 +1,92 @@
+"""Commands: what the engine wants done, as its output. Adapters carry them out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Command",
+    "Dispatch",
+    "JobStarted",
+    "JobFinished",
+    "NotifyOutcome",
+    "JobRejected",
+    "Ignored",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Publish a step request to `queue`; `workflow` is the top-level workflow's name."""
+
+    job_id: str
+    step: str
+    queue: str
+    correlation_id: str
+    body: dict[str, Any]
+    workflow: str
+    attempt: int
+
+    @property
+    def message_id(self) -> str:
+        """Unique per dispatch and stable across replays, so a re-publish can be recognised."""
+        return f"{self.correlation_id}:{self.attempt}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobStarted:
+    """A job (or child job, when `parent_id` is set) began."""
+
+    job_id: str
+    workflow: str
+    parent_id: str | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobFinished:
+    """A job ended; `status` is completed, failed or cancelled."""
+
+    job_id: str
+    workflow: str
+    status: str
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    parent_id: str | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyOutcome:
+    """Tell a trigger's `reply_to` how its job ended (`status`: completed, failed or rejected)."""
+
+    reply_to: str
+    job_id: str
+    status: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class JobRejected:
+    """A submission was refused; `reason` is written for the person who sent it.
+
+    `kind` is one of "invalid-id", "unknown-workflow", "invalid-payload".
+    """
+
+    job_id: str
+    workflow: str
+    reason: str
+    reply_to: str | None
+    kind: str = "invalid-payload"
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """An event changed nothing (duplicate, late or stray); reported so it can be logged."""
+
+    subject: str
+    reason: str
+
+
+Command = Dispatch | JobStarted | JobFinished | NotifyOutcome | JobRejected | Ignored

@@ -1,0 +1,72 @@
+"""Reading a worker's reply: the correlation id and the body. Pure."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+__all__ = ["ReplyError", "split_correlation_id", "decode_output"]
+
+_MAX_PREVIEW = 60
+_KINDS = {
+    "list": "a list",
+    "str": "a string",
+    "int": "a number",
+    "float": "a number",
+    "bool": "a boolean",
+}
+
+
+class ReplyError(Exception):
+    """A reply body is not a JSON object; the message says what it was instead."""
+
+
+def split_correlation_id(correlation_id: str) -> tuple[str, str] | None:
+    """`<job-uuid>:<step-name>` as (job id, step name), or None when it has no such shape."""
+    job_id, sep, step = correlation_id.partition(":")
+    if not sep or not job_id or not step:
+        return None
+    return job_id, step
+
+
+def _preview(body: bytes) -> str:
+    text = body[:_MAX_PREVIEW].decode("utf-8", errors="replace")
+    return repr(text + ("..." if len(body) > _MAX_PREVIEW else ""))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse_float(text: str) -> float:
+    # Python reads 1e999 as inf, which would go out to the next worker as invalid JSON.
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def decode_output(body: bytes) -> dict[str, Any]:
+    """The step output a reply body holds: a JSON object, with an empty body meaning `{}`."""
+    if not body.strip():
+        return {}
+    try:
+        # Decode explicitly: json.loads(bytes) would also accept UTF-16 and UTF-32.
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ReplyError(f"reply body is not UTF-8 text: {_preview(body)}") from None
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float)
+    except (ValueError, RecursionError) as exc:
+        if isinstance(exc, RecursionError):
+            reason = "nested too deeply"
+        else:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise ReplyError(f"reply body is not valid JSON ({reason}): {_preview(body)}") from None
+    if not isinstance(value, dict):
+        kind = type(value).__name__ if value is not None else "null"
+        raise ReplyError(
+            f"reply body must be a JSON object, got {_KINDS.get(kind, kind)}: {_preview(body)}"
+        )
+    return value

@@ -1,0 +1,81 @@
+"""The errors workflow-manager raises, one tree under `ManagerError`.
+
+    ManagerError               anything the manager reports to a user
+    ├── ConfigError            a workflow file is missing, unreadable or invalid (every problem)
+    ├── SubmitError            a job cannot be started
+    │   ├── UnknownWorkflow    no workflow of that name
+    │   ├── InvalidPayload     the payload is not a JSON object
+    │   ├── InvalidJobId       the job id is not a UUID
+    │   └── DuplicateJob       a job with that id already exists
+    ├── BrokerError            RabbitMQ cannot be reached or refused an operation
+    │   └── Unroutable         a published message reached no queue (the queue does not exist)
+    ├── JournalError           the SQLite journal cannot be opened or written
+    └── ApiUnreachable         the manager's HTTP API cannot be reached (CLI client side)
+
+Every message is written for the person who hit it: it names the thing, shows the bad
+value and, where there is one, suggests the fix.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ManagerError",
+    "ConfigError",
+    "SubmitError",
+    "UnknownWorkflow",
+    "InvalidPayload",
+    "InvalidJobId",
+    "DuplicateJob",
+    "BrokerError",
+    "Unroutable",
+    "JournalError",
+    "ApiUnreachable",
+]
+
+
+class ManagerError(Exception):
+    """Root of every error the manager reports to a user."""
+
+
+class ConfigError(ManagerError):
+    """A workflow file is invalid; `problems` holds one line per problem, each naming its place."""
+
+    def __init__(self, problems: list[str] | str) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class SubmitError(ManagerError):
+    """A job cannot be started."""
+
+
+class UnknownWorkflow(SubmitError):
+    """No workflow has the requested name."""
+
+
+class InvalidPayload(SubmitError):
+    """The job payload is not a JSON object."""
+
+
+class InvalidJobId(SubmitError):
+    """The job id is not a UUID."""
+
+
+class DuplicateJob(SubmitError):
+    """A job with the requested id already exists."""
+
+
+class BrokerError(ManagerError):
+    """RabbitMQ cannot be reached or refused an operation."""
+
+
+class Unroutable(BrokerError):
+    """RabbitMQ returned a published message: no queue of that name exists."""
+
+
+class JournalError(ManagerError):
+    """The SQLite journal cannot be opened, is not ours, or cannot be written."""
+
+
+class ApiUnreachable(ManagerError):
+    """The manager's HTTP API cannot be reached."""

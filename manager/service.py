@@ -1,0 +1,80 @@
+"""Running the manager as a service: the orchestrator plus the HTTP API, until a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import Iterator, Mapping
+
+import uvicorn
+
+from manager.api import create_app
+from manager.config import Workflow
+from manager.errors import ManagerError
+from manager.orchestrator import ManagerSettings, Orchestrator
+
+__all__ = ["serve", "listen"]
+
+log = logging.getLogger(__name__)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the service decides the order of shutdown."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind the HTTP socket up front, so a taken port is a clear error before anything starts."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise ManagerError(
+            f"cannot listen for HTTP on {host}:{port}: {exc.strerror or exc}"
+        ) from exc
+    return sock
+
+
+async def serve(
+    workflows: Mapping[str, Workflow],
+    settings: ManagerSettings,
+    host: str,
+    port: int,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Run until SIGINT/SIGTERM (or `stop` is set): stop consuming, finish in hand, close."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    sock = listen(host, port)
+    orchestrator = Orchestrator(workflows, settings)
+    try:
+        await orchestrator.start()
+    except BaseException:
+        sock.close()
+        raise
+    config = uvicorn.Config(
+        create_app(orchestrator), host=host, port=port, log_level="warning", lifespan="off"
+    )
+    server = _Server(config)
+    http = asyncio.create_task(server.serve(sockets=[sock]), name="http")
+    log.info("serving %d workflows; HTTP API on http://%s:%d", len(workflows), host, port)
+    waiter = asyncio.create_task(stop.wait())
+    await asyncio.wait({http, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    log.info("shutting down")
+    server.should_exit = True
+    await orchestrator.stop()
+    await http
+    waiter.cancel()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(sig)

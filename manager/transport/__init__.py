@@ -1,0 +1,32 @@
+"""The RabbitMQ side: the broker adapter, wire names, and decoding inbound messages."""
+
+from manager.transport.broker import Broker
+from manager.transport.inbound import TriggerError, header_text, reply_event, trigger_event
+from manager.transport.naming import (
+    DEFAULT_QUEUE,
+    HEADER_ATTEMPT,
+    HEADER_ERROR,
+    HEADER_STATUS,
+    HEADER_WORKFLOW,
+    MAX_MESSAGE_BYTES,
+    TRIGGER_WORKFLOW_HEADER,
+    dead_letter_queue,
+    trigger_queue,
+)
+
+__all__ = [
+    "Broker",
+    "DEFAULT_QUEUE",
+    "HEADER_ATTEMPT",
+    "HEADER_ERROR",
+    "HEADER_STATUS",
+    "HEADER_WORKFLOW",
+    "MAX_MESSAGE_BYTES",
+    "TRIGGER_WORKFLOW_HEADER",
+    "TriggerError",
+    "dead_letter_queue",
+    "header_text",
+    "reply_event",
+    "trigger_event",
+    "trigger_queue",
+]

@@ -1,0 +1,149 @@
+"""The RabbitMQ adapter: one robust connection, declared queues, confirmed publishes, consumers.
+
+aio-pika and aiormq exceptions stop here and become `BrokerError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import aio_pika
+from aio_pika.abc import (
+    AbstractChannel,
+    AbstractIncomingMessage,
+    AbstractQueue,
+    AbstractRobustConnection,
+)
+from aiormq.exceptions import AMQPError, PublishError
+
+from manager.errors import BrokerError, Unroutable
+
+__all__ = ["Broker", "Handler"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[AbstractIncomingMessage], Awaitable[None]]
+
+_CONNECT_ERRORS = (AMQPError, OSError, ConnectionError, asyncio.TimeoutError)
+
+
+def _mask(url: str) -> str:
+    """The URL with its password hidden, for logs and errors."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    user = creds.split(":", 1)[0]
+    return f"{scheme}{sep}{user}:***@{host}"
+
+
+class Broker:
+    """A connection to RabbitMQ that reconnects by itself, restoring queues and consumers."""
+
+    def __init__(self, url: str, prefetch: int) -> None:
+        self.url = url
+        self.prefetch = prefetch
+        self._connection: AbstractRobustConnection | None = None
+        self._publish_channel: AbstractChannel | None = None
+        self._consume_channel: AbstractChannel | None = None
+        self._consumers: list[tuple[AbstractQueue, str]] = []
+
+    def __repr__(self) -> str:
+        return f"<Broker {_mask(self.url)}>"
+
+    @property
+    def connected(self) -> bool:
+        """True while the connection to the broker is up."""
+        return self._connection is not None and not self._connection.is_closed
+
+    async def connect(self, timeout_s: float = 10.0) -> None:
+        """Open the connection and its channels; BrokerError when the broker cannot be reached."""
+        try:
+            self._connection = await aio_pika.connect_robust(self.url, timeout=timeout_s)
+            # Separate channels: consumer flow control never holds up publishing, and the
+            # publish channel confirms every message and raises on unroutable ones.
+            self._publish_channel = await self._connection.channel(
+                publisher_confirms=True, on_return_raises=True
+            )
+            self._consume_channel = await self._connection.channel()
+            await self._consume_channel.set_qos(prefetch_count=self.prefetch)
+        except _CONNECT_ERRORS as exc:
+            await self.close()
+            raise BrokerError(f"cannot connect to RabbitMQ at {_mask(self.url)}: {exc}") from exc
+
+    async def declare(self, queues: Iterable[str]) -> None:
+        """Declare durable queues with no extra arguments, as workers do, so they never conflict."""
+        channel = self._require(self._consume_channel)
+        for name in dict.fromkeys(queues):
+            try:
+                await channel.declare_queue(name, durable=True)
+            except AMQPError as exc:
+                raise BrokerError(f"cannot declare queue '{name}': {exc}") from exc
+
+    async def consume(self, queue: str, handler: Handler) -> None:
+        """Deliver messages of `queue` to `handler`, which acks or rejects each one."""
+        channel = self._require(self._consume_channel)
+        try:
+            # Declared (not fetched passively) so the robust channel restores it on reconnect.
+            declared = await channel.declare_queue(queue, durable=True)
+            tag = await declared.consume(handler)
+        except AMQPError as exc:
+            raise BrokerError(f"cannot consume from queue '{queue}': {exc}") from exc
+        self._consumers.append((declared, tag))
+
+    async def stop_consuming(self) -> None:
+        """Cancel every consumer; messages in hand are still acked normally."""
+        consumers, self._consumers = self._consumers, []
+        for queue, tag in consumers:
+            try:
+                await queue.cancel(tag)
+            except (AMQPError, RuntimeError) as exc:
+                log.debug("cancelling consumer %s failed: %s", tag, exc)
+
+    async def publish(
+        self,
+        routing_key: str,
+        body: bytes,
+        *,
+        correlation_id: str | None,
+        reply_to: str | None = None,
+        headers: Mapping[str, Any] | None = None,
+        message_id: str | None = None,
+    ) -> None:
+        """Publish a persistent JSON message on the default exchange and wait for its confirm."""
+        channel = self._require(self._publish_channel)
+        message = aio_pika.Message(
+            body,
+            content_type="application/json",
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            correlation_id=correlation_id,
+            reply_to=reply_to,
+            message_id=message_id,
+            headers=dict(headers or {}),
+        )
+        try:
+            await channel.default_exchange.publish(message, routing_key, mandatory=True)
+        except PublishError as exc:  # returned by the broker: no queue took it
+            raise Unroutable(f"no queue '{routing_key}' exists; the message came back") from exc
+        except AMQPError as exc:
+            raise BrokerError(f"publishing to queue '{routing_key}' failed: {exc}") from exc
+        except RuntimeError as exc:  # aio-pika raises it on a closed channel
+            raise BrokerError(f"publishing to queue '{routing_key}' failed: {exc}") from exc
+
+    async def close(self) -> None:
+        """Close the connection (and its channels)."""
+        connection, self._connection = self._connection, None
+        self._publish_channel = self._consume_channel = None
+        if connection is not None:
+            try:
+                await connection.close()
+            except _CONNECT_ERRORS as exc:
+                log.debug("closing the connection failed: %s", exc)
+
+    def _require(self, channel: AbstractChannel | None) -> AbstractChannel:
+        if channel is None:
+            raise BrokerError("not connected to RabbitMQ; call connect() first")
+        return channel

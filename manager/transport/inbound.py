@@ -1,0 +1,74 @@
+"""Turning inbound AMQP messages (worker replies, job triggers) into engine events."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aio_pika.abc import AbstractIncomingMessage
+
+from manager.engine import JobSubmitted, StepReplied
+from manager.transport.naming import HEADER_ATTEMPT, HEADER_ERROR, TRIGGER_WORKFLOW_HEADER
+
+__all__ = ["TriggerError", "header_text", "reply_event", "trigger_event"]
+
+
+class TriggerError(Exception):
+    """A trigger message cannot become a job submission; the message says why, for its sender."""
+
+
+def header_text(headers: Mapping[str, Any] | None, key: str) -> str | None:
+    """A header as text (AMQP clients send strings as str or bytes), or None when absent."""
+    value = (headers or {}).get(key)
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _header_int(headers: Mapping[str, Any] | None, key: str) -> int | None:
+    value = (headers or {}).get(key)
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("ascii", errors="replace")
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def reply_event(message: AbstractIncomingMessage, at: float) -> StepReplied:
+    """A worker's reply as an event: raw body, `x-error` and `x-attempt` if present."""
+    headers = message.headers
+    return StepReplied(
+        correlation_id=message.correlation_id or "",
+        body=message.body,
+        at=at,
+        error=header_text(headers, HEADER_ERROR),
+        attempt=_header_int(headers, HEADER_ATTEMPT),
+    )
+
+
+def trigger_event(
+    message: AbstractIncomingMessage, at: float, new_id: str, max_bytes: int
+) -> JobSubmitted:
+    """A trigger as a submission; `new_id` is used when the sender gave no correlation id."""
+    workflow = header_text(message.headers, TRIGGER_WORKFLOW_HEADER)
+    if not workflow:
+        raise TriggerError(
+            f"trigger has no '{TRIGGER_WORKFLOW_HEADER}' header; set it to the workflow's name"
+        )
+    if len(message.body) > max_bytes:
+        raise TriggerError(f"trigger body is {len(message.body)} bytes; the limit is {max_bytes}")
+    try:
+        payload = json.loads(message.body) if message.body.strip() else {}
+    except (ValueError, RecursionError) as exc:
+        raise TriggerError(f"trigger body is not valid JSON: {exc}") from None
+    return JobSubmitted(
+        job_id=message.correlation_id or new_id,
+        workflow=workflow,
+        payload=payload,
+        at=at,
+        reply_to=message.reply_to or None,
+    )

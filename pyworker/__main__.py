@@ -1,0 +1,5 @@
+"""`python -m pyworker` runs the command line."""
+
+from pyworker.cli import main
+
+raise SystemExit(main())

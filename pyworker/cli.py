@@ -1,0 +1,80 @@
+"""`pyworker MODULE:OBJECT`: run a Worker until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from pyworker.errors import BrokerError, PyworkerError
+from pyworker.loader import load_target
+
+__all__ = ["main", "EXIT_OK", "EXIT_BROKER", "EXIT_USAGE"]
+
+EXIT_OK = 0  # stopped by SIGINT/SIGTERM after finishing in-flight requests
+EXIT_BROKER = 1  # RabbitMQ unreachable or refused a declaration
+EXIT_USAGE = 2  # bad arguments, bad MODULE:OBJECT target or invalid settings
+
+HELP_EPILOG = """\
+MODULE is a dotted module name (importable from the current directory) or a path to
+a .py file (its directory is importable, so it can import its sibling modules).
+
+examples:
+  pyworker examples/word-counts/workers.py:worker
+  pyworker mypackage.workers:worker --prefetch 4 --log-level DEBUG
+  AMQP_URL=amqp://user:pass@rabbit:5672/ pyworker mypackage.workers:worker
+
+The broker URL is --amqp-url, else the Worker's own amqp_url, else $AMQP_URL, else
+$AMQP_SERVER, else amqp://guest:guest@localhost:5672/.
+
+exit codes:
+  0  stopped by SIGINT/SIGTERM (in-flight requests finished and replied)
+  1  RabbitMQ unreachable or refused a declaration
+  2  bad arguments, MODULE:OBJECT or settings
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyworker",
+        description="Run a pyworker Worker: consume its step queues and reply to the manager.",
+        epilog=HELP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("target", metavar="MODULE:OBJECT", help="where the Worker object is")
+    parser.add_argument("--amqp-url", metavar="URL", help="RabbitMQ URL (overrides the Worker's)")
+    parser.add_argument(
+        "--prefetch", type=int, metavar="N", help="requests handled at once per step queue"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="logging level (default: INFO)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv`, load the Worker and run it; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # Console scripts do not put the current directory on sys.path; `python -m` does.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        worker = load_target(args.target)
+        worker.configure(amqp_url=args.amqp_url, prefetch=args.prefetch)
+        worker.run()
+    except BrokerError as exc:
+        print(f"pyworker: error: {exc}", file=sys.stderr)
+        return EXIT_BROKER
+    except PyworkerError as exc:
+        print(f"pyworker: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK

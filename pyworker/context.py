@@ -1,0 +1,75 @@
+"""StepContext: what a handler may want to know about the request it is handling."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from pyworker.protocol import (
+    HEADER_ATTEMPT,
+    HEADER_WORKFLOW,
+    header_text,
+    parse_attempt,
+    split_correlation_id,
+)
+
+__all__ = ["StepContext"]
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """The request's metadata, passed to handlers that declare a second parameter.
+
+    Attributes:
+        job_id: The job the request belongs to (the part of `correlation_id` before the last ':').
+        step: The workflow step name (after the last ':'), or the queue name when absent.
+        attempt: 1-based attempt number from the `x-attempt` header (1 when absent).
+        correlation_id: The raw correlation id, `<job-id>:<step-name>`, echoed in the reply.
+        workflow: The workflow name from the `x-workflow` header, or None.
+        headers: All request headers, read-only.
+        message_id: The request's AMQP message id, or None.
+        queue: The queue the request arrived on.
+        redelivered: True when RabbitMQ delivered this request before (e.g. a worker died).
+    """
+
+    job_id: str
+    step: str
+    attempt: int
+    correlation_id: str | None
+    workflow: str | None
+    headers: Mapping[str, Any] = field(repr=False, compare=False)
+    message_id: str | None = None
+    queue: str = ""
+    redelivered: bool = False
+
+    @classmethod
+    def from_properties(
+        cls,
+        *,
+        queue: str,
+        correlation_id: str | None,
+        headers: Mapping[str, Any] | None,
+        message_id: str | None = None,
+        redelivered: bool = False,
+    ) -> StepContext:
+        """Build the context from a request's AMQP properties."""
+        headers = dict(headers or {})
+        job_id, step = split_correlation_id(correlation_id)
+        return cls(
+            job_id=job_id,
+            step=step or queue,
+            attempt=parse_attempt(headers.get(HEADER_ATTEMPT)) or 1,
+            correlation_id=correlation_id,
+            workflow=header_text(headers.get(HEADER_WORKFLOW)),
+            headers=MappingProxyType(headers),
+            message_id=message_id,
+            queue=queue,
+            redelivered=redelivered,
+        )
+
+    @property
+    def log_fields(self) -> str:
+        """`job=... step=... attempt=...`, the fields every log line about this request carries."""
+        return f"job={self.job_id or '-'} step={self.step} attempt={self.attempt}"

@@ -1,0 +1,133 @@
+"""One request, start to finish: the one place where "returned or raised" becomes reply + ack.
+
+The order is fixed: run the handler, publish the reply with publisher confirms, and only when
+the broker has accepted the reply, ack the request. If the reply cannot be published the request
+is not acked, so RabbitMQ delivers it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import Executor
+
+import aio_pika
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+from aio_pika.exceptions import AMQPError, DeliveryError, PublishError
+from pydantic import ValidationError
+
+from pyworker.context import StepContext
+from pyworker.errors import ProtocolError
+from pyworker.handlers import StepHandler
+from pyworker.protocol import (
+    CONTENT_TYPE,
+    HEADER_ERROR,
+    Reply,
+    decode_request,
+    error_reply,
+    result_reply,
+)
+
+__all__ = ["handle_delivery", "REFUSED_REPLY_DELAY_S"]
+
+log = logging.getLogger(__name__)
+
+# Wait this long before requeueing a request whose reply the broker refused (e.g. a full reply
+# queue), so a persistent refusal does not become a hot redelivery loop.
+REFUSED_REPLY_DELAY_S = 1.0
+
+
+def context_of(message: AbstractIncomingMessage, queue: str) -> StepContext:
+    """The StepContext for a delivered request."""
+    return StepContext.from_properties(
+        queue=queue,
+        correlation_id=message.correlation_id,
+        headers=message.headers,
+        message_id=message.message_id,
+        redelivered=bool(message.redelivered),
+    )
+
+
+async def _outcome(
+    handler: StepHandler, body: bytes, ctx: StepContext, executor: Executor
+) -> Reply:
+    """The reply for this request: the handler's result, or an x-error for whatever was raised."""
+    started_s = time.monotonic()
+    try:
+        data = decode_request(body)
+        reply = result_reply(await handler.invoke(data, ctx, executor), ctx.attempt)
+    except Exception as exc:  # every failure of a step is reported to the manager, never raised
+        reply = error_reply(exc, ctx.attempt)
+        expected = isinstance(exc, ProtocolError | ValidationError)
+        log.warning(
+            "%s failed: %s",
+            ctx.log_fields,
+            reply.headers[HEADER_ERROR],
+            exc_info=None if expected else exc,
+        )
+        return reply
+    log.info("%s done in %.3fs", ctx.log_fields, time.monotonic() - started_s)
+    return reply
+
+
+async def _publish(channel: AbstractChannel, reply: Reply, reply_to: str, ctx: StepContext) -> None:
+    message = aio_pika.Message(
+        body=reply.body,
+        content_type=CONTENT_TYPE,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        correlation_id=ctx.correlation_id,
+        headers=reply.headers,
+    )
+    await channel.default_exchange.publish(message, routing_key=reply_to, mandatory=True)
+
+
+async def _settle(message: AbstractIncomingMessage, ctx: StepContext, *, ack: bool) -> None:
+    try:
+        await (message.ack() if ack else message.nack(requeue=True))
+    except (AMQPError, ConnectionError, RuntimeError) as exc:
+        # The channel is gone; RabbitMQ requeues every unacked request of a closed channel.
+        log.warning(
+            "%s could not settle the request (%s); it will be redelivered", ctx.log_fields, exc
+        )
+
+
+async def handle_delivery(
+    message: AbstractIncomingMessage,
+    handler: StepHandler,
+    channel: AbstractChannel,
+    executor: Executor,
+) -> None:
+    """Run `handler` on one request, publish its reply (or x-error) to `reply_to`, then ack."""
+    ctx = context_of(message, handler.queue)
+    if not message.reply_to:
+        log.warning("%s request has no reply_to; nothing to answer, acking it", ctx.log_fields)
+        await _settle(message, ctx, ack=True)
+        return
+    log.info("%s received on %r", ctx.log_fields, handler.queue)
+    reply = await _outcome(handler, message.body, ctx, executor)
+    try:
+        await _publish(channel, reply, message.reply_to, ctx)
+    except PublishError as exc:
+        # Unroutable: the reply queue does not exist, so no retry could ever deliver this reply.
+        log.error(
+            "%s reply queue %r does not exist (%s); dropping the reply and acking",
+            ctx.log_fields,
+            message.reply_to,
+            exc,
+        )
+    except DeliveryError as exc:
+        log.warning(
+            "%s broker refused the reply to %r (%s); requeueing the request in %.1fs",
+            ctx.log_fields,
+            message.reply_to,
+            exc,
+            REFUSED_REPLY_DELAY_S,
+        )
+        await asyncio.sleep(REFUSED_REPLY_DELAY_S)
+        await _settle(message, ctx, ack=False)
+        return
+    except (TimeoutError, AMQPError, ConnectionError) as exc:
+        log.warning("%s reply not sent (%s); the request will be redelivered", ctx.log_fields, exc)
+        return
+    await _settle(message, ctx, ack=True)

@@ -1,0 +1,352 @@
+"""Worker: registers step handlers and serves their queues on RabbitMQ until told to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import logging
+import os
+import signal
+import socket
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from types import MappingProxyType, TracebackType
+from typing import Any, TypeVar
+
+import aio_pika
+from aio_pika.abc import (
+    AbstractIncomingMessage,
+    AbstractQueue,
+    AbstractRobustChannel,
+    AbstractRobustConnection,
+)
+from aio_pika.exceptions import AMQPError
+
+from pyworker.delivery import handle_delivery
+from pyworker.draining import wait_until_idle
+from pyworker.errors import BrokerError, StepDefinitionError, WorkerStateError
+from pyworker.handlers import StepHandler, check_queue_name, inspect_handler
+from pyworker.settings import WorkerSettings, mask_url, resolve_amqp_url
+
+__all__ = ["Worker"]
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _State(enum.Enum):
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+class Worker:
+    """Serves step handlers: consumes each step's queue and replies to the manager.
+
+    Args:
+        amqp_url: Broker URL. Default: $AMQP_URL, then $AMQP_SERVER, then
+            `amqp://guest:guest@localhost:5672/` (read when the worker starts).
+        prefetch: How many requests per step queue are handled at once.
+        name: Connection name shown in RabbitMQ's management UI.
+        stop_timeout_s: How long `stop()` waits for in-flight handlers before cancelling them
+            (their requests are then redelivered).
+        environ: Environment to read the URL from (default `os.environ`); for tests.
+
+    Example:
+        >>> worker = Worker(prefetch=4)
+        >>> @worker.step("greet")
+        ... async def greet(data: dict, ctx: StepContext) -> dict:
+        ...     return {"greeting": f"hello {data['name']}"}
+        >>> worker.run()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        amqp_url: str | None = None,
+        *,
+        prefetch: int = 10,
+        name: str | None = None,
+        stop_timeout_s: float = 30.0,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._settings = WorkerSettings(amqp_url, prefetch, name, stop_timeout_s)
+        self._environ = environ
+        self._handlers: dict[str, StepHandler] = {}
+        self._state = _State.NEW
+        self._connection: AbstractRobustConnection | None = None
+        self._channel: AbstractRobustChannel | None = None
+        self._consumers: dict[str, tuple[AbstractQueue, str]] = {}
+        self._executor: ThreadPoolExecutor | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._deliveries = 0
+        self._stop_requested = asyncio.Event()
+        self._stopped = asyncio.Event()
+
+    def __repr__(self) -> str:
+        url = mask_url(self._settings.amqp_url) if self._settings.amqp_url else "<env url>"
+        steps = ", ".join(self._handlers)
+        return (
+            f"<Worker {url} steps=[{steps}] prefetch={self._settings.prefetch} {self._state.value}>"
+        )
+
+    # -- registration -------------------------------------------------------------------------
+
+    def step(self, queue: str) -> Callable[[F], F]:
+        """Register the decorated function as the handler of requests on `queue`.
+
+        Args:
+            queue: The step's queue name (the workflow step name, or its `queue:`).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            StepDefinitionError: The name is invalid, already taken, or the signature unusable.
+        """
+        check_queue_name(queue)
+
+        def register(func: F) -> F:
+            if queue in self._handlers:
+                raise StepDefinitionError(
+                    f"step {queue!r} is already handled by {self._handlers[queue].name}; "
+                    "each queue has one handler per worker"
+                )
+            if self._state is not _State.NEW:
+                raise WorkerStateError(f"cannot add step {queue!r}: the worker has started")
+            self._handlers[queue] = inspect_handler(queue, func)
+            return func
+
+        return register
+
+    @property
+    def handlers(self) -> Mapping[str, StepHandler]:
+        """The registered handlers by queue name (read-only)."""
+        return MappingProxyType(self._handlers)
+
+    @property
+    def settings(self) -> WorkerSettings:
+        """The worker's settings (frozen)."""
+        return self._settings
+
+    def configure(self, **changes: Any) -> None:
+        """Override settings before start, e.g. from CLI flags; `None` values are ignored.
+
+        Raises:
+            WorkerStateError: The worker has already started.
+            SettingsError: A value is invalid.
+        """
+        if self._state is not _State.NEW:
+            raise WorkerStateError("cannot configure a worker that has already started")
+        self._settings = self._settings.replace(**changes)
+
+    @property
+    def running(self) -> bool:
+        """Whether the worker is connected and consuming."""
+        return self._state is _State.RUNNING
+
+    @property
+    def in_flight(self) -> int:
+        """How many requests are being handled right now."""
+        return len(self._tasks)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, declare each step queue (durable) and start consuming.
+
+        Raises:
+            WorkerStateError: No steps are registered, or the worker is already running.
+            BrokerError: RabbitMQ cannot be reached or refused a declaration.
+        """
+        if self._state not in (_State.NEW, _State.STOPPED):
+            raise WorkerStateError(f"cannot start a worker that is {self._state.value}")
+        if not self._handlers:
+            raise WorkerStateError(
+                "no steps registered; decorate a function with @worker.step(...)"
+            )
+        environ = os.environ if self._environ is None else self._environ
+        url = resolve_amqp_url(self._settings.amqp_url, environ)
+        self._state = _State.STARTING
+        self._stop_requested = asyncio.Event()  # fresh events: each start may be on a new loop
+        self._stopped = asyncio.Event()
+        try:
+            await self._connect(url)
+        except BaseException:
+            await self._close()
+            self._state = _State.STOPPED
+            self._stopped.set()
+            raise
+        self._state = _State.RUNNING
+        log.info("worker consuming %s on %s", ", ".join(self._handlers), mask_url(url))
+
+    async def _connect(self, url: str) -> None:
+        name = self._settings.name or f"pyworker {socket.gethostname()} pid={os.getpid()}"
+        try:
+            self._connection = await aio_pika.connect_robust(
+                url, client_properties={"connection_name": name}
+            )
+        except (AMQPError, OSError) as exc:
+            raise BrokerError(
+                f"cannot connect to RabbitMQ at {mask_url(url)}: {exc or type(exc).__name__} "
+                "(is it running? set the URL with --amqp-url or $AMQP_URL)"
+            ) from exc
+        sync_steps = sum(not h.is_async for h in self._handlers.values())
+        self._executor = ThreadPoolExecutor(
+            max_workers=max(1, sync_steps * self._settings.prefetch), thread_name_prefix="pyworker"
+        )
+        queue = ""
+        try:
+            channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
+            self._channel = channel
+            await channel.set_qos(prefetch_count=self._settings.prefetch)
+            for queue, handler in self._handlers.items():
+                declared = await channel.declare_queue(queue, durable=True)
+                callback = functools.partial(self._on_message, handler)
+                self._consumers[queue] = (declared, await declared.consume(callback))
+        except AMQPError as exc:
+            where = f"declaring/consuming queue {queue!r}" if queue else "opening a channel"
+            raise BrokerError(f"RabbitMQ refused {where}: {exc}") from exc
+
+    async def _on_message(self, handler: StepHandler, message: AbstractIncomingMessage) -> None:
+        task = asyncio.current_task()
+        if self._channel is None or self._executor is None or task is None:
+            return  # closed already: RabbitMQ requeued this request with the channel
+        self._deliveries += 1
+        self._tasks.add(task)
+        try:
+            await handle_delivery(message, handler, self._channel, self._executor)
+        finally:
+            self._tasks.discard(task)
+
+    async def stop(self) -> None:
+        """Stop consuming, let in-flight handlers finish and reply, then disconnect.
+
+        Handlers still running after `stop_timeout_s` are cancelled; their requests are not
+        acked, so RabbitMQ redelivers them. Calling `stop()` again, or before start, is a no-op.
+        """
+        self._stop_requested.set()
+        if self._state in (_State.NEW, _State.STOPPED):
+            return
+        if self._state is _State.STOPPING:
+            await self._stopped.wait()
+            return
+        self._state = _State.STOPPING
+        try:
+            await self._cancel_consumers()
+            await self._drain(self._settings.stop_timeout_s)
+        finally:
+            await self._close()
+            self._state = _State.STOPPED
+            self._stopped.set()
+            log.info("worker stopped")
+
+    async def _cancel_consumers(self) -> None:
+        for queue_name, (queue, tag) in self._consumers.items():
+            try:
+                await queue.cancel(tag)
+            except (AMQPError, ConnectionError) as exc:
+                log.warning("could not cancel the consumer of %r: %s", queue_name, exc)
+        self._consumers.clear()
+
+    async def _drain(self, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self._tasks and (remaining := deadline - loop.time()) > 0:
+            log.info("waiting for %d in-flight request(s)", len(self._tasks))
+            await asyncio.wait(set(self._tasks), timeout=remaining)
+        self._abort_in_flight()
+        # Let cancelled handlers unwind before the channel closes under them.
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    def _abort_in_flight(self) -> None:
+        for task in self._tasks:
+            if not task.done():
+                log.warning("cancelling an in-flight request; RabbitMQ will redeliver it")
+                task.cancel()
+
+    async def _close(self) -> None:
+        channel, connection, executor = self._channel, self._connection, self._executor
+        self._channel = self._connection = self._executor = None
+        self._consumers.clear()
+        for closable in (channel, connection):
+            if closable is not None:
+                try:
+                    await closable.close()
+                except (AMQPError, ConnectionError) as exc:
+                    log.debug("error while closing %r: %s", closable, exc)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    async def __aenter__(self) -> Worker:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def serve(self, *, handle_signals: bool = False) -> None:
+        """Start, handle requests until `stop()` is called (or SIGINT/SIGTERM), then stop.
+
+        Args:
+            handle_signals: Install SIGINT/SIGTERM handlers: the first signal stops gracefully,
+                a second one cancels in-flight handlers.
+        """
+        await self.start()
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
+        for signum in signals:
+            loop.add_signal_handler(signum, self._on_signal, signum)
+        try:
+            await self._stop_requested.wait()
+        finally:
+            for signum in signals:
+                loop.remove_signal_handler(signum)
+            await self.stop()
+
+    def _on_signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        if not self._stop_requested.is_set():
+            log.info("%s received: stopping after in-flight requests (again to abort)", name)
+            self._stop_requested.set()
+        else:
+            log.warning("%s received again: cancelling in-flight requests", name)
+            self._abort_in_flight()
+
+    def run(self) -> None:
+        """Serve until SIGINT or SIGTERM, then stop gracefully; blocks the calling thread.
+
+        Raises:
+            BrokerError: RabbitMQ cannot be reached at start-up.
+        """
+        asyncio.run(self.serve(handle_signals=True))
+
+    async def run_until_idle(self, *, timeout_s: float | None = None) -> None:
+        """Start, handle requests until every step queue is empty and none is in flight, then stop.
+
+        A drain mode for tests and batch jobs.
+
+        Args:
+            timeout_s: Give up (raising TimeoutError) if the worker is not idle by then.
+        """
+        await self.start()
+        try:
+            await wait_until_idle(
+                queues=lambda: [queue for queue, _ in self._consumers.values()],
+                in_flight=lambda: len(self._tasks),
+                deliveries=lambda: self._deliveries,
+                timeout_s=timeout_s,
+            )
+        finally:
+            await self.stop()

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Prepare a machine: RabbitMQ running on 127.0.0.1:5672, Node.js for the JS worker,
+# and a virtualenv in .venv with the project and its test tools installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+broker_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
+
+apt_install() {
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing $* with apt-get" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    return 1
+  fi
+}
+
+if ! broker_up; then
+  if ! command -v rabbitmq-server >/dev/null 2>&1; then
+    apt_install rabbitmq-server || {
+      echo "setup: RabbitMQ is not installed and apt-get is not available." >&2
+      echo "       Start one with: docker compose up -d rabbitmq" >&2
+      exit 1
+    }
+  fi
+  echo "setup: starting RabbitMQ" >&2
+  rabbitmq-server -detached || true
+  timeout 120 rabbitmqctl await_startup >/dev/null
+  for _ in $(seq 60); do broker_up && break; sleep 1; done
+  broker_up || { echo "setup: RabbitMQ did not come up on 127.0.0.1:5672" >&2; exit 1; }
+fi
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm || echo "setup: Node.js missing; the JS worker test will be skipped" >&2
+fi
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'

@@ -1,0 +1,121 @@
+"""Fixtures that run the whole system: a real manager process and real pyworker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aio_pika
+import httpx
+import pytest
+
+from .harness import Manager, Process, start_manager, start_worker
+
+
+@dataclass
+class Outcome:
+    """An outcome message from the manager, as a trigger's sender receives it."""
+
+    correlation_id: str | None
+    status: str
+    body: Any
+
+
+@dataclass
+class System:
+    """One test's manager, workers and AMQP client; queue names are unique to the test."""
+
+    prefix: str
+    manager: Manager
+    workers: list[Process]
+    channel: aio_pika.abc.AbstractChannel
+    http: httpx.AsyncClient
+
+    @property
+    def trigger_queue(self) -> str:
+        return f"{self.manager.queue}.jobs"
+
+    async def reply_queue(self) -> aio_pika.abc.AbstractQueue:
+        """A fresh exclusive queue to receive outcome messages on."""
+        return await self.channel.declare_queue(exclusive=True)
+
+    async def trigger(
+        self,
+        workflow: str | None,
+        payload: Any,
+        job_id: str | None = None,
+        reply_to: str | None = None,
+        raw: bytes | None = None,
+    ) -> None:
+        """Publish a trigger the way any AMQP client would, with no project code."""
+        headers = {"workflow": workflow} if workflow is not None else {}
+        body = raw if raw is not None else json.dumps(payload).encode()
+        message = aio_pika.Message(body, headers=headers, correlation_id=job_id, reply_to=reply_to)
+        await self.channel.default_exchange.publish(message, self.trigger_queue)
+
+    async def next_outcome(
+        self, queue: aio_pika.abc.AbstractQueue, timeout_s: float = 30
+    ) -> Outcome:
+        """The next outcome message on `queue`."""
+        async with queue.iterator(timeout=timeout_s) as messages:
+            async for message in messages:
+                await message.ack()
+                status = (message.headers or {}).get("x-status")
+                if isinstance(status, bytes):
+                    status = status.decode()
+                return Outcome(message.correlation_id, str(status), json.loads(message.body))
+        raise AssertionError("no outcome message")
+
+    async def run(self, workflow: str, payload: Any, job_id: str | None = None) -> Outcome:
+        """Trigger a job and wait for its outcome."""
+        queue = await self.reply_queue()
+        await self.trigger(workflow, payload, job_id or str(uuid.uuid4()), queue.name)
+        return await self.next_outcome(queue)
+
+    async def outcome_of(self, job_id: str, workflow: str) -> Outcome:
+        """Wait for a job's end by sending a duplicate trigger with a reply_to (answered at end)."""
+        queue = await self.reply_queue()
+        await self.trigger(workflow, {}, job_id, queue.name)
+        return await self.next_outcome(queue)
+
+
+SystemFactory = Callable[..., Awaitable[System]]
+
+
+@pytest.fixture
+async def system(
+    amqp_url: str, unique: str, tmp_path: Path
+) -> AsyncIterator[SystemFactory]:
+    """Start a manager serving `yaml_text` (with `{p}` standing for this test's queue prefix)."""
+    started: list[System] = []
+    connection = await aio_pika.connect(amqp_url)
+    channel = await connection.channel()
+
+    async def start(yaml_text: str, step_queues: list[str] = (), worker: str | None = None,
+                    worker_env: dict[str, str] | None = None) -> System:
+        config = tmp_path / "workflows.yaml"
+        config.write_text(yaml_text.replace("{p}", unique))
+        manager = await start_manager(config, f"{unique}.wm", amqp_url, tmp_path / "wm.db")
+        workers = []
+        if step_queues or worker:
+            env = {"STEP_QUEUES": ",".join(f"{unique}.{q}" for q in step_queues), **(worker_env or {})}
+            target = worker or "tests/integration/system/stepworkers.py:worker"
+            workers.append(await start_worker(target, amqp_url, env))
+        http = httpx.AsyncClient(base_url=manager.api_url, timeout=10)
+        system = System(unique, manager, workers, channel, http)
+        started.append(system)
+        return system
+
+    yield start
+    for system in started:
+        await system.http.aclose()
+        for worker in system.workers:
+            await worker.stop()
+        code = await system.manager.process.stop()
+        assert code == 0, f"manager exited with {code}:\n{system.manager.process.output}"
+    await connection.close()

@@ -1,0 +1,96 @@
+"""The wire protocol as a worker in another language sees it: the test itself plays the worker."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import aio_pika
+
+MANUAL = """
+workflows:
+  - name: manual
+    steps:
+      - {name: hand, queue: "{p}.hand"}
+      - {name: next, depends: [hand], queue: "{p}.next"}
+"""
+
+
+async def _take_request(sys, queue_name: str) -> aio_pika.abc.AbstractIncomingMessage:
+    queue = await sys.channel.declare_queue(queue_name, durable=True)
+    async with queue.iterator(timeout=20) as messages:
+        async for message in messages:
+            await message.ack()
+            return message
+    raise AssertionError("no request")
+
+
+async def _reply(sys, request, body: bytes, headers: dict | None = None) -> None:
+    message = aio_pika.Message(body, correlation_id=request.correlation_id, headers=headers or {})
+    await sys.channel.default_exchange.publish(message, request.reply_to)
+
+
+async def test_request_properties_follow_the_protocol(system):
+    sys = await system(MANUAL)
+    job_id = str(uuid.uuid4())
+    outcome_queue = await sys.reply_queue()
+    await sys.trigger("manual", {"k": "v"}, job_id, outcome_queue.name)
+    request = await _take_request(sys, f"{sys.prefix}.hand")
+    assert request.correlation_id == f"{job_id}:hand"
+    assert request.reply_to == sys.manager.queue
+    assert request.content_type == "application/json"
+    assert request.delivery_mode == aio_pika.DeliveryMode.PERSISTENT
+    assert request.message_id == f"{job_id}:hand:1"
+    assert request.headers["x-workflow"] == "manual"
+    assert request.headers["x-attempt"] == 1
+    assert json.loads(request.body) == {"k": "v"}
+    # An empty reply body counts as {}; the input is not carried over.
+    await _reply(sys, request, b"")
+    second = await _take_request(sys, f"{sys.prefix}.next")
+    assert json.loads(second.body) == {}
+    await _reply(sys, second, b'{"done": true}')
+    outcome = await sys.next_outcome(outcome_queue)
+    assert (outcome.status, outcome.body) == ("completed", {"done": True})
+
+
+async def test_non_object_reply_fails_the_step(system):
+    sys = await system(MANUAL)
+    outcome_queue = await sys.reply_queue()
+    await sys.trigger("manual", {}, str(uuid.uuid4()), outcome_queue.name)
+    request = await _take_request(sys, f"{sys.prefix}.hand")
+    await _reply(sys, request, b"[1, 2]")
+    outcome = await sys.next_outcome(outcome_queue)
+    assert outcome.status == "failed"
+    assert outcome.body["error"]["step"] == "hand"
+    assert "JSON object" in outcome.body["error"]["message"]
+
+
+async def test_x_error_reply_fails_the_step_with_its_message(system):
+    sys = await system(MANUAL)
+    outcome_queue = await sys.reply_queue()
+    await sys.trigger("manual", {}, str(uuid.uuid4()), outcome_queue.name)
+    request = await _take_request(sys, f"{sys.prefix}.hand")
+    await _reply(sys, request, b"", headers={"x-error": "disk full"})
+    outcome = await sys.next_outcome(outcome_queue)
+    assert outcome.body["error"] == {"step": "hand", "message": "disk full"}
+
+
+async def test_stray_replies_are_logged_and_the_manager_carries_on(system):
+    sys = await system(MANUAL)
+    stray = f"{uuid.uuid4()}:hand"
+    for correlation_id in (stray, "garbage-without-colon"):
+        message = aio_pika.Message(b"{}", correlation_id=correlation_id)
+        await sys.channel.default_exchange.publish(message, sys.manager.queue)
+    await sys.manager.process.wait_for_line(r"ignored .*: no job")
+    await sys.manager.process.wait_for_line(r"ignored garbage-without-colon: malformed")
+    outcome_queue = await sys.reply_queue()
+    job_id = str(uuid.uuid4())
+    await sys.trigger("manual", {}, job_id, outcome_queue.name)
+    request = await _take_request(sys, f"{sys.prefix}.hand")
+    await _reply(sys, request, b"{}")
+    # A duplicate of the same reply changes nothing.
+    await _reply(sys, request, b'{"twice": true}')
+    await sys.manager.process.wait_for_line(r"ignored .*:hand: step 'hand' is completed")
+    second = await _take_request(sys, f"{sys.prefix}.next")
+    await _reply(sys, second, b'{"ok": 1}')
+    assert (await sys.next_outcome(outcome_queue)).body == {"ok": 1}

@@ -1,0 +1,85 @@
+"""The app as a whole: health, error shapes for unknown routes and methods, and the OpenAPI docs."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from manager.api import create_app
+
+
+async def test_healthz_ok_when_connected(client):
+    response = await client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+async def test_healthz_503_when_disconnected(client, service):
+    service.connected = False
+    response = await client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "disconnected"}
+
+
+@pytest.mark.parametrize("path", ["/", "/api", "/api/job", "/api/workflow", "/api/jobs/extra"])
+async def test_unknown_route_is_404_with_an_error_body(client, path):
+    response = await client.get(path)
+    assert response.status_code == 404
+    assert response.json() == {
+        "error": f"no route GET {path}; the API is described at /docs",
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("DELETE", "/api/jobs", "GET"),
+        ("PUT", "/api/workflow/wordcount", "GET, POST"),
+        ("POST", "/healthz", "GET"),
+    ],
+)
+async def test_wrong_method_is_405_with_an_error_body(client, method, path, allowed):
+    response = await client.request(method, path)
+    assert response.status_code == 405
+    assert response.json() == {
+        "error": f"{method} is not allowed on {path} (allowed: {allowed})",
+    }
+    assert response.headers["allow"] == allowed
+
+
+async def test_a_bug_is_500_with_an_error_body_and_no_details(service, clock):
+    service.state = None  # any route reading jobs now raises AttributeError
+    app = create_app(service, clock=clock)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as http:
+        response = await http.get("/api/jobs")
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": "internal error in workflow-manager; see its log for details",
+    }
+
+
+async def test_openapi_documents_every_route_without_422(client):
+    response = await client.get("/openapi.json")
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["info"]["title"] == "workflow-manager"
+    assert schema["info"]["version"]
+    assert set(schema["paths"]) == {
+        "/api/workflows",
+        "/api/workflow/{name}",
+        "/api/jobs",
+        "/api/job/{job_id}",
+        "/healthz",
+    }
+    assert "422" not in response.text
+    assert "HTTPValidationError" not in response.text
+    post = schema["paths"]["/api/workflow/{name}"]["post"]
+    assert set(post["responses"]) == {"200", "400", "404", "409"}
+    assert post["requestBody"]["content"]["application/json"]["schema"]["type"] == "object"
+
+
+async def test_docs_page_is_served(client):
+    response = await client.get("/docs")
+    assert response.status_code == 200
+    assert "swagger" in response.text.lower()
