@@ -62,7 +62,9 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     serve.add_argument("--amqp-url", default=amqp_url, help="RabbitMQ URL (env AMQP_URL)")
     serve.add_argument(
-        "--db", default=env.get("WM_DB", "wm.db"), help="SQLite journal file (default: %(default)s)"
+        "--db",
+        default=env.get("WM_DB", "wm.db"),
+        help="SQLite journal file; reserved: this release keeps job state in memory",
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8080, help="HTTP port (default: %(default)s)")

@@ -182,7 +182,8 @@ class Orchestrator:
 
     async def _on_reply(self, message: AbstractIncomingMessage) -> None:
         log.debug("reply %s %d bytes", message.correlation_id, len(message.body))
-        await self._execute(self._apply(reply_event(message, self._clock())))
+        event = reply_event(message, self._clock(), self.settings.max_message_bytes)
+        await self._execute(self._apply(event))
         await _ack(message)
 
     async def _on_trigger(self, message: AbstractIncomingMessage) -> None:

@@ -104,7 +104,8 @@ async def handle_delivery(
         log.warning("%s request has no reply_to; nothing to answer, acking it", ctx.log_fields)
         await _settle(message, ctx, ack=True)
         return
-    log.info("%s received on %r", ctx.log_fields, handler.queue)
+    again = " (redelivered)" if ctx.redelivered else ""
+    log.info("%s received on %r%s", ctx.log_fields, handler.queue, again)
     reply = await _outcome(handler, message.body, ctx, executor)
     try:
         await _publish(channel, reply, message.reply_to, ctx)

@@ -100,12 +100,16 @@ def _signature(queue: str, func: Callable[..., Any]) -> inspect.Signature:
 
 def _input_model(queue: str, func: Callable[..., Any], param: inspect.Parameter) -> Any:
     annotation = param.annotation
-    if isinstance(annotation, str):
-        raise StepDefinitionError(
-            f"step {queue!r}: cannot resolve the annotation {annotation!r} of parameter "
-            f"{param.name!r} of {_name(func)}; define the model at module level "
-            "(string annotations are resolved in the handler's module globals)"
-        )
+    if isinstance(annotation, str):  # left unevaluated because another annotation failed
+        namespace = getattr(inspect.unwrap(func), "__globals__", {})
+        try:
+            annotation = eval(annotation, namespace)  # what inspect.signature(eval_str=True) does
+        except Exception as exc:
+            raise StepDefinitionError(
+                f"step {queue!r}: cannot resolve the annotation {param.annotation!r} of "
+                f"parameter {param.name!r} of {_name(func)} ({type(exc).__name__}: {exc}); "
+                "define the model at module level"
+            ) from exc
     if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
         return annotation
     return None

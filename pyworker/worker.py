@@ -194,6 +194,8 @@ class Worker:
                 f"cannot connect to RabbitMQ at {mask_url(url)}: {exc or type(exc).__name__} "
                 "(is it running? set the URL with --amqp-url or $AMQP_URL)"
             ) from exc
+        self._connection.close_callbacks.add(self._on_connection_lost)
+        self._connection.reconnect_callbacks.add(self._on_reconnected)
         sync_steps = sum(not h.is_async for h in self._handlers.values())
         self._executor = ThreadPoolExecutor(
             max_workers=max(1, sync_steps * self._settings.prefetch), thread_name_prefix="pyworker"
@@ -210,6 +212,13 @@ class Worker:
         except AMQPError as exc:
             where = f"declaring/consuming queue {queue!r}" if queue else "opening a channel"
             raise BrokerError(f"RabbitMQ refused {where}: {exc}") from exc
+
+    def _on_connection_lost(self, _connection: object, exc: BaseException | None = None) -> None:
+        if self._state is _State.RUNNING:
+            log.warning("lost the connection to RabbitMQ (%s); reconnecting", exc)
+
+    def _on_reconnected(self, _connection: object) -> None:
+        log.info("reconnected to RabbitMQ; consuming %s again", ", ".join(self._handlers))
 
     async def _on_message(self, handler: StepHandler, message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()

@@ -5,6 +5,7 @@ RequestValidationError (e.g. ?interval=abc)   400, not FastAPI's default 422
 UnknownWorkflow                               404
 DuplicateJob                                  409
 other SubmitError (payload, job id)           400
+BrokerError                                   503
 anything else                                 500, details left to the server log
 """
 
@@ -21,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import ExceptionHandler
 
-from manager.errors import DuplicateJob, SubmitError, UnknownWorkflow
+from manager.errors import BrokerError, DuplicateJob, SubmitError, UnknownWorkflow
 
 __all__ = ["install_error_handlers", "unknown_workflow", "error_response", "validation_message"]
 
@@ -94,6 +95,10 @@ async def _on_submit_error(request: Request, exc: SubmitError) -> JSONResponse:
     return error_response(status, str(exc))
 
 
+async def _on_broker_error(request: Request, exc: BrokerError) -> JSONResponse:
+    return error_response(503, f"RabbitMQ is unavailable: {exc}")
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     # Starlette re-raises after answering, so the server still logs the traceback.
     return error_response(500, "internal error in workflow-manager; see its log for details")
@@ -107,4 +112,5 @@ def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error_handler(routes))
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(SubmitError, _on_submit_error)
+    app.add_exception_handler(BrokerError, _on_broker_error)
     app.add_exception_handler(Exception, _on_unexpected)

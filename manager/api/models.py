@@ -17,6 +17,7 @@ __all__ = [
     "Health",
     "JobDetail",
     "JobIds",
+    "Progress",
     "StepEntry",
     "SubmitResponse",
     "WorkflowJobs",
@@ -76,6 +77,15 @@ class StepEntry(BaseModel):
     )
 
 
+class Progress(BaseModel):
+    """Extra: how far a job has got, for progress lines."""
+
+    steps_done: int = Field(description="Steps completed.")
+    steps_total: int
+    children_done: int = Field(description="Child jobs finished, over the task steps fanned out.")
+    children_total: int
+
+
 class JobDetail(BaseModel):
     """A job or child job: its steps by state, and its result or error once it has ended."""
 
@@ -89,6 +99,7 @@ class JobDetail(BaseModel):
         description="Starts with __start__; ends with __end__ once the job has completed."
     )
     failed: list[StepEntry] = Field(description="Extra: steps that failed.")
+    progress: Progress
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'

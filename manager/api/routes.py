@@ -29,6 +29,7 @@ from manager.api.service import Clock, JobService
 __all__ = ["router"]
 
 DEFAULT_INTERVAL_MIN = 480.0
+_DISCONNECTED = "not connected to RabbitMQ, so no job can start now; try again shortly"
 
 
 async def _service(request: Request) -> JobService:
@@ -77,7 +78,7 @@ async def list_workflows(service: Service) -> list[dict[str, Any]]:
     "/api/workflow/{name}",
     tags=["workflows"],
     response_model=SubmitResponse,
-    responses=_errors(400, 404, 409),
+    responses=_errors(400, 404, 409, 503),
     openapi_extra=_PAYLOAD_DOC,
 )
 async def submit_job(
@@ -92,6 +93,9 @@ async def submit_job(
     """Start a job of workflow `name`; the JSON object body is its payload."""
     if name not in service.workflows:
         raise unknown_workflow(name, service.workflows)
+    if not service.connected:
+        # Refuse rather than hold the request open until the broker is back.
+        raise HTTPException(status_code=503, detail=_DISCONNECTED)
     payload = parse_payload(await request.body())
     new_id = await service.submit(name, payload, resolve_job_id(job_id, payload))
     return {"id": new_id}

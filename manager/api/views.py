@@ -23,6 +23,7 @@ __all__ = [
     "running_job_ids",
     "job_detail",
     "step_entry",
+    "progress",
 ]
 
 START = "__start__"
@@ -108,6 +109,23 @@ def _pseudo_step(name: str, at: float, message: dict[str, Any] | None) -> dict[s
     return {"name": name, "startTime": iso_utc(at), "elapsed": 0.0, "message": message}
 
 
+def _children_done(run: StepRun) -> int:
+    total = len(run.children or ())
+    return total if run.status is StepStatus.COMPLETED else total - run.children_left
+
+
+def progress(job: Job) -> dict[str, int]:
+    """Completed steps out of all, and finished children out of all fanned out so far."""
+    runs = list(job.steps.values())
+    fanned = [run for run in runs if run.children]
+    return {
+        "steps_done": sum(run.status is StepStatus.COMPLETED for run in runs),
+        "steps_total": len(runs),
+        "children_done": sum(_children_done(run) for run in fanned),
+        "children_total": sum(len(run.children or ()) for run in fanned),
+    }
+
+
 def job_detail(job: Job, now: float) -> dict[str, Any]:
     """A job's steps grouped by status in declaration order, framed by `__start__`/`__end__`."""
     lists: dict[StepStatus, list[dict[str, Any]]] = {
@@ -128,6 +146,7 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
     detail["running"] = lists[StepStatus.RUNNING]
     detail["completed"] = lists[StepStatus.COMPLETED]
     detail["failed"] = lists[StepStatus.FAILED]
+    detail["progress"] = progress(job)
     if job.result is not None:
         detail["result"] = job.result
     if job.error is not None:

@@ -42,11 +42,9 @@ def listing(names: Sequence[str]) -> str:
 
 
 def find_cycles(graph: Mapping[str, Sequence[str]]) -> list[tuple[str, ...]]:
-    """Every cycle closed by a back edge of a depth-first walk in declaration order, once each.
+    """Each cycle closed by a back edge of a depth-first walk, as (a, b, a) from its first node.
 
-    Each cycle starts at its earliest-declared node and repeats it at the end: (a, b, a).
-    Iterative, so a long chain cannot hit Python's recursion limit.
-    """
+    Iterative, so that a long chain cannot hit Python's recursion limit."""
     order = {name: i for i, name in enumerate(graph)}
     done: set[str] = set()
     found: dict[tuple[str, ...], None] = {}

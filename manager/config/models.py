@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cached_property
-from typing import Annotated
+from functools import cached_property, lru_cache
+from typing import Annotated, Any
 
-import inflect
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 __all__ = ["NAME_PATTERN", "Name", "Step", "Task", "Workflow", "WorkflowFile", "Flow", "singular"]
@@ -20,14 +19,19 @@ __all__ = ["NAME_PATTERN", "Name", "Step", "Task", "Workflow", "WorkflowFile", "
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 
-_inflect = inflect.engine()
+
+@lru_cache(maxsize=1)
+def _inflect_engine() -> Any:
+    import inflect  # imported on first use: only workflows with tasks need it
+
+    return inflect.engine()
 
 
 def singular(plural: str) -> str:
     """The singular form inflect gives for `plural`, or `plural` itself when it is not a plural."""
     if not plural.strip():
         return plural  # inflect raises IndexError on blank text
-    result = _inflect.singular_noun(plural)
+    result = _inflect_engine().singular_noun(plural)
     return result if isinstance(result, str) and result else plural
 
 

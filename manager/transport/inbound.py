@@ -38,14 +38,20 @@ def _header_int(headers: Mapping[str, Any] | None, key: str) -> int | None:
         return None
 
 
-def reply_event(message: AbstractIncomingMessage, at: float) -> StepReplied:
-    """A worker's reply as an event: raw body, `x-error` and `x-attempt` if present."""
+def reply_event(message: AbstractIncomingMessage, at: float, max_bytes: int) -> StepReplied:
+    """A worker's reply as an event: raw body, `x-error` and `x-attempt` if present.
+
+    A body over `max_bytes` is not kept: the reply becomes an error that gives the size.
+    """
     headers = message.headers
+    body, error = message.body, header_text(headers, HEADER_ERROR)
+    if len(body) > max_bytes and error is None:
+        body, error = b"", f"reply body is {len(body)} bytes; the limit is {max_bytes}"
     return StepReplied(
         correlation_id=message.correlation_id or "",
-        body=message.body,
+        body=body,
         at=at,
-        error=header_text(headers, HEADER_ERROR),
+        error=error,
         attempt=_header_int(headers, HEADER_ATTEMPT),
     )
 

@@ -11,6 +11,7 @@ const AMQP_URL =
   process.env.AMQP_URL || process.env.AMQP_SERVER || 'amqp://guest:guest@localhost:5672/';
 const PREFETCH = 10;
 const SHUTDOWN_TIMEOUT_MS = 10_000;
+const MAX_ERROR_CHARS = 2000; // headers must fit in one frame; keep x-error readable too
 
 const log = (line) => console.log(`[segment-word-counts] ${line}`);
 const warn = (line) => console.error(`[segment-word-counts] ${line}`);
@@ -22,7 +23,8 @@ function handle(body, attempt) {
     return { headers, output: segmentWordCounts(body) };
   } catch (err) {
     const type = err?.name || 'Error';
-    const message = String(err?.message || err);
+    let message = String(err?.message || err);
+    if (message.length > MAX_ERROR_CHARS) message = `${message.slice(0, MAX_ERROR_CHARS - 3)}...`;
     return {
       headers: { ...headers, 'x-error': message, 'x-error-type': type },
       output: { error: { type, message } },

@@ -30,7 +30,9 @@ async def test_exception_becomes_x_error_reply_and_request_is_acked(caller, make
 
     assert reply.correlation_id == correlation_id
     assert reply.headers == {
-        "x-attempt": 2, "x-error": "ValueError: bad section", "x-error-type": "ValueError"
+        "x-attempt": 2,
+        "x-error": "ValueError: bad section",
+        "x-error-type": "ValueError",
     }
     assert reply.body == {"error": {"type": "ValueError", "message": "ValueError: bad section"}}
     assert await _stopped_queue_count(caller, worker, queue) == 0
@@ -76,7 +78,9 @@ async def test_invalid_input_is_answered_with_the_validation_message(caller, mak
         (b"\xff\xfe\x00", "not valid JSON"),
     ],
 )
-async def test_a_body_that_is_not_a_json_object_gets_an_x_error(caller, make_worker, body, expected):
+async def test_a_body_that_is_not_a_json_object_gets_an_x_error(
+    caller, make_worker, body, expected
+):
     worker = make_worker()
     queue = caller.queue("raw")
     called = []

@@ -37,7 +37,10 @@ async def test_async_handler_reply_carries_correlation_id_attempt_and_body(calle
     assert reply.content_type == "application/json"
     assert reply.persistent
     assert reply.body == {
-        "echo": {"n": 1}, "job": job_id, "step": "echo-step", "workflow": "test-workflow"
+        "echo": {"n": 1},
+        "job": job_id,
+        "step": "echo-step",
+        "workflow": "test-workflow",
     }
 
 

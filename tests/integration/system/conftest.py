@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -88,22 +87,27 @@ SystemFactory = Callable[..., Awaitable[System]]
 
 
 @pytest.fixture
-async def system(
-    amqp_url: str, unique: str, tmp_path: Path
-) -> AsyncIterator[SystemFactory]:
+async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[SystemFactory]:
     """Start a manager serving `yaml_text` (with `{p}` standing for this test's queue prefix)."""
     started: list[System] = []
     connection = await aio_pika.connect(amqp_url)
     channel = await connection.channel()
 
-    async def start(yaml_text: str, step_queues: list[str] = (), worker: str | None = None,
-                    worker_env: dict[str, str] | None = None) -> System:
+    async def start(
+        yaml_text: str,
+        step_queues: list[str] = (),
+        worker: str | None = None,
+        worker_env: dict[str, str] | None = None,
+    ) -> System:
         config = tmp_path / "workflows.yaml"
         config.write_text(yaml_text.replace("{p}", unique))
         manager = await start_manager(config, f"{unique}.wm", amqp_url, tmp_path / "wm.db")
         workers = []
         if step_queues or worker:
-            env = {"STEP_QUEUES": ",".join(f"{unique}.{q}" for q in step_queues), **(worker_env or {})}
+            env = {
+                "STEP_QUEUES": ",".join(f"{unique}.{q}" for q in step_queues),
+                **(worker_env or {}),
+            }
             target = worker or "tests/integration/system/stepworkers.py:worker"
             workers.append(await start_worker(target, amqp_url, env))
         http = httpx.AsyncClient(base_url=manager.api_url, timeout=10)

@@ -33,6 +33,7 @@ async def test_running_job(client, clock):
             {"name": "__start__", "startTime": T0_ISO, "elapsed": 0.0, "message": {"text": "a b"}}
         ],
         "failed": [],
+        "progress": {"steps_done": 0, "steps_total": 2, "children_done": 0, "children_total": 0},
     }
 
 
@@ -103,8 +104,15 @@ async def test_task_step_shows_children_and_progress(client, service):
 
     service.reply(first, "fetch")
     service.reply(first, "tally", {"book": {"title": "a", "words": 7}})
-    (each,) = (await detail(client, JOB))["running"]
+    body = await detail(client, JOB)
+    (each,) = body["running"]
     assert (each["tasks_done"], each["tasks_total"]) == (1, 2)
+    assert body["progress"] == {
+        "steps_done": 1,
+        "steps_total": 3,
+        "children_done": 1,
+        "children_total": 2,
+    }
 
     service.reply(second, "fetch")
     service.reply(second, "tally", {"book": {"title": "b", "words": 9}})
@@ -113,6 +121,7 @@ async def test_task_step_shows_children_and_progress(client, service):
     assert each["tasks"] == [first, second]
     assert "tasks_done" not in each and "tasks_total" not in each
     assert each["message"]["books"] == [{"title": "a", "words": 7}, {"title": "b", "words": 9}]
+    assert body["progress"]["children_done"] == 2
 
 
 async def test_child_job_is_a_job_too(client, service):

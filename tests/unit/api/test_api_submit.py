@@ -6,7 +6,13 @@ import uuid
 
 import pytest
 
-from manager.errors import DuplicateJob, InvalidJobId, InvalidPayload, UnknownWorkflow
+from manager.errors import (
+    BrokerError,
+    DuplicateJob,
+    InvalidJobId,
+    InvalidPayload,
+    UnknownWorkflow,
+)
 
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
 OTHER = "0b7e6c1a-2d3f-4a5b-8c9d-1e2f3a4b5c6d"
@@ -140,3 +146,21 @@ async def test_submit_errors_from_the_service_map_to_statuses(client, service, e
     response = await client.post("/api/workflow/wordcount", json={})
     assert response.status_code == status
     assert response.json() == {"error": str(error)}
+
+
+async def test_broker_error_from_the_service_is_503(client, service):
+    async def refuse(workflow, payload, job_id=None):
+        raise BrokerError("connection reset")
+
+    service.submit = refuse
+    response = await client.post("/api/workflow/wordcount", json={})
+    assert response.status_code == 503
+    assert response.json() == {"error": "RabbitMQ is unavailable: connection reset"}
+
+
+async def test_submit_while_disconnected_is_503_and_starts_nothing(client, service):
+    service.connected = False
+    response = await client.post("/api/workflow/wordcount", json={})
+    assert response.status_code == 503
+    assert "not connected to RabbitMQ" in response.json()["error"]
+    assert service.submitted == []

@@ -1,0 +1,86 @@
+"""The `workflow-manager` command as a user runs it: real subprocesses, real exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+
+from .harness import ROOT
+
+ONE_STEP = """
+workflows:
+  - name: one
+    steps:
+      - {name: only, queue: "{p}.only"}
+      - {name: boom, queue: "{p}.boom", depends: [only]}
+  - name: fine
+    steps:
+      - {name: only, queue: "{p}.only"}
+"""
+
+
+async def cli(*args: str) -> tuple[int, str, str]:
+    """Run `workflow-manager ARGS`; return (exit code, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "manager", *args, cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_help_shows_examples_and_exit_codes():
+    code, out, _ = await cli("--help")
+    assert code == 0
+    assert "workflow-manager submit book-word-counts" in out
+    assert "exit codes" in out
+
+
+async def test_validate_describes_a_good_file():
+    code, out, _ = await cli("validate", "workflows.yaml")
+    assert code == 0
+    assert "book-word-counts" in out and "'section'" in out
+
+
+async def test_validate_reports_a_bad_file_without_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workflows:\n  - name: w\n    steps:\n      - name: a\n        depend: [b]\n")
+    code, out, err = await cli("validate", str(bad))
+    assert code == 1
+    assert "bad.yaml:5" in err and "did you mean 'depends'" in err
+    assert "Traceback" not in out + err
+
+
+async def test_submit_wait_prints_the_result_and_exit_code(system, amqp_url):
+    sys_ = await system(ONE_STEP, step_queues=["only", "boom"])
+    common = [
+        "--amqp-url",
+        amqp_url,
+        "--queue",
+        sys_.manager.queue,
+        "--api-url",
+        sys_.manager.api_url,
+    ]
+    code, out, err = await cli("submit", "fine", "--payload", '{"a": 1}', "--wait", *common)
+    assert code == 0, err
+    printed = json.loads(out)
+    assert printed["status"] == "completed" and printed["result"]["a"] == 1
+    job_id = str(uuid.uuid4())
+    code, out, _ = await cli("submit", "one", "--id", job_id, "--wait", *common)
+    assert code == 1
+    assert json.loads(out)["error"]["step"] == "boom"
+    code, out, _ = await cli("status", job_id, "--api-url", sys_.manager.api_url)
+    assert code == 0
+    assert job_id in out and "failed" in out and "boom" in out
+
+
+async def test_bad_arguments_and_unreachable_services_have_their_exit_codes():
+    code, _, err = await cli("submit", "one", "--payload", "[1]")
+    assert code == 2 and "--payload must be a JSON object" in err
+    code, _, err = await cli("submit", "one", "--amqp-url", "amqp://guest:guest@127.0.0.1:1/")
+    assert code == 3 and "cannot connect to RabbitMQ" in err
+    code, _, err = await cli("status", str(uuid.uuid4()), "--api-url", "http://127.0.0.1:1")
+    assert code == 3 and "cannot reach" in err
+    assert "Traceback" not in err
