@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 
 worker = Worker(name="word-counts example")
 
+# Queue names are the step names; a prefix lets several copies share one broker (the tests).
+QUEUE_PREFIX = os.environ.get("QUEUE_PREFIX", "")
+
 
 class Book(BaseModel):
     """The job payload: the book's `text`, or a `path` to read it from (UTF-8)."""
@@ -57,25 +60,25 @@ class SectionCounts(BaseModel):
     sections: list[dict[str, int]]
 
 
-@worker.step("book-split")
+@worker.step(QUEUE_PREFIX + "book-split")
 def book_split(book: Book) -> dict[str, list[str]]:
     """Split the book into chapters; `section-counts` fans out over them."""
     return {"sections": wordcount.split_chapters(book.read())}
 
 
-@worker.step("segment-word-counts")
+@worker.step(QUEUE_PREFIX + "segment-word-counts")
 def segment_word_counts(data: Section) -> dict[str, dict[str, int]]:
     """Count the words of one chapter."""
     return {"section": wordcount.count_words(data.section)}
 
 
-@worker.step("sum-splits")
+@worker.step(QUEUE_PREFIX + "sum-splits")
 def sum_splits(data: SectionCounts) -> dict[str, object]:
     """Add the chapters' counts up: totals and the ten most frequent words."""
     return wordcount.summarise(wordcount.merge_counts(data.sections))
 
 
-@worker.step("store-title")
+@worker.step(QUEUE_PREFIX + "store-title")
 def store_title(book: Book, ctx: StepContext) -> dict[str, str]:
     """The book's title (its first non-blank line)."""
     title = wordcount.title_of(book.read())

@@ -16,11 +16,15 @@ def test_pure_packages_load_no_io_library(module):
         " if m in sys.modules]\n"
         "print(','.join(loaded))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == ""
 
 
 def test_pyworker_does_not_import_the_manager():
     code = "import sys, pyworker; print('manager' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "False"

@@ -10,7 +10,6 @@ import asyncio
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,35 +26,6 @@ WORDCOUNT_PY = ROOT / "examples" / "word-counts" / "wordcount.py"
 START_TIMEOUT_S = 30.0
 REPLY_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 15.0
-
-
-def _require(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        message = f"`{tool}` is not installed (the JS example worker needs Node.js 18+ and npm)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
-@pytest.fixture(scope="session")
-def node() -> str:
-    """Path of `node`, with the worker's dependencies installed once per session."""
-    node_path = _require("node")
-    if not (JS_DIR / "node_modules" / "amqplib").is_dir():
-        npm = _require("npm")
-        result = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=JS_DIR,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if result.returncode != 0:
-            pytest.fail(f"npm ci failed in {JS_DIR}:\n{result.stdout}\n{result.stderr}")
-    return node_path
 
 
 @dataclass

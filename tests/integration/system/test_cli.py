@@ -7,7 +7,7 @@ import json
 import sys
 import uuid
 
-from .harness import ROOT
+from ..harness import ROOT
 
 ONE_STEP = """
 workflows:

@@ -1,0 +1,65 @@
+"""Fixtures for the example tests: Node.js for the JavaScript worker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from ..harness import Process
+
+ROOT = Path(__file__).resolve().parents[3]
+JS_DIR = ROOT / "examples" / "word-counts" / "js"
+
+
+def _require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        message = f"`{tool}` is not installed (the JS example worker needs Node.js 18+ and npm)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """Path of `node`, with the worker's dependencies installed once per session."""
+    node_path = _require("node")
+    if not (JS_DIR / "node_modules" / "amqplib").is_dir():
+        npm = _require("npm")
+        result = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=JS_DIR,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if result.returncode != 0:
+            pytest.fail(f"npm ci failed in {JS_DIR}:\n{result.stdout}\n{result.stderr}")
+    return node_path
+
+
+@pytest.fixture
+async def node_worker(
+    node: str, amqp_url: str
+) -> AsyncIterator[Callable[[str], Awaitable[Process]]]:
+    """Start the Node.js worker on a queue and wait until it listens; stopped after the test."""
+    started: list[Process] = []
+
+    async def start(queue: str) -> Process:
+        process = await Process.start(
+            "js worker", node, str(JS_DIR / "worker.js"), env={"QUEUE": queue, "AMQP_URL": amqp_url}
+        )
+        started.append(process)
+        await process.wait_for_line("listening")
+        return process
+
+    yield start
+    for process in started:
+        assert await process.stop() == 0, process.output
