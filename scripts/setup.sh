@@ -39,5 +39,10 @@ PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test]'
+log=$(mktemp)
+if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "setup: installing the project into .venv failed (log above)" >&2
+  exit 1
+fi
+rm -f "$log"
