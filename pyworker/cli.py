@@ -25,6 +25,7 @@ examples:
   pyworker examples/word-counts/workers.py:worker
   pyworker mypackage.workers:worker --prefetch 4 --log-level DEBUG
   AMQP_URL=amqp://user:pass@rabbit:5672/ pyworker mypackage.workers:worker
+  pyworker examples/word-counts/workers.py:worker --queue-prefix staging.
 
 The broker URL is --amqp-url, else the Worker's own amqp_url, else $AMQP_URL, else
 $AMQP_SERVER, else amqp://guest:guest@localhost:5672/.
@@ -49,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
         "--prefetch", type=int, metavar="N", help="requests handled at once per step queue"
     )
     parser.add_argument(
+        "--queue-prefix",
+        metavar="PREFIX",
+        help="prepend PREFIX to every step queue name (default: $QUEUE_PREFIX, else none)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,
@@ -69,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, os.getcwd())
     try:
         worker = load_target(args.target)
-        worker.configure(amqp_url=args.amqp_url, prefetch=args.prefetch)
+        worker.configure(
+            amqp_url=args.amqp_url, prefetch=args.prefetch, queue_prefix=args.queue_prefix
+        )
         worker.run()
     except BrokerError as exc:
         print(f"pyworker: error: {exc}", file=sys.stderr)

@@ -1,15 +1,17 @@
-"""Drain mode: wait until a worker's queues are empty and nothing is in flight."""
+"""In-flight requests: tracked so a worker can wait for them, cancel them, or run until idle."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from aio_pika.abc import AbstractQueue
 from aio_pika.exceptions import AMQPError
 
-__all__ = ["wait_until_idle"]
+__all__ = ["InFlight", "wait_until_idle"]
 
 log = logging.getLogger(__name__)
 
@@ -17,6 +19,45 @@ log = logging.getLogger(__name__)
 # check, so idleness must be seen this many times in a row, `_POLL_S` apart.
 _QUIET_CHECKS = 3
 _POLL_S = 0.05
+
+
+class InFlight:
+    """The tasks handling requests right now, and how many requests have arrived in total."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.deliveries = 0
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    @contextmanager
+    def track(self, task: asyncio.Task[Any]) -> Iterator[None]:
+        """Count `task` as in flight while the block runs."""
+        self.deliveries += 1
+        self._tasks.add(task)
+        try:
+            yield
+        finally:
+            self._tasks.discard(task)
+
+    async def drain(self, timeout_s: float) -> None:
+        """Wait up to `timeout_s` for the tracked tasks, then cancel the rest and let them end."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self._tasks and (remaining := deadline - loop.time()) > 0:
+            log.info("waiting for %d in-flight request(s)", len(self._tasks))
+            await asyncio.wait(set(self._tasks), timeout=remaining)
+        self.cancel()
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    def cancel(self) -> None:
+        """Cancel every tracked task; their requests stay unacked, so RabbitMQ redelivers them."""
+        for task in self._tasks:
+            if not task.done():
+                log.warning("cancelling an in-flight request; RabbitMQ will redeliver it")
+                task.cancel()
 
 
 async def _ready_messages(queues: Sequence[AbstractQueue]) -> int | None:

@@ -9,10 +9,19 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pyworker.errors import SettingsError
 
-__all__ = ["DEFAULT_AMQP_URL", "URL_ENV_VARS", "WorkerSettings", "mask_url", "resolve_amqp_url"]
+__all__ = [
+    "DEFAULT_AMQP_URL",
+    "PREFIX_ENV_VAR",
+    "URL_ENV_VARS",
+    "WorkerSettings",
+    "mask_url",
+    "resolve_amqp_url",
+    "resolve_queue_prefix",
+]
 
 DEFAULT_AMQP_URL = "amqp://guest:guest@localhost:5672/"
 URL_ENV_VARS = ("AMQP_URL", "AMQP_SERVER")
+PREFIX_ENV_VAR = "QUEUE_PREFIX"
 _SCHEMES = ("amqp", "amqps")
 _MAX_PREFETCH = 65535  # basic.qos prefetch-count is a 16-bit field
 
@@ -27,7 +36,12 @@ def mask_url(url: str) -> str:
 
 
 def _check_url(url: str, source: str) -> str:
-    if urlsplit(url).scheme not in _SCHEMES or not urlsplit(url).hostname:
+    parts = urlsplit(url)
+    try:
+        valid = parts.scheme in _SCHEMES and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is not a number
+        valid = False
+    if not valid:
         raise SettingsError(
             f"{source}: {mask_url(url)!r} is not an AMQP URL (expected e.g. {DEFAULT_AMQP_URL!r})"
         )
@@ -45,14 +59,22 @@ def resolve_amqp_url(explicit: str | None, environ: Mapping[str, str]) -> str:
     return DEFAULT_AMQP_URL
 
 
+def resolve_queue_prefix(explicit: str | None, environ: Mapping[str, str]) -> str:
+    """The prefix for every step queue name: `explicit`, else $QUEUE_PREFIX, else none."""
+    if explicit is not None:
+        return explicit
+    return environ.get(PREFIX_ENV_VAR, "").strip()
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
-    """How a Worker connects and how much it does at once; `amqp_url=None` means "from the env"."""
+    """How a Worker connects and how much it does at once; `None` URL/prefix mean "from the env"."""
 
     amqp_url: str | None = None
     prefetch: int = 10
     name: str | None = None
     stop_timeout_s: float = 30.0
+    queue_prefix: str | None = None
 
     def __post_init__(self) -> None:
         if self.amqp_url is not None:
@@ -64,6 +86,8 @@ class WorkerSettings:
                 f"prefetch: {self.prefetch} is out of range (1..{_MAX_PREFETCH}); "
                 "it is how many requests per step queue the worker handles at once"
             )
+        if self.queue_prefix is not None and not isinstance(self.queue_prefix, str):
+            raise SettingsError(f"queue_prefix: expected a string, got {self.queue_prefix!r}")
         if self.stop_timeout_s < 0:
             raise SettingsError(f"stop_timeout_s: {self.stop_timeout_s} must be >= 0")
 

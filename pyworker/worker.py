@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import functools
 import logging
@@ -24,10 +25,15 @@ from aio_pika.abc import (
 from aio_pika.exceptions import AMQPError
 
 from pyworker.delivery import handle_delivery
-from pyworker.draining import wait_until_idle
-from pyworker.errors import BrokerError, StepDefinitionError, WorkerStateError
+from pyworker.draining import InFlight, wait_until_idle
+from pyworker.errors import BrokerError, SettingsError, StepDefinitionError, WorkerStateError
 from pyworker.handlers import StepHandler, check_queue_name, inspect_handler
-from pyworker.settings import WorkerSettings, mask_url, resolve_amqp_url
+from pyworker.settings import (
+    WorkerSettings,
+    mask_url,
+    resolve_amqp_url,
+    resolve_queue_prefix,
+)
 
 __all__ = ["Worker"]
 
@@ -54,6 +60,8 @@ class Worker:
         name: Connection name shown in RabbitMQ's management UI.
         stop_timeout_s: How long `stop()` waits for in-flight handlers before cancelling them
             (their requests are then redelivered).
+        queue_prefix: Prepended to every step's queue name (e.g. "staging."). Default:
+            $QUEUE_PREFIX, else none.
         environ: Environment to read the URL from (default `os.environ`); for tests.
 
     Example:
@@ -71,9 +79,10 @@ class Worker:
         prefetch: int = 10,
         name: str | None = None,
         stop_timeout_s: float = 30.0,
+        queue_prefix: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        self._settings = WorkerSettings(amqp_url, prefetch, name, stop_timeout_s)
+        self._settings = WorkerSettings(amqp_url, prefetch, name, stop_timeout_s, queue_prefix)
         self._environ = environ
         self._handlers: dict[str, StepHandler] = {}
         self._state = _State.NEW
@@ -81,8 +90,7 @@ class Worker:
         self._channel: AbstractRobustChannel | None = None
         self._consumers: dict[str, tuple[AbstractQueue, str]] = {}
         self._executor: ThreadPoolExecutor | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._deliveries = 0
+        self._in_flight = InFlight()
         self._stop_requested = asyncio.Event()
         self._stopped = asyncio.Event()
 
@@ -151,7 +159,7 @@ class Worker:
     @property
     def in_flight(self) -> int:
         """How many requests are being handled right now."""
-        return len(self._tasks)
+        return len(self._in_flight)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -160,6 +168,7 @@ class Worker:
 
         Raises:
             WorkerStateError: No steps are registered, or the worker is already running.
+            SettingsError: The URL or queue prefix (from the environment) is invalid.
             BrokerError: RabbitMQ cannot be reached or refused a declaration.
         """
         if self._state not in (_State.NEW, _State.STOPPED):
@@ -170,20 +179,32 @@ class Worker:
             )
         environ = os.environ if self._environ is None else self._environ
         url = resolve_amqp_url(self._settings.amqp_url, environ)
+        handlers = self._prefixed(resolve_queue_prefix(self._settings.queue_prefix, environ))
         self._state = _State.STARTING
-        self._stop_requested = asyncio.Event()  # fresh events: each start may be on a new loop
-        self._stopped = asyncio.Event()
+        self._stopped = asyncio.Event()  # a fresh one: each start may be on a new event loop
         try:
-            await self._connect(url)
+            await self._connect(url, handlers)
         except BaseException:
             await self._close()
             self._state = _State.STOPPED
             self._stopped.set()
             raise
         self._state = _State.RUNNING
-        log.info("worker consuming %s on %s", ", ".join(self._handlers), mask_url(url))
+        log.info("worker consuming %s on %s", ", ".join(self._consumers), mask_url(url))
 
-    async def _connect(self, url: str) -> None:
+    def _prefixed(self, prefix: str) -> list[StepHandler]:
+        """The handlers with their queue names as declared: `prefix` + step queue name."""
+        if not prefix:
+            return list(self._handlers.values())
+        try:
+            return [
+                dataclasses.replace(handler, queue=check_queue_name(prefix + queue))
+                for queue, handler in self._handlers.items()
+            ]
+        except StepDefinitionError as exc:
+            raise SettingsError(f"queue_prefix {prefix!r} makes a bad queue name: {exc}") from exc
+
+    async def _connect(self, url: str, handlers: list[StepHandler]) -> None:
         name = self._settings.name or f"pyworker {socket.gethostname()} pid={os.getpid()}"
         try:
             self._connection = await aio_pika.connect_robust(
@@ -196,7 +217,7 @@ class Worker:
             ) from exc
         self._connection.close_callbacks.add(self._on_connection_lost)
         self._connection.reconnect_callbacks.add(self._on_reconnected)
-        sync_steps = sum(not h.is_async for h in self._handlers.values())
+        sync_steps = sum(not h.is_async for h in handlers)
         self._executor = ThreadPoolExecutor(
             max_workers=max(1, sync_steps * self._settings.prefetch), thread_name_prefix="pyworker"
         )
@@ -205,7 +226,8 @@ class Worker:
             channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
             self._channel = channel
             await channel.set_qos(prefetch_count=self._settings.prefetch)
-            for queue, handler in self._handlers.items():
+            for handler in handlers:
+                queue = handler.queue
                 declared = await channel.declare_queue(queue, durable=True)
                 callback = functools.partial(self._on_message, handler)
                 self._consumers[queue] = (declared, await declared.consume(callback))
@@ -218,18 +240,14 @@ class Worker:
             log.warning("lost the connection to RabbitMQ (%s); reconnecting", exc)
 
     def _on_reconnected(self, _connection: object) -> None:
-        log.info("reconnected to RabbitMQ; consuming %s again", ", ".join(self._handlers))
+        log.info("reconnected to RabbitMQ; consuming %s again", ", ".join(self._consumers))
 
     async def _on_message(self, handler: StepHandler, message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
         if self._channel is None or self._executor is None or task is None:
             return  # closed already: RabbitMQ requeued this request with the channel
-        self._deliveries += 1
-        self._tasks.add(task)
-        try:
+        with self._in_flight.track(task):
             await handle_delivery(message, handler, self._channel, self._executor)
-        finally:
-            self._tasks.discard(task)
 
     async def stop(self) -> None:
         """Stop consuming, let in-flight handlers finish and reply, then disconnect.
@@ -246,7 +264,7 @@ class Worker:
         self._state = _State.STOPPING
         try:
             await self._cancel_consumers()
-            await self._drain(self._settings.stop_timeout_s)
+            await self._in_flight.drain(self._settings.stop_timeout_s)
         finally:
             await self._close()
             self._state = _State.STOPPED
@@ -260,23 +278,10 @@ class Worker:
             except (AMQPError, ConnectionError) as exc:
                 log.warning("could not cancel the consumer of %r: %s", queue_name, exc)
         self._consumers.clear()
-
-    async def _drain(self, timeout_s: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while self._tasks and (remaining := deadline - loop.time()) > 0:
-            log.info("waiting for %d in-flight request(s)", len(self._tasks))
-            await asyncio.wait(set(self._tasks), timeout=remaining)
-        self._abort_in_flight()
-        # Let cancelled handlers unwind before the channel closes under them.
-        while self._tasks:
-            await asyncio.wait(set(self._tasks))
-
-    def _abort_in_flight(self) -> None:
-        for task in self._tasks:
-            if not task.done():
-                log.warning("cancelling an in-flight request; RabbitMQ will redeliver it")
-                task.cancel()
+        # Deliveries read before the cancel-ok are already scheduled as tasks (aiormq, then
+        # aio-pika); let them start, so they are counted as in flight before draining.
+        for _ in range(3):
+            await asyncio.sleep(0)
 
     async def _close(self) -> None:
         channel, connection, executor = self._channel, self._connection, self._executor
@@ -312,17 +317,20 @@ class Worker:
             handle_signals: Install SIGINT/SIGTERM handlers: the first signal stops gracefully,
                 a second one cancels in-flight handlers.
         """
-        await self.start()
+        self._stop_requested = asyncio.Event()
         loop = asyncio.get_running_loop()
         signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
-        for signum in signals:
+        for signum in signals:  # before start(): a signal during start-up stops right after it
             loop.add_signal_handler(signum, self._on_signal, signum)
         try:
-            await self._stop_requested.wait()
+            await self.start()
+            try:
+                await self._stop_requested.wait()
+            finally:
+                await self.stop()
         finally:
             for signum in signals:
                 loop.remove_signal_handler(signum)
-            await self.stop()
 
     def _on_signal(self, signum: int) -> None:
         name = signal.Signals(signum).name
@@ -331,13 +339,14 @@ class Worker:
             self._stop_requested.set()
         else:
             log.warning("%s received again: cancelling in-flight requests", name)
-            self._abort_in_flight()
+            self._in_flight.cancel()
 
     def run(self) -> None:
         """Serve until SIGINT or SIGTERM, then stop gracefully; blocks the calling thread.
 
         Raises:
             BrokerError: RabbitMQ cannot be reached at start-up.
+            SettingsError: The URL or queue prefix is invalid.
         """
         asyncio.run(self.serve(handle_signals=True))
 
@@ -353,8 +362,8 @@ class Worker:
         try:
             await wait_until_idle(
                 queues=lambda: [queue for queue, _ in self._consumers.values()],
-                in_flight=lambda: len(self._tasks),
-                deliveries=lambda: self._deliveries,
+                in_flight=lambda: len(self._in_flight),
+                deliveries=lambda: self._in_flight.deliveries,
                 timeout_s=timeout_s,
             )
         finally:

@@ -39,13 +39,13 @@ __all__ = ["apply", "replay", "outcome_body"]
 
 def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]:
     """Apply one event: update `state` in place and return it with the commands to carry out."""
+    if not isinstance(event, JobSubmitted | StepReplied):
+        raise TypeError(f"not an engine event: {event!r}")
     transition = _Transition(state, event.at)
     if isinstance(event, JobSubmitted):
         transition.submit(event)
-    elif isinstance(event, StepReplied):
-        transition.reply(event)
     else:
-        raise TypeError(f"not an engine event: {event!r}")
+        transition.reply(event)
     transition.drain()
     return state, transition.commands
 
@@ -119,16 +119,25 @@ class _Transition:
         if job_id is None:
             return "invalid-id", f"job id {event.job_id!r} is not a UUID"
         if wf is None:
-            known = sorted(self.state.current)
-            hint = difflib.get_close_matches(event.workflow, known, n=1)
-            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-            names = ", ".join(known) or "none"
-            reason = f"unknown workflow '{event.workflow}' (known: {names}){suggestion}"
-            return "unknown-workflow", reason
+            return "unknown-workflow", self._unknown_workflow(event)
         if not isinstance(event.payload, dict):
             found = json_type(event.payload)
             return "invalid-payload", f"payload must be a JSON object, got {found}"
         return None
+
+    def _unknown_workflow(self, event: JobSubmitted) -> str:
+        current = self.state.current.get(event.workflow)
+        if event.definition is not None and current is not None:
+            # The name is known, only the pinned version is not: "did you mean 'w'" would mislead.
+            return (
+                f"workflow '{event.workflow}' has no version {event.definition} "
+                f"(loaded versions do not include it; current: {current})"
+            )
+        known = sorted(self.state.current)
+        hint = difflib.get_close_matches(event.workflow, known, n=1)
+        suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+        names = ", ".join(known) or "none"
+        return f"unknown workflow '{event.workflow}' (known: {names}){suggestion}"
 
     def _resubmitted(self, job: Job, reply_to: str | None) -> None:
         self.commands.append(Ignored(job.id, "a job with this id already exists"))
@@ -180,7 +189,7 @@ class _Transition:
         if parts is None:
             return self._ignore(cid, "malformed correlation id; expected '<job-uuid>:<step-name>'")
         job_id, step = parts
-        job = self.state.jobs.get(job_id)
+        job = self.state.jobs.get(job_id) or self.state.jobs.get(_canonical_uuid(job_id) or "")
         if job is None:
             return self._ignore(cid, f"no job {job_id}")
         if not job.is_running:

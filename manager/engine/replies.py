@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-__all__ = ["ReplyError", "split_correlation_id", "decode_output"]
+__all__ = ["ReplyError", "split_correlation_id", "decode_json", "decode_output"]
 
 _MAX_PREVIEW = 60
 _KINDS = {
@@ -47,23 +47,28 @@ def _parse_float(text: str) -> float:
     return value
 
 
-def decode_output(body: bytes) -> dict[str, Any]:
-    """The step output a reply body holds: a JSON object, with an empty body meaning `{}`."""
-    if not body.strip():
-        return {}
+def decode_json(body: bytes, what: str = "reply") -> Any:
+    """Strictly parse a message body: UTF-8 JSON with no NaN or infinities; ReplyError if not."""
     try:
         # Decode explicitly: json.loads(bytes) would also accept UTF-16 and UTF-32.
         text = body.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ReplyError(f"reply body is not UTF-8 text: {_preview(body)}") from None
+        raise ReplyError(f"{what} body is not UTF-8 text: {_preview(body)}") from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float)
     except (ValueError, RecursionError) as exc:
         if isinstance(exc, RecursionError):
             reason = "nested too deeply"
         else:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise ReplyError(f"reply body is not valid JSON ({reason}): {_preview(body)}") from None
+        raise ReplyError(f"{what} body is not valid JSON ({reason}): {_preview(body)}") from None
+
+
+def decode_output(body: bytes) -> dict[str, Any]:
+    """The step output a reply body holds: a JSON object, with an empty body meaning `{}`."""
+    if not body.strip():
+        return {}
+    value = decode_json(body)
     if not isinstance(value, dict):
         kind = type(value).__name__ if value is not None else "null"
         raise ReplyError(

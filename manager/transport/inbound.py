@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from aio_pika.abc import AbstractIncomingMessage
 
 from manager.engine import JobSubmitted, StepReplied
+from manager.engine.replies import ReplyError, decode_json
 from manager.transport.naming import HEADER_ATTEMPT, HEADER_ERROR, TRIGGER_WORKFLOW_HEADER
 
 __all__ = ["TriggerError", "header_text", "reply_event", "trigger_event"]
@@ -68,9 +68,9 @@ def trigger_event(
     if len(message.body) > max_bytes:
         raise TriggerError(f"trigger body is {len(message.body)} bytes; the limit is {max_bytes}")
     try:
-        payload = json.loads(message.body) if message.body.strip() else {}
-    except (ValueError, RecursionError) as exc:
-        raise TriggerError(f"trigger body is not valid JSON: {exc}") from None
+        payload = decode_json(message.body, "trigger") if message.body.strip() else {}
+    except ReplyError as exc:
+        raise TriggerError(str(exc)) from None
     return JobSubmitted(
         job_id=message.correlation_id or new_id,
         workflow=workflow,

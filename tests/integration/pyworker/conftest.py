@@ -117,7 +117,8 @@ async def make_worker(amqp_url: str, unique: str) -> AsyncIterator[Callable[...,
 
     def build(**options: Any) -> Worker:
         options.setdefault("stop_timeout_s", 10.0)
-        worker = Worker(amqp_url, name=f"pyworker test {unique}", environ={}, **options)
+        options.setdefault("environ", {})
+        worker = Worker(amqp_url, name=f"pyworker test {unique}", **options)
         workers.append(worker)
         return worker
 

@@ -7,11 +7,15 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 WORKER_FILE = """\
+import asyncio
+
 from shouting import shout  # a sibling module: the file's directory is importable
 
 from pyworker import StepContext, Worker
@@ -23,9 +27,15 @@ def helper():
     return "not a worker"
 
 
-@worker.step({queue!r})
+@worker.step("cli-echo")  # served as $QUEUE_PREFIX + "cli-echo"
 def echo(data: dict, ctx: StepContext) -> dict:
-    return {{"echo": shout(data["text"]), "attempt": ctx.attempt}}
+    return {"echo": shout(data["text"]), "attempt": ctx.attempt}
+
+
+@worker.step("cli-slow")
+async def slow(data: dict) -> dict:
+    await asyncio.sleep(data["work_s"])  # a long-running step
+    return {"slept": data["work_s"]}
 """
 
 
@@ -41,12 +51,12 @@ def _pyworker(*args: str, cwd: Path, env: dict[str, str] | None = None):
 
 
 @pytest.fixture
-def worker_file(tmp_path: Path, unique: str) -> Path:
+def worker_file(tmp_path: Path) -> Path:
     """A worker module (and a sibling it imports) in a temporary directory."""
     (tmp_path / "shouting.py").write_text("def shout(text):\n    return text.upper()\n")
     (tmp_path / "broken.py").write_text("import os\n\nworker = undefined_name\n")
     path = tmp_path / "my_workers.py"
-    path.write_text(WORKER_FILE.format(queue=f"{unique}.cli-echo"))
+    path.write_text(WORKER_FILE)
     return path
 
 
@@ -102,39 +112,59 @@ def test_an_unreachable_broker_exits_1(worker_file):
     assert "Traceback" not in result.stderr
 
 
-async def test_the_cli_serves_a_worker_file_until_sigterm(amqp_url, caller, worker_file, unique):
-    queue = caller.queue("cli-echo")
+@dataclass
+class CliWorker:
+    """A `pyworker` process serving the worker file, its output going to `log_path`."""
+
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    async def terminate(self) -> int:
+        """Send SIGTERM and wait for the exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        return await asyncio.to_thread(self.process.wait, 60)
+
+    @property
+    def output(self) -> str:
+        return self.log_path.read_text()
+
+
+@pytest.fixture
+def cli_worker(amqp_url, worker_file, unique) -> Iterator[CliWorker]:
+    """`pyworker my_workers.py:worker` with QUEUE_PREFIX set to this test's prefix."""
     log_path = worker_file.parent / "worker.log"
+    command = [sys.executable, "-m", "pyworker", f"{worker_file}:worker", "--amqp-url", amqp_url]
+    options = ["--prefetch", "3", "--log-level", "info"]
+    env = {**os.environ, "QUEUE_PREFIX": f"{unique}."}
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pyworker",
-                f"{worker_file}:worker",
-                "--amqp-url",
-                amqp_url,
-                "--prefetch",
-                "3",
-                "--log-level",
-                "info",
-            ],
-            cwd=worker_file.parent,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            [*command, *options], cwd=worker_file.parent, env=env, stdout=log, stderr=log
         )
     try:
-        await caller.request(queue, {"text": "hello"}, attempt=2)
-        reply = await caller.reply(timeout_s=60)
-        process.send_signal(signal.SIGTERM)
-        returncode = await asyncio.to_thread(process.wait, 60)
+        yield CliWorker(process, log_path)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
 
-    output = log_path.read_text()
-    assert reply.body == {"echo": "HELLO", "attempt": 2}, output
-    assert returncode == 0, output
-    assert "SIGTERM received" in output
-    assert "step=step attempt=2" in output
+
+async def test_the_cli_serves_a_worker_file_until_sigterm(caller, cli_worker):
+    await caller.request(caller.queue("cli-echo"), {"text": "hello"}, attempt=2)
+    reply = await caller.reply(timeout_s=60)
+
+    assert reply.body == {"echo": "HELLO", "attempt": 2}, cli_worker.output
+    assert await cli_worker.terminate() == 0, cli_worker.output
+    assert "SIGTERM received" in cli_worker.output
+    assert "step=step attempt=2" in cli_worker.output
+
+
+async def test_sigterm_lets_the_in_flight_request_finish_and_reply(caller, cli_worker):
+    queue = caller.queue("cli-slow")
+    await caller.request(queue, {"work_s": 1.5})
+    async with asyncio.timeout(60):  # until the worker has taken the request off the queue
+        while await caller.declare(queue) != 0:
+            await asyncio.sleep(0.02)
+
+    assert await cli_worker.terminate() == 0, cli_worker.output
+    assert (await caller.reply()).body == {"slept": 1.5}, cli_worker.output
+    assert "waiting for 1 in-flight request(s)" in cli_worker.output

@@ -103,6 +103,26 @@ async def test_a_stopped_worker_can_start_again(caller, make_worker):
         assert (await caller.reply()).body == {"round": 2}
 
 
+@pytest.mark.parametrize("source", ["argument", "environment"])
+async def test_the_queue_prefix_is_prepended_to_every_step_queue(
+    caller, make_worker, unique, source
+):
+    prefix = f"{unique}."
+    if source == "argument":
+        worker = make_worker(queue_prefix=prefix)
+    else:
+        worker = make_worker(environ={"QUEUE_PREFIX": prefix})
+
+    @worker.step("prefixed")
+    async def echo(data, ctx):
+        return {"queue": ctx.queue}
+
+    async with worker:
+        await caller.request(caller.queue("prefixed"), {})
+        assert (await caller.reply()).body == {"queue": f"{prefix}prefixed"}
+    assert list(worker.handlers) == ["prefixed"]
+
+
 async def test_starting_twice_is_an_error(caller, make_worker):
     worker = make_worker()
 

@@ -94,3 +94,35 @@ async def test_stray_replies_are_logged_and_the_manager_carries_on(system):
     second = await _take_request(sys, f"{sys.prefix}.next")
     await _reply(sys, second, b'{"ok": 1}')
     assert (await sys.next_outcome(outcome_queue)).body == {"ok": 1}
+
+
+async def test_a_worker_that_nacks_and_requeues_does_not_disturb_the_manager(system):
+    """Original-style workers nack(requeue) on error: the request loops, other jobs go on."""
+    sys = await system(MANUAL)
+    looping = await sys.reply_queue()
+    await sys.trigger("manual", {"n": 1}, str(uuid.uuid4()), looping.name)
+    queue = await sys.channel.declare_queue(f"{sys.prefix}.hand", durable=True)
+    deliveries = 0
+    async with queue.iterator(timeout=20) as messages:
+        async for message in messages:
+            deliveries += 1
+            if deliveries < 4:
+                await message.nack(requeue=True)
+                continue
+            first = message
+            break
+    assert first.redelivered
+    # While that request was bouncing, the manager served a second job to the end.
+    other = await sys.reply_queue()
+    other_id = str(uuid.uuid4())
+    await sys.trigger("manual", {"n": 2}, other_id, other.name)
+    second = await _take_request(sys, f"{sys.prefix}.hand")
+    assert second.correlation_id == f"{other_id}:hand"
+    await _reply(sys, second, b'{"second": true}')
+    await _reply(sys, await _take_request(sys, f"{sys.prefix}.next"), b'{"n": 2}')
+    assert (await sys.next_outcome(other)).body == {"n": 2}
+    # The worker finally succeeds on the looping request: that job completes too.
+    await first.ack()
+    await _reply(sys, first, b"{}")
+    await _reply(sys, await _take_request(sys, f"{sys.prefix}.next"), b'{"n": 1}')
+    assert (await sys.next_outcome(looping)).body == {"n": 1}

@@ -90,7 +90,11 @@ def test_a_failed_child_fails_the_task_step_and_the_job_quoting_the_childs_error
         assert finished(commands, kid).status == JobStatus.CANCELLED
         assert state.jobs[kid].status is JobStatus.CANCELLED
     assert state.jobs[kids[1]].status is JobStatus.COMPLETED
-    assert {c.job_id for c in of_type(commands, JobFinished)} == {JOB, *still_running, kids[failing]}
+    assert {c.job_id for c in of_type(commands, JobFinished)} == {
+        JOB,
+        *still_running,
+        kids[failing],
+    }
 
 
 def test_replies_from_cancelled_siblings_and_the_failed_child_are_ignored():
@@ -192,3 +196,13 @@ def test_a_task_step_with_one_failing_child_among_many_fails_once():
     assert len([c for c in of_type(commands, JobFinished) if c.job_id == JOB]) == 1
     assert len(of_type(commands, JobFinished)) == 51
     assert sum(c.status == "cancelled" for c in of_type(commands, JobFinished)) == 49
+
+
+def test_resubmitting_a_cancelled_child_reports_it_cancelled_at_once():
+    state, kids = _fanned(2)
+    reply(state, cid(kids[0], "leaf"), error="boom")
+    commands = submit(state, "w", job_id=kids[1], reply_to="late-q")
+    (outcome,) = of_type(commands, NotifyOutcome)
+    assert outcome.status == "cancelled"
+    assert outcome.job_id == kids[1]
+    assert JOB in outcome.body["error"]["message"]

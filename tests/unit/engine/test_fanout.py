@@ -6,7 +6,15 @@ import uuid
 
 import pytest
 
-from manager.engine import Dispatch, JobFinished, JobStarted, JobStatus, StepStatus
+from manager.engine import (
+    Dispatch,
+    Ignored,
+    JobFinished,
+    JobStarted,
+    JobStatus,
+    NotifyOutcome,
+    StepStatus,
+)
 from tests.unit.engine.helpers import (
     AT_SUBMIT,
     JOB,
@@ -170,9 +178,7 @@ workflows:
         ({"sections": True}, "found a boolean"),
     ],
 )
-def test_a_missing_or_non_list_item_list_fails_the_step_naming_key_step_and_finding(
-    payload, found
-):
+def test_a_missing_or_non_list_item_list_fails_the_step_naming_key_step_and_finding(payload, found):
     state = _split()
     commands = submit(state, "books", payload)
     done = finished(commands)
@@ -403,3 +409,15 @@ def test_children_are_jobs_in_the_state_with_their_own_results():
     assert child.status is JobStatus.COMPLETED
     assert child.result == {"section": "work"}
     assert child.submitted_at == AT_SUBMIT
+
+
+def test_resubmitting_a_child_id_adds_a_reply_to_that_hears_the_childs_outcome():
+    state = _split()
+    submit(state, "books", {"sections": ["a"]})
+    kid = child_id(JOB, "split", 0)
+    (ignored,) = submit(state, "books", {"x": 1}, job_id=kid, reply_to="watcher-q")
+    assert isinstance(ignored, Ignored)
+    commands = reply(state, cid(kid, "work"), {"section": "A"})
+    assert of_type(commands, NotifyOutcome) == [
+        NotifyOutcome("watcher-q", kid, "completed", {"section": "A"})
+    ]

@@ -341,13 +341,13 @@ def _check_replay(run: Run) -> None:
 def _check_outcomes(run: Run) -> None:
     spec = run.wf.model_dump(by_alias=True)
     first: dict[str, JobSubmitted] = {}
-    for event in run.events:
-        if isinstance(event, JobSubmitted):
-            first.setdefault(event.job_id, event)
-    for event in first.values():
-        job = run.state.jobs[event.job_id]
+    for submitted in run.events:
+        if isinstance(submitted, JobSubmitted):
+            first.setdefault(submitted.job_id, submitted)
+    for submitted in first.values():
+        job = run.state.jobs[submitted.job_id]
         try:
-            expected = _expect(run.wf, spec, job.id, event.payload, run.replies)
+            expected = _expect(run.wf, spec, job.id, submitted.payload, run.replies)
         except Failed as failed:
             assert job.status is JobStatus.FAILED
             assert job.error is not None and job.error["step"] == str(failed)

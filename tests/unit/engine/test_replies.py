@@ -81,7 +81,6 @@ def _failed() -> EngineState:
 IGNORED: list[tuple[str, Callable[[], EngineState], str, int | None]] = [
     ("unknown job", _running, cid(NOT_A_JOB, "a"), None),
     ("unknown job, not even a uuid", _running, "nonsense:a", None),
-    ("job id in another case", _running, cid(JOB.upper(), "a"), None),
     ("unknown step", _running, cid(JOB, "nope"), None),
     ("step of another workflow's shape", _running, cid(JOB, "leaf"), None),
     ("malformed: empty", _running, "", None),
@@ -119,6 +118,12 @@ def test_a_reply_that_answers_no_running_step_changes_nothing(
     commands = reply(state, correlation_id, body, error=error, attempt=attempt)
     ignored = assert_ignored(state, commands, before)
     assert ignored.subject == correlation_id
+
+
+def test_a_reply_naming_the_job_in_upper_case_finds_it():
+    state = _running()
+    commands = reply(state, cid(JOB.upper(), "a"), {"x": 1})
+    assert [d.step for d in dispatches(commands)] == ["b"]
 
 
 def test_a_reply_with_the_right_attempt_is_accepted():

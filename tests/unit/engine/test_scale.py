@@ -13,7 +13,7 @@ from typing import Any
 
 import manager.engine
 from manager.engine import EngineState, JobStatus
-from tests.unit.engine.helpers import JOB, cid, child_id, finished, make_state, reply, submit
+from tests.unit.engine.helpers import JOB, child_id, cid, finished, make_state, reply, submit
 
 FAN = """
 workflows:
@@ -100,7 +100,7 @@ def test_one_child_completion_costs_the_same_whatever_the_number_of_siblings():
         submit(state, "w", {"items": list(range(n))})
         kids = _ids(n)
         middle = kids[n // 2]
-        costs.append(_engine_lines(lambda k=middle: reply(state, cid(k, "work"), {"item": 1})))
+        costs.append(_engine_lines(lambda s=state, k=middle: reply(s, cid(k, "work"), {"item": 1})))
     assert costs[0] == costs[1] == costs[2], costs
 
 

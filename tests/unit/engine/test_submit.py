@@ -12,7 +12,9 @@ from manager.engine import (
     JobRejected,
     JobStarted,
     JobStatus,
+    JobSubmitted,
     NotifyOutcome,
+    apply,
 )
 from tests.unit.engine.helpers import (
     AT_SUBMIT,
@@ -26,6 +28,7 @@ from tests.unit.engine.helpers import (
     reply,
     snapshot,
     submit,
+    workflow,
 )
 
 TWO_WORKFLOWS = """
@@ -78,6 +81,7 @@ def test_a_payload_that_is_not_a_json_object_is_rejected(state, payload, found):
     assert len(commands) == 1
     (rejected,) = commands
     assert isinstance(rejected, JobRejected)
+    assert rejected.kind == "invalid-payload"
     assert rejected.job_id == JOB
     assert rejected.workflow == "word-counts"
     assert "payload must be a JSON object" in rejected.reason
@@ -102,6 +106,7 @@ def test_a_job_id_that_is_not_a_uuid_is_rejected(state, job_id):
     assert len(commands) == 1
     (rejected,) = commands
     assert isinstance(rejected, JobRejected)
+    assert rejected.kind == "invalid-id"
     assert "UUID" in rejected.reason
     assert repr(job_id) in rejected.reason
     assert rejected.reply_to == "client-q"
@@ -129,6 +134,7 @@ def test_an_unknown_workflow_is_rejected_listing_the_known_ones(state, name, hin
     commands = submit(state, name, {"x": 1})
     (rejected,) = commands
     assert isinstance(rejected, JobRejected)
+    assert rejected.kind == "unknown-workflow"
     assert rejected.workflow == name
     assert f"'{name}'" in rejected.reason
     assert "summarise" in rejected.reason and "word-counts" in rejected.reason
@@ -229,3 +235,48 @@ def test_the_outcome_of_a_job_without_reply_to_is_only_job_finished(state):
 
 def test_job_status_values_are_the_four_documented_ones():
     assert {s.value for s in JobStatus} == {"running", "completed", "failed", "cancelled"}
+
+
+V1 = """
+workflows:
+  - name: w
+    steps:
+      - name: a
+"""
+V2 = """
+workflows:
+  - name: w
+    steps:
+      - name: a
+      - name: b
+        depends: [a]
+"""
+
+
+def _versions() -> tuple[EngineState, str, str]:
+    old, new = workflow(V1), workflow(V2)
+    return EngineState.from_workflows({"w": new}, pinned=[old]), old.content_hash, new.content_hash
+
+
+def test_a_job_pinned_to_an_older_definition_runs_that_version():
+    state, old, new = _versions()
+    assert old != new
+    _, commands = apply(state, JobSubmitted(JOB, "w", {}, AT_SUBMIT, definition=old))
+    assert [d.step for d in dispatches(commands)] == ["a"]
+    assert finished(reply(state, cid(JOB, "a"), {"v": 1})).result == {"v": 1}
+    submit(state, "w", job_id=OTHER_JOB)
+    assert list(state.jobs[OTHER_JOB].steps) == ["a", "b"]
+
+
+@pytest.mark.parametrize("definition", ["0123456789abcdef", ""])
+def test_an_unknown_definition_of_a_known_workflow_is_rejected_without_a_misleading_hint(
+    definition,
+):
+    state, _, new = _versions()
+    _, commands = apply(state, JobSubmitted(JOB, "w", {}, AT_SUBMIT, definition=definition))
+    (rejected,) = commands
+    assert isinstance(rejected, JobRejected)
+    assert f"no version {definition}" in rejected.reason
+    assert new in rejected.reason
+    assert "did you mean" not in rejected.reason
+    assert state.jobs == {}

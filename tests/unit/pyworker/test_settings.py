@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from pyworker import SettingsError, WorkerSettings
-from pyworker.settings import DEFAULT_AMQP_URL, mask_url, resolve_amqp_url
+from pyworker.settings import (
+    DEFAULT_AMQP_URL,
+    mask_url,
+    resolve_amqp_url,
+    resolve_queue_prefix,
+)
 
 EXPLICIT = "amqp://u:p@explicit:5672/"
 FROM_URL = "amqp://u:p@from-amqp-url:5672/"
@@ -32,6 +37,19 @@ def test_a_bad_url_in_the_environment_names_the_variable_and_hides_the_password(
 
 
 @pytest.mark.parametrize(
+    ("explicit", "environ", "expected"),
+    [
+        ("a.", {"QUEUE_PREFIX": "b."}, "a."),
+        ("", {"QUEUE_PREFIX": "b."}, ""),
+        (None, {"QUEUE_PREFIX": " b. "}, "b."),
+        (None, {}, ""),
+    ],
+)
+def test_queue_prefix_precedence(explicit, environ, expected):
+    assert resolve_queue_prefix(explicit, environ) == expected
+
+
+@pytest.mark.parametrize(
     ("url", "masked"),
     [
         ("amqp://guest:guest@localhost:5672/", "amqp://guest:******@localhost:5672/"),
@@ -52,6 +70,8 @@ def test_mask_url(url, masked):
         ({"prefetch": True}, "prefetch: expected an integer"),
         ({"stop_timeout_s": -1}, "stop_timeout_s"),
         ({"amqp_url": "localhost:5672"}, "is not an AMQP URL"),
+        ({"amqp_url": "amqp://guest:guest@localhost:abc/"}, "is not an AMQP URL"),
+        ({"queue_prefix": 3}, "queue_prefix: expected a string"),
     ],
 )
 def test_invalid_settings_are_rejected(options, message):

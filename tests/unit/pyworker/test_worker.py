@@ -80,3 +80,13 @@ async def test_an_invalid_url_from_the_environment_fails_at_start_not_at_constru
 
 async def test_stop_before_start_is_a_no_op():
     await Worker(environ={}).stop()
+
+
+async def test_a_queue_prefix_that_makes_a_bad_queue_name_fails_at_start():
+    worker = Worker(queue_prefix="amq.", environ={})
+
+    @worker.step("q")
+    def q(data): ...
+
+    with pytest.raises(SettingsError, match="queue_prefix 'amq.' makes a bad queue name"):
+        await worker.start()
