@@ -105,7 +105,7 @@ async def handle_delivery(
         await _settle(message, ctx, ack=True)
         return
     again = " (redelivered)" if ctx.redelivered else ""
-    log.info("%s received on %r%s", ctx.log_fields, handler.queue, again)
+    log.debug("%s received on %r%s", ctx.log_fields, handler.queue, again)
     reply = await _outcome(handler, message.body, ctx, executor)
     try:
         await _publish(channel, reply, message.reply_to, ctx)

@@ -51,7 +51,8 @@ class StepHandler:
 
     async def invoke(self, data: dict[str, Any], ctx: StepContext, executor: Executor) -> Any:
         """Validate `data`, call the handler (sync ones in `executor`), return its plain result."""
-        args = (self.parse_input(data), ctx) if self.takes_context else (self.parse_input(data),)
+        step_input = self.parse_input(data)
+        args = (step_input, ctx) if self.takes_context else (step_input,)
         if self.is_async:
             result = await self.func(*args)
         else:

@@ -1,7 +1,9 @@
 """Python workers for the `book-word-counts` workflow (see README.md).
 
-Run them with `pyworker examples/word-counts/workers.py:worker`. The counting itself lives in
-`wordcount.py`, so it can be tested (and compared with a job's result) without a broker.
+Run them with `pyworker examples/word-counts/workers.py:worker`. The queues are named after the
+steps; with `$QUEUE_PREFIX` (or `--queue-prefix`) set, pyworker prefixes them, so several copies
+can share one broker. The counting itself lives in `wordcount.py`, so it can be tested (and
+compared with a job's result) without a broker.
 """
 
 from __future__ import annotations
@@ -18,9 +20,6 @@ from pyworker import StepContext, Worker
 log = logging.getLogger(__name__)
 
 worker = Worker(name="word-counts example")
-
-# Queue names are the step names; a prefix lets several copies share one broker (the tests).
-QUEUE_PREFIX = os.environ.get("QUEUE_PREFIX", "")
 
 
 class Book(BaseModel):
@@ -60,25 +59,25 @@ class SectionCounts(BaseModel):
     sections: list[dict[str, int]]
 
 
-@worker.step(QUEUE_PREFIX + "book-split")
+@worker.step("book-split")
 def book_split(book: Book) -> dict[str, list[str]]:
     """Split the book into chapters; `section-counts` fans out over them."""
     return {"sections": wordcount.split_chapters(book.read())}
 
 
-@worker.step(QUEUE_PREFIX + "segment-word-counts")
+@worker.step("segment-word-counts")
 def segment_word_counts(data: Section) -> dict[str, dict[str, int]]:
     """Count the words of one chapter."""
     return {"section": wordcount.count_words(data.section)}
 
 
-@worker.step(QUEUE_PREFIX + "sum-splits")
+@worker.step("sum-splits")
 def sum_splits(data: SectionCounts) -> dict[str, object]:
     """Add the chapters' counts up: totals and the ten most frequent words."""
     return wordcount.summarise(wordcount.merge_counts(data.sections))
 
 
-@worker.step(QUEUE_PREFIX + "store-title")
+@worker.step("store-title")
 def store_title(book: Book, ctx: StepContext) -> dict[str, str]:
     """The book's title (its first non-blank line)."""
     title = wordcount.title_of(book.read())

@@ -130,8 +130,10 @@ class CliWorker:
 
 
 @pytest.fixture
-def cli_worker(amqp_url, worker_file, unique) -> Iterator[CliWorker]:
+def cli_worker(amqp_url, caller, worker_file, unique) -> Iterator[CliWorker]:
     """`pyworker my_workers.py:worker` with QUEUE_PREFIX set to this test's prefix."""
+    for step in ("cli-echo", "cli-slow"):  # the worker declares both; delete both afterwards
+        caller.queue(step)
     log_path = worker_file.parent / "worker.log"
     command = [sys.executable, "-m", "pyworker", f"{worker_file}:worker", "--amqp-url", amqp_url]
     options = ["--prefetch", "3", "--log-level", "info"]

@@ -66,7 +66,7 @@ def test_trigger_without_id_gets_the_new_one_and_empty_body_is_empty_payload():
         (Message(b"{oops", {"workflow": "wf"}), "not valid JSON"),
         (Message(b"[" * 100_000, {"workflow": "wf"}), "trigger body is"),
         (Message(b"\xff\xfe", {"workflow": "wf"}), "not UTF-8"),
-        (Message(b"{\"a\": NaN}", {"workflow": "wf"}), "not valid JSON"),
+        (Message(b'{"a": NaN}', {"workflow": "wf"}), "not valid JSON"),
     ],
 )
 def test_bad_triggers_say_why(message, fragment):
