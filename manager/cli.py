@@ -30,11 +30,13 @@ examples:
   workflow-manager validate workflows.yaml
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager journal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --db wm.db
 
 environment:
   AMQP_URL (or AMQP_SERVER)  RabbitMQ URL            (default amqp://guest:guest@localhost:5672/)
   WM_QUEUE                   the manager's queue      (default workflow-manager)
-  WM_CONFIG, WM_DB           serve's --config, --db
+  WM_CONFIG, WM_DB           serve's --config, --db (and journal's --db)
+  WM_RETENTION               serve's --retention in days (default 7)
   WM_API_URL                 status's --api-url       (default http://127.0.0.1:8080)
 
 exit codes: 0 ok, 1 job failed or invalid file, 2 bad arguments, 3 broker or API unreachable
@@ -64,7 +66,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     serve.add_argument(
         "--db",
         default=env.get("WM_DB", "wm.db"),
-        help="SQLite journal file; reserved: this release keeps job state in memory",
+        help="SQLite journal file: every message, for recovery (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--retention",
+        type=float,
+        default=float(env.get("WM_RETENTION", 7)),
+        metavar="DAYS",
+        help="delete finished jobs older than this from the journal (default: %(default)s)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8080, help="HTTP port (default: %(default)s)")
@@ -102,6 +111,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="manager API, for progress (default: %(default)s)",
     )
 
+    journal = commands.add_parser("journal", help="print a job's journal entries in order")
+    journal.add_argument("job_id", help="job UUID")
+    journal.add_argument(
+        "--db", default=env.get("WM_DB", "wm.db"), help="journal file (default: %(default)s)"
+    )
+    journal.add_argument("--tree", action="store_true", help="include the job's child jobs")
+
     status = commands.add_parser("status", help="show a job's state")
     status.add_argument("job_id", help="job UUID")
     status.add_argument(
@@ -138,6 +154,8 @@ def _run(args: argparse.Namespace) -> int:
         return _validate(args.file)
     if args.command == "submit":
         return _submit(args)
+    if args.command == "journal":
+        return _journal(args)
     return _status(args)
 
 
@@ -152,8 +170,12 @@ def _serve(args: argparse.Namespace) -> int:
     logging.getLogger("aio_pika").setLevel(logging.WARNING)
     logging.getLogger("aiormq").setLevel(logging.WARNING)
     workflows = load_workflows(args.config)
-    settings = ManagerSettings(amqp_url=args.amqp_url, queue=args.queue)
-    asyncio.run(serve(workflows, settings, args.host, args.port))
+    if args.retention <= 0:
+        return _usage(f"--retention must be a number of days above 0, got {args.retention}")
+    settings = ManagerSettings(
+        amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention
+    )
+    asyncio.run(serve(workflows, settings, args.db, args.host, args.port))
     return EXIT_OK
 
 
@@ -229,6 +251,29 @@ def _submit(args: argparse.Namespace) -> int:
 
 def _outcome_fields(body: dict[str, Any], status: str) -> dict[str, Any]:
     return {"result": body} if status == "completed" else {"error": body.get("error", body)}
+
+
+def _journal(args: argparse.Namespace) -> int:
+    from manager.journal import open_journal
+    from manager.journal.inspect import format_events
+
+    try:
+        job_id = str(uuid.UUID(args.job_id))
+    except ValueError:
+        return _usage(f"{args.job_id!r} is not a job id (a UUID)")
+    if not os.path.exists(args.db):
+        return _usage(f"no journal at {args.db} (use --db)")
+
+    async def read() -> str:
+        journal = await open_journal(args.db)
+        try:
+            rows = await journal.events_of(job_id, tree=args.tree)
+        finally:
+            await journal.close()
+        return format_events(rows) if rows else f"no journal entries for job {job_id}"
+
+    print(asyncio.run(read()))
+    return EXIT_OK
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -1,14 +1,18 @@
-"""The driver loop: messages in, through the pure engine, commands out to RabbitMQ.
+"""The driver loop: messages in, through the pure engine, into the journal, commands out.
 
-This is the one place that wires the engine to the transport. Each inbound message becomes
-an event; the engine's commands are carried out; only then is the message acked, so a crash
-in between means RabbitMQ redelivers it (and the engine ignores what it has already seen).
+This is the one place that wires the engine to the journal and the broker. For each inbound
+message: decode it into an event, apply it, append the event and its effects to the journal,
+and once that group is committed ack the message and publish the outbound messages (each
+marked sent in the journal when the broker confirms it). A crash at any point loses nothing:
+an unacked message is redelivered (and the engine ignores what it has seen), an unconfirmed
+outbound message is published again by recovery. Recovery replays the journal of the running
+jobs through the same engine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 import logging
 import time
 import uuid
@@ -21,31 +25,31 @@ from pydantic import BaseModel, ConfigDict, Field
 from manager.config import Workflow
 from manager.engine import (
     Command,
-    Dispatch,
     EngineState,
     Event,
     Ignored,
+    Job,
     JobFinished,
     JobRejected,
     JobStarted,
     JobSubmitted,
-    NotifyOutcome,
     apply,
 )
+from manager.engine.snapshot import forget, restore
 from manager.errors import (
-    BrokerError,
     DuplicateJob,
     InvalidJobId,
     InvalidPayload,
+    JournalError,
     SubmitError,
     UnknownWorkflow,
-    Unroutable,
 )
+from manager.journal import Batch, EventKind, Journal
+from manager.journal.entries import encode_json, notice_msg_id, outbound_row, record, to_event
+from manager.outbox import Outbox
 from manager.transport import (
     DEFAULT_QUEUE,
-    HEADER_ATTEMPT,
     HEADER_STATUS,
-    HEADER_WORKFLOW,
     MAX_MESSAGE_BYTES,
     Broker,
     TriggerError,
@@ -63,10 +67,11 @@ _REJECTIONS: dict[str, type[SubmitError]] = {
     "unknown-workflow": UnknownWorkflow,
     "invalid-payload": InvalidPayload,
 }
+_DAY_S = 86_400.0
 
 
 class ManagerSettings(BaseModel):
-    """How the manager talks to RabbitMQ."""
+    """How the manager talks to RabbitMQ and keeps its journal."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -75,6 +80,8 @@ class ManagerSettings(BaseModel):
     prefetch: int = Field(default=256, ge=1)
     max_message_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=1024)
     publish_retry_s: float = Field(default=1.0, gt=0)
+    retention_days: float = Field(default=7.0, gt=0)
+    retention_every_s: float = Field(default=3600.0, gt=0)
 
 
 def step_queues(workflows: Iterable[Workflow]) -> list[str]:
@@ -86,31 +93,38 @@ def step_queues(workflows: Iterable[Workflow]) -> list[str]:
     return list(queues)
 
 
-def encode_json(value: Any) -> bytes:
-    """Compact UTF-8 JSON, as every message body is sent."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+def _canonical(job_id: Any) -> str | None:
+    try:
+        return str(uuid.UUID(job_id))
+    except (ValueError, AttributeError, TypeError):
+        return None
 
 
 class Orchestrator:
-    """Runs jobs: owns the engine state and the broker connection."""
+    """Runs jobs: owns the engine state, the journal and the broker connection."""
 
     def __init__(
         self,
         workflows: Mapping[str, Workflow],
         settings: ManagerSettings,
+        journal: Journal,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         self.workflows = dict(workflows)
         self.settings = settings
+        self.journal = journal
         self._clock = clock
         self._new_id = new_id
         self._state = EngineState.from_workflows(self.workflows)
         self._broker = Broker(settings.amqp_url, settings.prefetch)
+        self._outbox = Outbox(self._broker, journal, clock, self._fail, settings.publish_retry_s)
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
-        self._stopping = False
+        self.failed = asyncio.Event()
+        self.failure: BaseException | None = None
+        self._retention: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         jobs = self._state.jobs
@@ -119,7 +133,7 @@ class Orchestrator:
 
     @property
     def state(self) -> EngineState:
-        """The engine state: every job by id. Read it; never change it from outside."""
+        """The engine state: every job in memory by id. Read it; never change it from outside."""
         return self._state
 
     @property
@@ -130,23 +144,58 @@ class Orchestrator:
     # -- life cycle --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect, declare the reply, trigger and step queues, and start consuming."""
-        queue = self.settings.queue
+        """Recover from the journal, connect, publish what was pending, then start consuming."""
+        started = time.perf_counter()
+        pending = await self._recover()
         await self._broker.connect()
+        queue = self.settings.queue
         await self._broker.declare(
             [queue, trigger_queue(queue), *step_queues(self.workflows.values())]
         )
+        await self._outbox.publish(pending)
         await self._broker.consume(queue, self._tracked(self._on_reply))
         await self._broker.consume(trigger_queue(queue), self._tracked(self._on_trigger))
-        log.info("consuming replies on '%s' and triggers on '%s'", queue, trigger_queue(queue))
+        self._retention = asyncio.create_task(self._keep_retention(), name="retention")
+        log.info(
+            "consuming replies on '%s' and triggers on '%s' (%d running jobs recovered, "
+            "%d messages re-published, ready in %.2fs)",
+            queue, trigger_queue(queue), len(self._state.jobs), len(pending),
+            time.perf_counter() - started,
+        )  # fmt: skip
 
     async def stop(self) -> None:
-        """Stop consuming, finish the messages in hand, then close the connection."""
-        self._stopping = True
+        """Stop consuming, finish the messages in hand, then close the connection and journal."""
+        if self._retention is not None:
+            self._retention.cancel()
         await self._broker.stop_consuming()
         await self._idle.wait()
         await self._broker.close()
+        try:
+            await self.journal.close()
+        except JournalError as exc:
+            self._fail(exc)
         log.info("stopped")
+
+    def _fail(self, exc: BaseException) -> None:
+        """The journal cannot be written: stop taking work rather than lose events."""
+        if self.failure is None:
+            self.failure = exc
+            log.critical("stopping: %s", exc)
+        self.failed.set()
+
+    async def _recover(self) -> list[Any]:
+        """Rebuild running jobs by replaying their journal; returns outbound rows to re-publish."""
+        await self.journal.save_definitions(
+            (wf.content_hash, wf.name, wf.model_dump_json(by_alias=True, exclude_defaults=True))
+            for wf in self.workflows.values()
+        )
+        stored = await self.journal.definitions()
+        pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
+        self._state = EngineState.from_workflows(self.workflows, pinned)
+        roots = await self.journal.running_roots()
+        for row in await self.journal.replay_rows(roots):
+            apply(self._state, to_event(row))
+        return await self.journal.pending_outbound()
 
     # -- submissions -------------------------------------------------------------------
 
@@ -154,14 +203,48 @@ class Orchestrator:
         """Start a job now (the HTTP API's way in); returns its id or raises a SubmitError."""
         job_id = job_id if job_id is not None else self._new_id()
         canonical = _canonical(job_id)
-        if canonical is not None and canonical in self._state.jobs:
+        if canonical is not None and await self._job_exists(canonical):
             raise DuplicateJob(f"a job with id {canonical} already exists")
-        commands = self._apply(JobSubmitted(job_id, workflow, payload, self._clock()))
+        event = self._pinned(JobSubmitted(job_id, workflow, payload, self._clock()))
+        commands = self._apply(event)
         for command in commands:
             if isinstance(command, JobRejected):
                 raise _REJECTIONS.get(command.kind, SubmitError)(command.reason)
-        await self._execute(commands)
+        try:
+            outbound = await self._commit(event, commands)
+        except JournalError as exc:
+            self._fail(exc)
+            raise
+        await self._outbox.publish(outbound)
         return canonical or job_id
+
+    async def find_job(self, job_id: str) -> Job | None:
+        """A job in memory, or a finished one restored from its journal snapshot."""
+        job = self._state.jobs.get(job_id)
+        if job is not None:
+            return job
+        row = await self.journal.job(job_id)
+        if row is None or row.snapshot is None:
+            return None
+        workflow = self._state.definitions.get(row.definition)
+        if workflow is None:
+            stored = await self.journal.definitions([row.definition])
+            if row.definition not in stored:
+                return None
+            workflow = Workflow.model_validate_json(stored[row.definition][1])
+        return restore(row.snapshot, workflow)
+
+    async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
+        """Top-level jobs of a workflow by status (finished ones since `finished_since`)."""
+        return await self.journal.workflow_jobs(name, finished_since)
+
+    async def _job_exists(self, job_id: str) -> bool:
+        return job_id in self._state.jobs or await self.journal.job(job_id) is not None
+
+    def _pinned(self, event: JobSubmitted) -> JobSubmitted:
+        """Pin a new submission to today's definition, so a replay runs the same one."""
+        definition = self._state.current.get(event.workflow)
+        return dataclasses.replace(event, definition=definition) if definition else event
 
     # -- inbound messages --------------------------------------------------------------
 
@@ -169,10 +252,14 @@ class Orchestrator:
         """Wrap a consumer so stop() can wait for the messages in hand."""
 
         async def run(message: AbstractIncomingMessage) -> None:
+            if self.failed.is_set():
+                return  # left unacked: RabbitMQ gives it to the next manager
             self._in_flight += 1
             self._idle.clear()
             try:
                 await handler(message)
+            except JournalError as exc:
+                self._fail(exc)
             finally:
                 self._in_flight -= 1
                 if self._in_flight == 0:
@@ -183,8 +270,9 @@ class Orchestrator:
     async def _on_reply(self, message: AbstractIncomingMessage) -> None:
         log.debug("reply %s %d bytes", message.correlation_id, len(message.body))
         event = reply_event(message, self._clock(), self.settings.max_message_bytes)
-        await self._execute(self._apply(event))
+        outbound = await self._commit(event, self._apply(event))
         await _ack(message)
+        await self._outbox.publish(outbound)
 
     async def _on_trigger(self, message: AbstractIncomingMessage) -> None:
         received_id = message.correlation_id
@@ -197,106 +285,84 @@ class Orchestrator:
             await _ack(message)
             return
         log.debug("trigger %s for %s", event.job_id, event.workflow)
+        if await self._answer_finished(event):
+            await _ack(message)
+            return
+        event = self._pinned(event)
         commands = self._apply(event)
-        for command in commands:
-            if isinstance(command, JobRejected):
-                await self._reject_trigger(received_id, command.reply_to, command.reason)
-        await self._execute(c for c in commands if not isinstance(c, JobRejected))
+        rejection = next((c for c in commands if isinstance(c, JobRejected)), None)
+        if rejection is not None:
+            await self._reject_trigger(received_id, rejection.reply_to, rejection.reason)
+            await _ack(message)
+            return
+        outbound = await self._commit(event, commands)
         await _ack(message)
+        await self._outbox.publish(outbound)
+
+    async def _answer_finished(self, event: JobSubmitted) -> bool:
+        """A trigger for a job that ended and left memory: answer from the journal, once more."""
+        canonical = _canonical(event.job_id)
+        if canonical is None or canonical in self._state.jobs:
+            return False
+        row = await self.journal.job(canonical)
+        if row is None:
+            return False
+        log.info("duplicate trigger for finished job=%s", canonical)
+        if event.reply_to:
+            body = row.result if row.status == "completed" else {"error": row.error}
+            notice = outbound_row(
+                event.at, EventKind.NOTIFIED, event.reply_to, canonical, encode_json(body or {}),
+                {HEADER_STATUS: row.status}, notice_msg_id(canonical, event.reply_to),
+                job_id=canonical, root_id=row.root_id,
+            )  # fmt: skip
+            await self.journal.append(Batch(events=[notice]))
+            await self._outbox.publish([notice])
+        return True
 
     async def _reject_trigger(self, job_id: str | None, reply_to: str | None, reason: str) -> None:
         log.warning("trigger rejected: job=%s reason=%s", job_id, reason)
         if reply_to:
             headers = {HEADER_STATUS: "rejected"}
-            await self._publish(reply_to, encode_json({"error": reason}), job_id, headers=headers)
+            body = encode_json({"error": reason})
+            # Not journaled: the trigger is acked only after this, so a crash means it comes back.
+            row = outbound_row(
+                self._clock(), "rejected", reply_to, job_id or "", body, headers, None
+            )
+            await self._outbox.publish([row])
 
-    # -- engine and commands -----------------------------------------------------------
+    # -- engine and journal ------------------------------------------------------------
 
     def _apply(self, event: Event) -> list[Command]:
         _, commands = apply(self._state, event)
         return commands
 
-    async def _execute(self, commands: Iterable[Command]) -> None:
-        """Carry out the engine's commands: publish in parallel, log the rest."""
-        publishes = []
+    async def _commit(self, event: Event, commands: list[Command]) -> list[Any]:
+        """Journal an applied event and its effects; returns the outbound rows to publish.
+
+        The append happens right after `apply`, with no await in between, so the journal
+        holds events in exactly the order the engine saw them.
+        """
+        batch, outbound = record(self._state, event, commands, self.settings.queue)
+        await self.journal.append(batch)
         for command in commands:
-            if isinstance(command, Dispatch):
-                publishes.append(self._dispatch(command))
-            elif isinstance(command, NotifyOutcome):
-                publishes.append(self._notify(command))
-            else:
-                _log_command(command)
-        if publishes:
-            await asyncio.gather(*publishes)
+            _log_command(command)
+            if isinstance(command, JobFinished) and command.parent_id is None:
+                job = self._state.jobs.get(command.job_id)
+                if job is not None and not job.is_running:
+                    forget(self._state, job)  # its snapshot is in the journal now
+        return outbound
 
-    async def _dispatch(self, command: Dispatch) -> None:
-        log.debug(
-            "dispatch job=%s step=%s attempt=%d", command.job_id, command.step, command.attempt
-        )
-        headers = {HEADER_WORKFLOW: command.workflow, HEADER_ATTEMPT: command.attempt}
-        await self._publish(
-            command.queue,
-            encode_json(command.body),
-            command.correlation_id,
-            reply_to=self.settings.queue,
-            headers=headers,
-            message_id=command.message_id,
-            redeclare=True,
-        )
-
-    async def _notify(self, command: NotifyOutcome) -> None:
-        headers = {HEADER_STATUS: str(command.status)}
-        await self._publish(
-            command.reply_to, encode_json(command.body), command.job_id, headers=headers
-        )
-
-    async def _publish(
-        self,
-        queue: str,
-        body: bytes,
-        correlation_id: str | None,
-        *,
-        reply_to: str | None = None,
-        headers: Mapping[str, Any] | None = None,
-        message_id: str | None = None,
-        redeclare: bool = False,
-    ) -> None:
-        """Publish until the broker confirms: a lost connection is retried, never dropped."""
+    async def _keep_retention(self) -> None:
+        """Delete finished jobs older than the retention period, now and then."""
         while True:
+            cutoff = self._clock() - self.settings.retention_days * _DAY_S
             try:
-                await self._broker.publish(
-                    queue,
-                    body,
-                    correlation_id=correlation_id,
-                    reply_to=reply_to,
-                    headers=headers,
-                    message_id=message_id,
-                )
+                while (deleted := await self.journal.delete_finished(cutoff)) > 0:
+                    log.info("retention: deleted %d finished jobs", deleted)
+            except JournalError as exc:
+                self._fail(exc)
                 return
-            except Unroutable as exc:
-                if not redeclare:
-                    log.warning("dropped message for '%s': %s", queue, exc)
-                    return
-                # A step queue deleted under us: declare it again so the request waits there.
-                log.warning("step queue '%s' vanished; declaring it again", queue)
-                redeclare = False
-                await self._redeclare(queue)
-            except BrokerError as exc:
-                log.warning("publish to '%s' failed, retrying: %s", queue, exc)
-                await asyncio.sleep(self.settings.publish_retry_s)
-
-    async def _redeclare(self, queue: str) -> None:
-        try:
-            await self._broker.declare([queue])
-        except BrokerError as exc:
-            log.warning("declaring '%s' failed: %s", queue, exc)
-
-
-def _canonical(job_id: str) -> str | None:
-    try:
-        return str(uuid.UUID(job_id))
-    except (ValueError, AttributeError, TypeError):
-        return None
+            await asyncio.sleep(self.settings.retention_every_s)
 
 
 async def _ack(message: AbstractIncomingMessage) -> None:
@@ -314,12 +380,8 @@ def _log_command(command: Command) -> None:
         level = logging.INFO if command.parent_id is None else logging.DEBUG
         detail = f" error={command.error}" if command.error else ""
         log.log(
-            level,
-            "job %s job=%s workflow=%s%s",
-            command.status,
-            command.job_id,
-            command.workflow,
-            detail,
-        )
+            level, "job %s job=%s workflow=%s%s",
+            command.status, command.job_id, command.workflow, detail,
+        )  # fmt: skip
     elif isinstance(command, Ignored):
         log.warning("ignored %s: %s", command.subject, command.reason)

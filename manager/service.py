@@ -14,6 +14,7 @@ import uvicorn
 from manager.api import create_app
 from manager.config import Workflow
 from manager.errors import ManagerError
+from manager.journal import open_journal
 from manager.orchestrator import ManagerSettings, Orchestrator
 
 __all__ = ["serve", "listen"]
@@ -47,21 +48,31 @@ def listen(host: str, port: int) -> socket.socket:
 async def serve(
     workflows: Mapping[str, Workflow],
     settings: ManagerSettings,
+    db: str,
     host: str,
     port: int,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Run until SIGINT/SIGTERM (or `stop` is set): stop consuming, finish in hand, close."""
+    """Run until SIGINT/SIGTERM (or `stop` is set): stop consuming, finish in hand, close.
+
+    Raises the journal's error if the journal fails while running (after a clean stop).
+    """
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     sock = listen(host, port)
-    orchestrator = Orchestrator(workflows, settings)
+    try:
+        journal = await open_journal(db)
+    except BaseException:
+        sock.close()
+        raise
+    orchestrator = Orchestrator(workflows, settings, journal)
     try:
         await orchestrator.start()
     except BaseException:
         sock.close()
+        await journal.close()
         raise
     config = uvicorn.Config(
         create_app(orchestrator), host=host, port=port, log_level="warning", lifespan="off"
@@ -70,11 +81,15 @@ async def serve(
     http = asyncio.create_task(server.serve(sockets=[sock]), name="http")
     log.info("serving %d workflows; HTTP API on http://%s:%d", len(workflows), host, port)
     waiter = asyncio.create_task(stop.wait())
-    await asyncio.wait({http, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    failed = asyncio.create_task(orchestrator.failed.wait())
+    await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
     log.info("shutting down")
     server.should_exit = True
     await orchestrator.stop()
     await http
     waiter.cancel()
+    failed.cancel()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)
+    if orchestrator.failure is not None:
+        raise orchestrator.failure

@@ -121,11 +121,15 @@ async def workflow_jobs(
     ] = DEFAULT_INTERVAL_MIN,
 ) -> dict[str, Any]:
     """Top-level jobs of workflow `name`: running, and finished within `interval` minutes."""
-    jobs = service.state.jobs.values()
-    # A workflow dropped on reload stays visible while the state still holds its jobs.
-    if name not in service.workflows and not any(job.workflow.name == name for job in jobs):
+    found = await service.workflow_jobs(name, finished_since=now() - interval * 60)
+    # A workflow dropped on reload stays visible while the journal still holds its jobs.
+    if name not in service.workflows and not any(found.values()):
         raise unknown_workflow(name, service.workflows)
-    return views.workflow_jobs(name, jobs, now=now(), interval_s=interval * 60)
+    return {
+        "running": found.get("running", []),
+        "completed": found.get("completed", []),
+        "failed": found.get("failed", []) + found.get("cancelled", []),
+    }
 
 
 @router.get("/api/jobs", tags=["jobs"], response_model=JobIds)
@@ -148,7 +152,7 @@ async def job_detail(
 ) -> dict[str, Any]:
     """One job or child job: its steps by state, and its result or error once it has ended."""
     key = canonical_uuid(job_id, "job id")
-    job = service.state.jobs.get(key)
+    job = await service.find_job(key)
     if job is None:
         message = f"no job {key} (running jobs are listed at /api/jobs)"
         raise HTTPException(status_code=404, detail=message)

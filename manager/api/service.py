@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from manager.config.models import Workflow
-from manager.engine import EngineState
+from manager.engine import EngineState, Job
 
 __all__ = ["JobService", "Clock"]
 
@@ -34,4 +34,12 @@ class JobService(Protocol):
 
     async def submit(self, workflow: str, payload: Any, job_id: str | None = None) -> str:
         """Start a job and return its id; raise a `manager.errors.SubmitError` if it cannot."""
+        ...
+
+    async def find_job(self, job_id: str) -> Job | None:
+        """A job by canonical id: running ones from memory, finished ones from the journal."""
+        ...
+
+    async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
+        """Top-level job ids of a workflow by status; finished ones only since the given time."""
         ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -34,6 +35,17 @@ class System:
     workers: list[Process]
     channel: aio_pika.abc.AbstractChannel
     http: httpx.AsyncClient
+    config: Path
+    db: Path
+    amqp_url: str
+
+    async def restart(self, sig: int = signal.SIGTERM) -> int:
+        """Stop the manager (gracefully, or SIGKILL) and start it again on the same journal."""
+        code = await self.manager.process.stop(sig)
+        self.manager = await start_manager(self.config, self.manager.queue, self.amqp_url, self.db)
+        await self.http.aclose()
+        self.http = httpx.AsyncClient(base_url=self.manager.api_url, timeout=10)
+        return code
 
     @property
     def trigger_queue(self) -> str:
@@ -111,7 +123,8 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
             target = worker or "tests/integration/system/stepworkers.py:worker"
             workers.append(await start_worker(target, amqp_url, env))
         http = httpx.AsyncClient(base_url=manager.api_url, timeout=10)
-        system = System(unique, manager, workers, channel, http)
+        db = tmp_path / "wm.db"
+        system = System(unique, manager, workers, channel, http, config, db, amqp_url)
         started.append(system)
         return system
 

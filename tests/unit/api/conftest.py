@@ -15,9 +15,9 @@ import httpx
 import pytest
 import yaml
 
-from manager.api import create_app
+from manager.api import create_app, views
 from manager.config.models import Workflow, WorkflowFile
-from manager.engine import EngineState, JobSubmitted, StepReplied, apply
+from manager.engine import EngineState, Job, JobSubmitted, StepReplied, apply
 from manager.errors import DuplicateJob, InvalidJobId, InvalidPayload, UnknownWorkflow
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
@@ -102,6 +102,15 @@ class FakeService:
             raise DuplicateJob(f"a job with id {new_id} already exists")
         apply(self.state, JobSubmitted(new_id, workflow, payload, self.clock()))
         return new_id
+
+    async def find_job(self, job_id: str) -> Job | None:
+        """Jobs live in memory only here; the real service also restores finished ones."""
+        return self.state.jobs.get(job_id)
+
+    async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
+        """Group the in-memory jobs as the journal query would."""
+        now = self.clock()
+        return views.workflow_jobs(name, self.state.jobs.values(), now, now - finished_since)
 
     def reply(self, job_id: str, step: str, body: Any = None, error: str | None = None) -> None:
         """A worker's answer to `step` of `job_id`, at the clock's time."""

@@ -1,0 +1,106 @@
+"""Jobs as plain JSON and back, and dropping finished jobs from memory. Pure.
+
+A finished job's snapshot is kept in the journal, so the state need only hold running jobs:
+the API restores a snapshot to show a job that has left memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from manager.config.models import Workflow
+from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+
+__all__ = ["root_of", "descendants", "forget", "snapshot", "restore"]
+
+
+def root_of(state: EngineState, job: Job) -> str:
+    """The id of the top-level job `job` belongs to (itself when it has no parent)."""
+    while job.parent is not None:
+        parent = state.jobs.get(job.parent.job_id)
+        if parent is None:
+            return job.parent.job_id
+        job = parent
+    return job.id
+
+
+def descendants(state: EngineState, job: Job) -> Iterator[Job]:
+    """Every child job of `job` still in the state, and their children, depth first."""
+    stack = [job]
+    while stack:
+        current = stack.pop()
+        for run in current.steps.values():
+            for child_id in run.children or ():
+                child = state.jobs.get(child_id)
+                if child is not None:
+                    yield child
+                    stack.append(child)
+
+
+def forget(state: EngineState, job: Job) -> int:
+    """Drop a finished job and its descendants from the state; returns how many were dropped."""
+    doomed = [job, *descendants(state, job)]
+    for gone in doomed:
+        state.jobs.pop(gone.id, None)
+    return len(doomed)
+
+
+def _step(run: StepRun) -> dict[str, Any]:
+    data: dict[str, Any] = {"status": str(run.status), "attempt": run.attempt}
+    for key in ("output", "error", "started_at", "finished_at", "children"):
+        value = getattr(run, key)
+        if value is not None:
+            data[key] = value
+    return data
+
+
+def snapshot(job: Job) -> dict[str, Any]:
+    """A job's lasting facts as JSON-ready data (step inputs are left out: they are derivable)."""
+    return {
+        "id": job.id,
+        "task": None if job.flow is job.workflow else job.flow.name,
+        "parent": [job.parent.job_id, job.parent.step, job.parent.index] if job.parent else None,
+        "status": str(job.status),
+        "submitted_at": job.submitted_at,
+        "finished_at": job.finished_at,
+        "payload": job.payload,
+        "result": job.result,
+        "error": job.error,
+        "steps": {name: _step(run) for name, run in job.steps.items()},
+    }
+
+
+def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
+    """Rebuild a (finished) job from its snapshot and the definition it ran."""
+    flow = workflow if data["task"] is None else workflow.task_by_name[data["task"]]
+    steps: dict[str, StepRun] = {}
+    for spec in flow.steps:
+        saved = data["steps"].get(spec.name, {})
+        steps[spec.name] = StepRun(
+            spec=spec,
+            waiting_on=0,
+            status=StepStatus(saved.get("status", "waiting")),
+            attempt=saved.get("attempt", 0),
+            output=saved.get("output"),
+            error=saved.get("error"),
+            started_at=saved.get("started_at"),
+            finished_at=saved.get("finished_at"),
+            children=saved.get("children"),
+        )
+    left = sum(run.status is not StepStatus.COMPLETED for run in steps.values())
+    parent = ParentLink(*data["parent"]) if data.get("parent") else None
+    return Job(
+        id=data["id"],
+        workflow=workflow,
+        flow=flow,
+        payload=data["payload"],
+        submitted_at=data["submitted_at"],
+        steps=steps,
+        steps_left=left,
+        parent=parent,
+        status=JobStatus(data["status"]),
+        result=data.get("result"),
+        error=data.get("error"),
+        finished_at=data.get("finished_at"),
+    )

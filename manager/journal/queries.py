@@ -1,0 +1,157 @@
+"""The journal's reads, each a function of the read connection; the caller translates errors."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+
+import aiosqlite
+
+from manager.journal.codec import EVENT_COLUMNS, JOB_COLUMNS, decode_event, decode_job
+from manager.journal.records import REPLAYED_KINDS, EventRow, JobRow
+
+__all__ = [
+    "definitions",
+    "running_roots",
+    "running_jobs",
+    "replay_rows",
+    "pending_outbound",
+    "job",
+    "workflow_jobs",
+    "events_of",
+    "IN_CHUNK",
+]
+
+# Ids per `IN (...)` list: well under SQLite's 32,766 bound parameters, and each chunk's
+# result is small enough to sort in memory.
+IN_CHUNK = 500
+FINISHED_STATUSES = ("completed", "failed", "cancelled")
+_KINDS = ", ".join(f"'{kind}'" for kind in REPLAYED_KINDS)
+
+
+def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(ids), IN_CHUNK):
+        yield ids[start : start + IN_CHUNK]
+
+
+def _marks(count: int) -> str:
+    return ", ".join("?" * count)
+
+
+async def definitions(
+    conn: aiosqlite.Connection, hashes: Iterable[str] | None
+) -> dict[str, tuple[str, str]]:
+    """content hash -> (workflow name, definition JSON), for `hashes` or every one stored."""
+    sql = "SELECT hash, workflow, definition FROM definitions"
+    if hashes is None:
+        rows = await conn.execute_fetchall(sql)
+        return {hash_: (name, text) for hash_, name, text in rows}
+    found: dict[str, tuple[str, str]] = {}
+    for chunk in _chunks(sorted(set(hashes))):
+        rows = await conn.execute_fetchall(f"{sql} WHERE hash IN ({_marks(len(chunk))})", chunk)
+        found.update((hash_, (name, text)) for hash_, name, text in rows)
+    return found
+
+
+async def running_roots(conn: aiosqlite.Connection) -> list[str]:
+    """Ids of running top-level jobs, oldest first."""
+    rows = await conn.execute_fetchall(
+        "SELECT id FROM jobs WHERE status = 'running' AND parent_id IS NULL"
+        " ORDER BY submitted_at, id"
+    )
+    return [id_ for (id_,) in rows]
+
+
+async def running_jobs(conn: aiosqlite.Connection) -> list[str]:
+    """Ids of every running job, children included, oldest first."""
+    rows = await conn.execute_fetchall(
+        "SELECT id FROM jobs WHERE status = 'running' ORDER BY submitted_at, id"
+    )
+    return [id_ for (id_,) in rows]
+
+
+async def replay_rows(conn: aiosqlite.Connection, root_ids: Sequence[str]) -> list[EventRow]:
+    """The replayed rows (submissions, replies) of the trees under `root_ids`, in seq order."""
+    rows: list[tuple] = []
+    for chunk in _chunks(sorted(set(root_ids))):
+        rows.extend(
+            await conn.execute_fetchall(
+                f"SELECT {EVENT_COLUMNS} FROM events"
+                f" WHERE root_id IN ({_marks(len(chunk))}) AND kind IN ({_KINDS})",
+                chunk,
+            )
+        )
+    # One sort of every chunk's rows: cheaper than an ORDER BY per chunk and a merge.
+    rows.sort(key=lambda values: values[0])
+    return [decode_event(values) for values in rows]
+
+
+async def pending_outbound(conn: aiosqlite.Connection) -> list[EventRow]:
+    """Outbound rows not yet marked sent, in seq order: recovery publishes them again."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {EVENT_COLUMNS} FROM events"
+        " WHERE sent_at IS NULL AND msg_id IS NOT NULL ORDER BY seq"
+    )
+    return [decode_event(values) for values in rows]
+
+
+async def job(conn: aiosqlite.Connection, job_id: str) -> JobRow | None:
+    """The job row of `job_id`, or None."""
+    rows = await conn.execute_fetchall(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
+    return decode_job(rows[0]) if rows else None
+
+
+async def workflow_jobs(
+    conn: aiosqlite.Connection, name: str, finished_since: float
+) -> dict[str, list[str]]:
+    """Top-level jobs of workflow `name` by status: running ones, and those finished since then."""
+    rows = await conn.execute_fetchall(
+        "SELECT id, status FROM jobs"
+        " WHERE workflow = ? AND parent_id IS NULL"
+        " AND (status = 'running' OR finished_at >= ?)"
+        " ORDER BY submitted_at, id",
+        (name, finished_since),
+    )
+    buckets: dict[str, list[str]] = {"running": [], **{status: [] for status in FINISHED_STATUSES}}
+    for id_, status in rows:
+        buckets.setdefault(status, []).append(id_)
+    return buckets
+
+
+async def events_of(conn: aiosqlite.Connection, job_id: str, tree: bool) -> list[EventRow]:
+    """Rows of `job_id` in seq order; with `tree`, also those of every job below it."""
+    if not tree:
+        rows = await conn.execute_fetchall(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE job_id = ? ORDER BY seq", (job_id,)
+        )
+        return [decode_event(values) for values in rows]
+    found = await conn.execute_fetchall(
+        "SELECT root_id, parent_id FROM jobs WHERE id = ?", (job_id,)
+    )
+    root_id, parent_id = found[0] if found else (job_id, None)
+    rows = await conn.execute_fetchall(
+        f"SELECT {EVENT_COLUMNS} FROM events WHERE root_id = ? OR job_id = ? ORDER BY seq",
+        (root_id, job_id),
+    )
+    events = [decode_event(values) for values in rows]
+    if parent_id is None:
+        return events
+    below = await _subtree(conn, root_id, job_id)
+    return [row for row in events if row.job_id in below]
+
+
+async def _subtree(conn: aiosqlite.Connection, root_id: str, job_id: str) -> set[str]:
+    """`job_id` and every job below it, found through the parent links of its tree."""
+    children: dict[str, list[str]] = {}
+    for id_, parent_id in await conn.execute_fetchall(
+        "SELECT id, parent_id FROM jobs WHERE root_id = ?", (root_id,)
+    ):
+        children.setdefault(parent_id, []).append(id_)
+    found = {job_id}
+    todo = deque([job_id])
+    while todo:
+        for child in children.get(todo.popleft(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found

@@ -1,0 +1,75 @@
+"""What the journal stores: event rows (the engine's log, inbound and outbound) and job rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["EventKind", "EventRow", "JobRow", "Batch", "REPLAYED_KINDS"]
+
+
+class EventKind:
+    """The kinds of event row. Only `submitted` and `replied` are replayed into the engine."""
+
+    SUBMITTED = "submitted"  # a job submission (trigger, HTTP): an engine event
+    REPLIED = "replied"  # a worker's reply: an engine event
+    DISPATCHED = "dispatched"  # a step request published (outbound, pending until confirmed)
+    NOTIFIED = "notified"  # an outcome notice to a trigger's reply_to (outbound, likewise)
+    STARTED = "started"  # a job started (for reading the journal; derived, not replayed)
+    FINISHED = "finished"  # a job ended (likewise)
+    IGNORED = "ignored"  # an event that changed nothing, with the reason
+
+
+REPLAYED_KINDS = (EventKind.SUBMITTED, EventKind.REPLIED)
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """One journal entry. `seq` is assigned by the journal (0 until written).
+
+    `msg_id` is set on outbound rows only; such a row is pending until marked sent, and
+    recovery publishes every pending row again.
+    """
+
+    at: float
+    kind: str
+    job_id: str | None = None
+    root_id: str | None = None
+    step: str | None = None
+    attempt: int | None = None
+    body: bytes | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    msg_id: str | None = None
+    seq: int = 0
+    sent_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """One job, inserted when it starts and replaced when it ends (with its final snapshot)."""
+
+    id: str
+    root_id: str
+    parent_id: str | None
+    workflow: str
+    definition: str
+    flow: str
+    status: str
+    submitted_at: float
+    finished_at: float | None
+    payload: dict[str, Any]
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    snapshot: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Batch:
+    """Everything one inbound message changed: written in one transaction with its neighbours."""
+
+    events: list[EventRow] = field(default_factory=list)
+    jobs: list[JobRow] = field(default_factory=list)
+    sent: list[tuple[str, float]] = field(default_factory=list)  # (msg_id, sent_at)
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.jobs or self.sent)

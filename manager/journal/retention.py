@@ -1,0 +1,59 @@
+"""Retention: delete finished job trees, in short transactions run between the writer's groups.
+
+A tree goes as a whole: its top-level job, every job whose root_id is that job, and their event
+rows. A tree with an outbound row still pending (an outcome notice not yet confirmed) is kept
+until it is sent. Rows outside any tree (root_id NULL, e.g. replies for unknown jobs) are
+deleted by age.
+"""
+
+from __future__ import annotations
+
+import aiosqlite
+
+__all__ = ["delete_trees", "delete_orphans", "TREES_PER_TRANSACTION", "ORPHANS_PER_TRANSACTION"]
+
+# Small enough that a group commit waiting behind one chunk waits milliseconds, not seconds.
+TREES_PER_TRANSACTION = 100
+ORPHANS_PER_TRANSACTION = 2_000
+
+_SELECT_TREES = """
+SELECT id FROM jobs AS j
+WHERE parent_id IS NULL AND finished_at < ? AND status != 'running'
+  AND NOT EXISTS (
+    SELECT 1 FROM events AS e
+    WHERE e.root_id = j.id AND e.msg_id IS NOT NULL AND e.sent_at IS NULL
+  )
+ORDER BY finished_at
+LIMIT ?
+"""
+
+_DELETE_ORPHANS = """
+DELETE FROM events WHERE seq IN (
+  SELECT seq FROM events
+  WHERE root_id IS NULL AND at < ? AND NOT (msg_id IS NOT NULL AND sent_at IS NULL)
+  LIMIT ?
+)
+"""
+
+
+async def delete_trees(conn: aiosqlite.Connection, before: float, limit: int) -> int:
+    """Delete up to `limit` trees finished before `before` in one transaction; returns how many."""
+    await conn.execute("BEGIN IMMEDIATE")
+    roots = [id_ for (id_,) in await conn.execute_fetchall(_SELECT_TREES, (before, limit))]
+    if roots:
+        marks = ", ".join("?" * len(roots))
+        await conn.execute(f"DELETE FROM events WHERE root_id IN ({marks})", roots)
+        await conn.execute(
+            f"DELETE FROM jobs WHERE root_id IN ({marks}) OR id IN ({marks})", roots + roots
+        )
+    await conn.execute("COMMIT")
+    return len(roots)
+
+
+async def delete_orphans(conn: aiosqlite.Connection, before: float, limit: int) -> int:
+    """Delete up to `limit` rows outside any tree written before `before`; returns how many."""
+    await conn.execute("BEGIN IMMEDIATE")
+    cursor = await conn.execute(_DELETE_ORPHANS, (before, limit))
+    deleted = cursor.rowcount
+    await conn.execute("COMMIT")
+    return deleted

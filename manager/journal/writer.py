@@ -1,0 +1,267 @@
+"""Group commit: one task writes every batch queued so far in one transaction, then resolves them.
+
+Batches keep the order of `append()` calls. Other writes (definitions, retention) are queued as
+operations between groups, so they never interleave with a group's transaction. After a failed
+commit the writer is failed for good: every later append fails at once with the same error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from manager.errors import JournalError
+from manager.journal.codec import encode_event, encode_job
+from manager.journal.failures import closed_error, write_failure
+from manager.journal.records import Batch
+
+__all__ = ["Writer"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Operation = Callable[[aiosqlite.Connection], Awaitable[Any]]
+
+INSERT_EVENT = (
+    "INSERT INTO events (at, kind, job_id, root_id, step, attempt, body, meta, msg_id, sent_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+UPSERT_JOB = (
+    "INSERT INTO jobs (id, root_id, parent_id, workflow, definition, flow, status, submitted_at,"
+    " finished_at, payload, result, error, snapshot)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT(id) DO UPDATE SET status = excluded.status,"
+    " finished_at = excluded.finished_at, result = excluded.result, error = excluded.error,"
+    " snapshot = excluded.snapshot"
+)
+MARK_SENT = "UPDATE events SET sent_at = ? WHERE msg_id = ? AND sent_at IS NULL"
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A batch encoded at `append()` time, so the writer only runs SQL."""
+
+    future: asyncio.Future[None]
+    events: list[tuple[Any, ...]]
+    jobs: list[tuple[Any, ...]]
+    sent: list[tuple[float, str]]
+    msg_ids: frozenset[str]
+
+
+@dataclass(slots=True)
+class _Operation:
+    future: asyncio.Future[Any]
+    run: Operation | None  # None: a flush marker
+
+
+@dataclass(slots=True)
+class _Segment:
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+    jobs: list[tuple[Any, ...]] = field(default_factory=list)
+    sent: list[tuple[float, str]] = field(default_factory=list)
+
+
+def _segments(group: list[_Pending]) -> list[_Segment]:
+    """Split a group where a batch inserts a msg_id an earlier batch marked sent.
+
+    Within a segment rows are inserted before sent marks apply; the split keeps a repeated
+    notice queued after its predecessor's mark pending, as it would be in separate commits.
+    """
+    segments = [_Segment()]
+    marked: set[str] = set()
+    for pending in group:
+        if marked and not marked.isdisjoint(pending.msg_ids):
+            segments.append(_Segment())
+            marked = set()
+        segment = segments[-1]
+        segment.events.extend(pending.events)
+        segment.jobs.extend(pending.jobs)
+        segment.sent.extend(pending.sent)
+        marked.update(msg_id for _, msg_id in pending.sent)
+    return segments
+
+
+def _settle(future: asyncio.Future[Any], error: BaseException | None, result: Any = None) -> None:
+    # A caller cancelled while waiting cancels the future; the write itself still happened.
+    if future.done():
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
+class Writer:
+    """Owns the write connection and the one task that uses it."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self._conn = conn
+        self._path = path
+        self._loop = asyncio.get_running_loop()
+        self._queue: deque[_Pending | _Operation] = deque()
+        self._wake = asyncio.Event()
+        self._failure: JournalError | None = None
+        self._in_flight: list[asyncio.Future[Any]] = []
+        self._closed = False
+        self.commits = 0
+        self._task = self._loop.create_task(self._run(), name=f"journal writer {path}")
+
+    @property
+    def failure(self) -> JournalError | None:
+        """The error that failed the journal, or None while it is healthy."""
+        return self._failure
+
+    def append(self, batch: Batch) -> asyncio.Future[None]:
+        """Queue `batch`; the future resolves once it is committed."""
+        future: asyncio.Future[None] = self._loop.create_future()
+        refusal = self._refusal()
+        if refusal is not None:
+            future.set_exception(refusal)
+            return future
+        try:
+            pending = _Pending(
+                future=future,
+                events=[encode_event(row) for row in batch.events],
+                jobs=[encode_job(row) for row in batch.jobs],
+                sent=[(sent_at, msg_id) for msg_id, sent_at in batch.sent],
+                msg_ids=frozenset(row.msg_id for row in batch.events if row.msg_id),
+            )
+        except (TypeError, ValueError) as exc:
+            # Only this batch is refused: nothing was queued, the journal stays healthy.
+            error = JournalError(f"cannot journal the batch (not JSON-serialisable: {exc})")
+            error.__cause__ = exc
+            future.set_exception(error)
+            return future
+        self._queue.append(pending)
+        self._wake.set()
+        return future
+
+    async def run(self, operation: Operation | None) -> Any:
+        """Run `operation(conn)` between groups and return its result (None: just wait)."""
+        refusal = self._refusal()
+        if refusal is not None:
+            raise refusal
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._queue.append(_Operation(future, operation))
+        self._wake.set()
+        return await future
+
+    async def close(self) -> None:
+        """Write what is queued, then stop the task."""
+        self._closed = True
+        self._wake.set()
+        # wait(), not await: a task cancelled from outside must not make close() raise.
+        await asyncio.wait([self._task])
+
+    def _refusal(self) -> JournalError | None:
+        """Why new work is refused at once: the journal is closed or failed."""
+        if self._closed:
+            return closed_error(self._path)
+        return self._failed()
+
+    def _failed(self) -> JournalError | None:
+        if self._failure is None:
+            return None
+        # A fresh instance per future: raising one instance many times grows its traceback.
+        error = JournalError(str(self._failure))
+        error.__cause__ = self._failure.__cause__
+        return error
+
+    async def _run(self) -> None:
+        try:
+            while self._queue or not self._closed:
+                if not self._queue:
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                if isinstance(self._queue[0], _Operation):
+                    operation = self._queue.popleft()
+                    self._in_flight = [operation.future]
+                    await self._operate(operation)
+                else:
+                    group = self._take_group()
+                    self._in_flight = [pending.future for pending in group]
+                    await self._commit(group)
+                self._in_flight = []
+        except BaseException as exc:
+            # A bug or a cancelled task: nothing queued may look committed.
+            if self._failure is None:
+                self._failure = JournalError(
+                    f"the journal writer for {self._path} stopped: {exc!r}"
+                )
+                log.error("journal writer stopped: %r", exc)
+            self._fail_queued()
+            if not isinstance(exc, Exception):
+                raise
+
+    def _take_group(self) -> list[_Pending]:
+        group: list[_Pending] = []
+        while self._queue and isinstance(self._queue[0], _Pending):
+            group.append(self._queue.popleft())  # type: ignore[arg-type]
+        return group
+
+    async def _commit(self, group: list[_Pending]) -> None:
+        failed = self._failure is not None
+        if not failed and any(p.events or p.jobs or p.sent for p in group):
+            failed = not await self._write(group)
+        for pending in group:
+            _settle(pending.future, self._failed() if failed else None)
+
+    async def _write(self, group: list[_Pending]) -> bool:
+        """Write `group` in one transaction; False (and the writer failed) if that failed."""
+        conn = self._conn
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            for segment in _segments(group):
+                if segment.events:
+                    await conn.executemany(INSERT_EVENT, segment.events)
+                if segment.jobs:
+                    await conn.executemany(UPSERT_JOB, segment.jobs)
+                if segment.sent:
+                    await conn.executemany(MARK_SENT, segment.sent)
+            await conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            await self._rollback()
+            self._failure = write_failure(exc, self._path)
+            log.error("%s (%d batches not written)", self._failure, len(group))
+            return False
+        self.commits += 1
+        return True
+
+    async def _operate(self, item: _Operation) -> None:
+        if item.future.cancelled():
+            return  # its caller gave up before it started (e.g. retention during shutdown)
+        if item.run is None or self._failure is not None:
+            _settle(item.future, self._failed())
+            return
+        try:
+            result = await item.run(self._conn)
+        except sqlite3.Error as exc:
+            await self._rollback()
+            _settle(item.future, write_failure(exc, self._path))
+        except Exception as exc:
+            await self._rollback()
+            _settle(item.future, exc)
+        else:
+            _settle(item.future, None, result)
+
+    async def _rollback(self) -> None:
+        try:
+            if self._conn.in_transaction:
+                await self._conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            # The connection rolls back when closed; the original error is the one to report.
+            log.warning("rollback of the journal at %s failed: %s", self._path, exc)
+
+    def _fail_queued(self) -> None:
+        for future in self._in_flight:
+            _settle(future, self._failed())
+        while self._queue:
+            _settle(self._queue.popleft().future, self._failed())

@@ -1,0 +1,80 @@
+"""Publishing journaled outbound messages: until the broker confirms, then marked as sent."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from manager.errors import BrokerError, Unroutable
+from manager.journal import Batch, EventKind, EventRow, Journal
+from manager.transport import Broker
+
+__all__ = ["Outbox"]
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    """Publishes outbound rows (step requests, outcome notices) and records their confirms."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        journal: Journal,
+        clock: Callable[[], float],
+        on_fatal: Callable[[BaseException], None],
+        retry_s: float = 1.0,
+    ) -> None:
+        self._broker = broker
+        self._journal = journal
+        self._clock = clock
+        self._on_fatal = on_fatal
+        self._retry_s = retry_s
+
+    async def publish(self, rows: Iterable[EventRow]) -> None:
+        """Publish rows in parallel; each is marked sent in the journal once confirmed."""
+        rows = list(rows)
+        if rows:
+            await asyncio.gather(*(self._publish_one(row) for row in rows))
+
+    async def _publish_one(self, row: EventRow) -> None:
+        meta = row.meta
+        queue = meta["queue"]
+        redeclare = row.kind == EventKind.DISPATCHED
+        while True:
+            try:
+                await self._broker.publish(
+                    queue,
+                    row.body or b"",
+                    correlation_id=meta.get("cid"),
+                    reply_to=meta.get("reply_to"),
+                    headers=meta.get("headers"),
+                    message_id=row.msg_id,
+                )
+                break
+            except Unroutable as exc:
+                if not redeclare:
+                    # A notice to a reply queue that is gone: nobody can receive it, ever.
+                    log.warning("dropped %s for '%s': %s", row.kind, queue, exc)
+                    break
+                # A step queue deleted under us: declare it again so the request waits there.
+                log.warning("step queue '%s' vanished; declaring it again", queue)
+                redeclare = False
+                await self._redeclare(queue)
+            except BrokerError as exc:
+                log.warning("publish to '%s' failed, retrying: %s", queue, exc)
+                await asyncio.sleep(self._retry_s)
+        if row.msg_id is not None:
+            done = self._journal.append(Batch(sent=[(row.msg_id, self._clock())]))
+            done.add_done_callback(self._check)
+
+    def _check(self, done: asyncio.Future[None]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            self._on_fatal(done.exception())  # type: ignore[arg-type]
+
+    async def _redeclare(self, queue: str) -> None:
+        try:
+            await self._broker.declare([queue])
+        except BrokerError as exc:
+            log.warning("declaring '%s' failed: %s", queue, exc)

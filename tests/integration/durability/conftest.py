@@ -1,0 +1,149 @@
+"""The `rig` fixture: one test's manager (killable and restartable on the same journal and
+queue), its chaos workers, and a robust AMQP client; every queue is deleted at the end."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aio_pika
+import httpx
+import pytest
+from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
+
+from ..harness import Process, free_port
+from .helpers import WORKER_STEPS, WORKER_TARGET, WORKFLOW, Outcomes
+
+READY_TIMEOUT_S = 30.0
+
+
+@dataclass
+class Rig:
+    """Processes and names for one test; queue names all start with `prefix`."""
+
+    prefix: str
+    amqp_url: str
+    tmp: Path
+    connection: AbstractRobustConnection
+    channel: AbstractRobustChannel
+    db: Path
+    config: Path
+    manager: Process | None = None
+    api_url: str = ""
+    managers_started: int = 0
+    workers: list[Process] = field(default_factory=list)
+    queues: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.config.write_text(WORKFLOW.replace("{p}", self.prefix))
+        self.queues.update({self.queue, self.trigger_queue})
+        self.queues.update(f"{self.prefix}.{step}" for step in WORKER_STEPS)
+
+    @property
+    def queue(self) -> str:
+        """The manager's (reply) queue."""
+        return f"{self.prefix}.wm"
+
+    @property
+    def trigger_queue(self) -> str:
+        return f"{self.queue}.jobs"
+
+    def serve_args(self, db: Path | None = None, port: int | None = None) -> list[str]:
+        """`python -m manager serve ...` for this rig (another `db` for the bad-journal tests)."""
+        return [
+            sys.executable, "-m", "manager", "serve",
+            "--config", str(self.config), "--queue", self.queue, "--amqp-url", self.amqp_url,
+            "--db", str(db or self.db), "--port", str(port or free_port()),
+        ]  # fmt: skip
+
+    async def start_manager(self) -> Process:
+        """Start the manager on the rig's journal and queue (a new port) and wait until ready."""
+        assert self.manager is None or self.manager.proc.returncode is not None
+        port = free_port()
+        self.managers_started += 1
+        self.manager = await Process.start(
+            f"manager #{self.managers_started}", *self.serve_args(port=port)
+        )
+        await self.manager.wait_for_line(r"consuming replies on", READY_TIMEOUT_S)
+        await self.manager.wait_for_line(r"HTTP API on", READY_TIMEOUT_S)
+        self.api_url = f"http://127.0.0.1:{port}"
+        return self.manager
+
+    async def kill_manager(self) -> int:
+        """SIGKILL the manager; returns its exit code (-9 unless it had died already)."""
+        assert self.manager is not None
+        return await self.manager.stop(signal.SIGKILL)
+
+    async def stop_manager(self) -> int:
+        """SIGTERM the manager and wait for a graceful stop; returns its exit code."""
+        assert self.manager is not None
+        return await self.manager.stop(signal.SIGTERM, timeout_s=30)
+
+    async def start_worker(self, prefetch: int = 50) -> Process:
+        """Start a chaos worker process on this rig's queues and wait until it consumes."""
+        worker = await Process.start(
+            f"worker #{len(self.workers) + 1}",
+            sys.executable, "-m", "pyworker", WORKER_TARGET, "--amqp-url", self.amqp_url,
+            "--queue-prefix", f"{self.prefix}.", "--prefetch", str(prefetch),
+        )  # fmt: skip
+        self.workers.append(worker)
+        await worker.wait_for_line(r"worker consuming", READY_TIMEOUT_S)
+        return worker
+
+    async def outcome_queue(self) -> Outcomes:
+        """A durable queue for outcomes (it survives the broker's restart), being consumed."""
+        name = f"{self.prefix}.outcomes"
+        self.queues.add(name)
+        queue = await self.channel.declare_queue(name, durable=True)
+        outcomes = Outcomes(name)
+        await queue.consume(outcomes.on_message)
+        return outcomes
+
+    async def trigger(
+        self, workflow: str, payload: Any, job_id: str, reply_to: str | None = None
+    ) -> None:
+        """Publish a trigger (confirmed by the broker) as any AMQP client would."""
+        message = aio_pika.Message(
+            json.dumps(payload).encode(),
+            content_type="application/json",
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            correlation_id=job_id,
+            reply_to=reply_to,
+            headers={"workflow": workflow},
+        )
+        await self.channel.default_exchange.publish(message, self.trigger_queue)
+
+    async def get_job(self, job_id: str) -> dict[str, Any]:
+        async with httpx.AsyncClient(base_url=self.api_url, timeout=10) as http:
+            response = await http.get(f"/api/job/{job_id}")
+        assert response.status_code == 200, f"GET /api/job/{job_id}: {response.text}"
+        return response.json()
+
+    async def cleanup(self) -> None:
+        for process in [*self.workers, *([self.manager] if self.manager else [])]:
+            await process.stop(signal.SIGKILL)
+        for name in sorted(self.queues):
+            try:
+                await self.channel.queue_delete(name)
+            except aio_pika.exceptions.AMQPError:
+                self.channel = await self.connection.channel()  # a failed delete closes it
+
+
+@pytest.fixture
+async def rig(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Rig]:
+    connection = await aio_pika.connect_robust(amqp_url)
+    channel = await connection.channel()
+    rig = Rig(
+        unique, amqp_url, tmp_path, connection, channel, tmp_path / "wm.db",
+        tmp_path / "workflows.yaml",
+    )  # fmt: skip
+    try:
+        yield rig
+    finally:
+        await rig.cleanup()
+        await connection.close()

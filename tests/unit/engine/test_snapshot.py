@@ -1,0 +1,72 @@
+"""Snapshots of finished jobs, restoring them, and dropping finished job trees from memory."""
+
+from __future__ import annotations
+
+import json
+
+from manager.engine import JobStatus
+from manager.engine.snapshot import descendants, forget, restore, root_of, snapshot
+from tests.unit.engine.helpers import JOB, cid, make_state, reply, submit
+
+FLOW = """
+workflows:
+  - name: w
+    steps:
+      - name: split
+      - {name: fan, task: t, depends: [split]}
+      - {name: done, depends: [fan]}
+    tasks:
+      - name: t
+        itemListKey: items
+        steps:
+          - name: work
+"""
+
+
+def _finished_state():
+    state = make_state(FLOW)
+    submit(state, "w", {"p": 1})
+    reply(state, cid(JOB, "split"), {"items": [1, 2]})
+    fan = state.jobs[JOB].steps["fan"]
+    for child in fan.children:
+        reply(state, cid(child, "work"), {"item": 10})
+    reply(state, cid(JOB, "done"), {"ok": True})
+    return state
+
+
+def test_root_of_a_child_is_its_top_level_job():
+    state = _finished_state()
+    child = state.jobs[state.jobs[JOB].steps["fan"].children[1]]
+    assert root_of(state, child) == JOB
+    assert root_of(state, state.jobs[JOB]) == JOB
+
+
+def test_snapshot_is_json_and_restores_to_an_equal_job():
+    state = _finished_state()
+    for job in [state.jobs[JOB], *descendants(state, state.jobs[JOB])]:
+        data = json.loads(json.dumps(snapshot(job)))
+        again = restore(data, job.workflow)
+        assert again.status is job.status and again.result == job.result
+        assert again.flow is job.flow and again.parent == job.parent
+        for name, run in job.steps.items():
+            copy = again.steps[name]
+            assert (copy.status, copy.output, copy.children, copy.attempt) == (
+                run.status, run.output, run.children, run.attempt,
+            )  # fmt: skip
+
+
+def test_restored_failed_job_keeps_its_error():
+    state = make_state(FLOW)
+    submit(state, "w", {})
+    reply(state, cid(JOB, "split"), {}, error="no book")
+    job = state.jobs[JOB]
+    again = restore(json.loads(json.dumps(snapshot(job))), job.workflow)
+    assert again.status is JobStatus.FAILED
+    assert again.error == {"step": "split", "message": "no book"}
+
+
+def test_forget_drops_the_whole_tree():
+    state = _finished_state()
+    assert len(state.jobs) == 3
+    assert forget(state, state.jobs[JOB]) == 3
+    assert state.jobs == {}
