@@ -2,7 +2,8 @@
 
 A journal is an SQLite file in WAL mode whose `application_id` is `APPLICATION_ID` and whose
 `user_version` is the schema version. Before anything writes to an existing file, it is inspected
-through a read-only connection, so a file that is not ours is never modified.
+through a read-only (or immutable) connection, so a file that is not ours is never modified and
+gets no -wal/-shm files beside it.
 
 `synchronous`: FULL (the default) fsyncs the WAL at every group commit, so a message acked after
 its commit survives a power loss. NORMAL fsyncs only at checkpoints: it survives a crash of the

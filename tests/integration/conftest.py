@@ -14,6 +14,9 @@ import aio_pika
 import httpx
 import pytest
 
+from manager.config import load_workflows
+from manager.orchestrator import step_queues
+
 from .harness import Manager, Process, start_manager, start_worker
 
 
@@ -135,4 +138,13 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
             await worker.stop()
         code = await system.manager.process.stop()
         assert code == 0, f"manager exited with {code}:\n{system.manager.process.output}"
+        await _delete_queues(channel, system)
     await connection.close()
+
+
+async def _delete_queues(channel: aio_pika.abc.AbstractChannel, system: System) -> None:
+    """Leave the shared broker as we found it: drop the queues this test's manager declared."""
+    queue = system.manager.queue
+    names = [queue, f"{queue}.jobs", *step_queues(load_workflows(system.config).values())]
+    for name in names:
+        await channel.queue_delete(name)

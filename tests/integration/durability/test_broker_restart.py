@@ -44,7 +44,15 @@ async def test_jobs_complete_across_a_broker_restart(rig):
         await rabbitmqctl("await_startup")
     assert in_flight >= JOBS // 2, f"only {in_flight} jobs were running when the broker stopped"
 
-    await outcomes.wait_for(JOBS, 90)
+    import time; t0=time.time()
+    try:
+        await outcomes.wait_for(JOBS, 90)
+    finally:
+        el=time.time()-t0
+        print("ELAPSED", el, outcomes.distinct)
+        if el > 20:
+            open("/tmp/slow_mgr.txt","w").write(manager.output)
+            open("/tmp/slow_wrk.txt","w").write(worker.output)
     assert manager.proc.returncode is None, f"the manager died:\n{manager.output}"
     assert worker.proc.returncode is None, f"the worker died:\n{worker.output}"
     check_outcomes(outcomes, payloads)

@@ -6,7 +6,7 @@ import json
 
 from manager.engine import EngineState, JobSubmitted, StepReplied, apply
 from manager.journal.entries import record, to_event
-from manager.journal.records import EventKind, REPLAYED_KINDS
+from manager.journal.records import REPLAYED_KINDS, EventKind
 from tests.unit.engine.helpers import JOB, cid, workflows
 
 FLOW = """
@@ -37,7 +37,9 @@ def _run_live():
         outbound.extend(out)
         return commands
 
-    feed(JobSubmitted(JOB, "w", {"p": 1}, 1.0, reply_to="answers", definition=defs["w"].content_hash))
+    feed(
+        JobSubmitted(JOB, "w", {"p": 1}, 1.0, reply_to="answers", definition=defs["w"].content_hash)
+    )
     feed(StepReplied(cid(JOB, "split"), b'{"items": ["a", "b"]}', 2.0, attempt=1))
     children = state.jobs[JOB].steps["fan"].children
     feed(StepReplied(cid(children[1], "work"), b'{"item": 2}', 3.0))
