@@ -31,6 +31,10 @@ examples:
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager journal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --db wm.db
+  workflow-manager cancel 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager dead-letters list --limit 20
+  workflow-manager dead-letters replay --id 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10:book-split
 
 environment:
   AMQP_URL (or AMQP_SERVER)  RabbitMQ URL            (default amqp://guest:guest@localhost:5672/)
@@ -111,6 +115,18 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="manager API, for progress (default: %(default)s)",
     )
 
+    for action, text in (
+        ("cancel", "cancel a running job (its on_cancel steps run)"),
+        ("retry", "run a failed job again from where it failed"),
+    ):
+        control = commands.add_parser(action, help=text)
+        control.add_argument("job_id", help="job UUID")
+        control.add_argument(
+            "--api-url",
+            default=env.get("WM_API_URL", DEFAULT_API_URL),
+            help="manager API (default: %(default)s)",
+        )
+
     journal = commands.add_parser("journal", help="print a job's journal entries in order")
     journal.add_argument("job_id", help="job UUID")
     journal.add_argument(
@@ -126,7 +142,35 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="manager API (default: %(default)s)",
     )
     status.add_argument("--json", action="store_true", help="print the raw JSON")
+    _add_dead_letters_parser(commands, amqp_url, queue)
     return parser
+
+
+def _add_dead_letters_parser(commands: Any, amqp_url: str, queue: str) -> None:
+    dead = commands.add_parser(
+        "dead-letters", help="list or replay the messages the manager could not process"
+    )
+    actions = dead.add_subparsers(dest="dead_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="show the dead letters, oldest first; none is taken")
+    listing.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="show at most N (default: %(default)s)"
+    )
+    listing.add_argument("--json", action="store_true", help="print a JSON array")
+    replay = actions.add_parser(
+        "replay", help="publish dead letters back to the queue they came from, then remove them"
+    )
+    which = replay.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--id", dest="correlation_id", metavar="CORRELATION_ID", help="those with this id"
+    )
+    which.add_argument("--all", action="store_true", help="every dead letter")
+    for action in (listing, replay):
+        action.add_argument("--amqp-url", default=amqp_url, help="RabbitMQ URL (env AMQP_URL)")
+        action.add_argument(
+            "--queue",
+            default=queue,
+            help="the manager's queue; dead letters are in QUEUE.dead (default: %(default)s)",
+        )
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
@@ -156,6 +200,10 @@ def _run(args: argparse.Namespace) -> int:
         return _submit(args)
     if args.command == "journal":
         return _journal(args)
+    if args.command in ("cancel", "retry"):
+        return _control(args)
+    if args.command == "dead-letters":
+        return _dead_letters(args)
     return _status(args)
 
 
@@ -253,6 +301,18 @@ def _outcome_fields(body: dict[str, Any], status: str) -> dict[str, Any]:
     return {"result": body} if status == "completed" else {"error": body.get("error", body)}
 
 
+def _control(args: argparse.Namespace) -> int:
+    from manager.client import control_job
+
+    try:
+        job_id = str(uuid.UUID(args.job_id))
+    except ValueError:
+        return _usage(f"{args.job_id!r} is not a job id (a UUID)")
+    job = asyncio.run(control_job(args.api_url, job_id, args.command))
+    print(f"job {job_id}: {job.get('status')}")
+    return EXIT_OK
+
+
 def _journal(args: argparse.Namespace) -> int:
     from manager.journal import open_journal
     from manager.journal.inspect import format_events
@@ -273,6 +333,35 @@ def _journal(args: argparse.Namespace) -> int:
         return format_events(rows) if rows else f"no journal entries for job {job_id}"
 
     print(asyncio.run(read()))
+    return EXIT_OK
+
+
+def _dead_letters(args: argparse.Namespace) -> int:
+    from manager.deadletters import format_dead_letters, list_dead_letters, replay_dead_letters
+    from manager.transport import dead_letter_queue
+
+    if args.dead_command == "replay":
+        count = asyncio.run(
+            replay_dead_letters(
+                args.amqp_url, args.queue, correlation_id=args.correlation_id, all=args.all
+            )
+        )
+        print(f"replayed {count} dead letter{'' if count == 1 else 's'}")
+        if count == 0 and args.correlation_id is not None:
+            print(
+                f"no dead letter has correlation id {args.correlation_id!r} "
+                "(see: workflow-manager dead-letters list)",
+                file=sys.stderr,
+            )
+        return EXIT_OK
+    if args.limit < 1:
+        return _usage(f"--limit must be at least 1, got {args.limit}")
+    letters = asyncio.run(list_dead_letters(args.amqp_url, args.queue, args.limit))
+    if args.json:
+        print(json.dumps([letter.to_json() for letter in letters], indent=2))
+    else:
+        empty = f"no dead letters in '{dead_letter_queue(args.queue)}'"
+        print(format_dead_letters(letters) or empty)
     return EXIT_OK
 
 

@@ -22,7 +22,7 @@ from manager.transport import (
     trigger_queue,
 )
 
-__all__ = ["Outcome", "submit_job", "fetch_job", "progress_line"]
+__all__ = ["Outcome", "submit_job", "fetch_job", "control_job", "progress_line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +101,21 @@ async def _await_outcome(
 
 async def fetch_job(api_url: str, job_id: str) -> dict[str, Any]:
     """A job as `GET /api/job/{id}` shows it; ManagerError with the API's message otherwise."""
-    url = f"{api_url.rstrip('/')}/api/job/{job_id}"
+    return await _call(api_url, "GET", f"/api/job/{job_id}")
+
+
+async def control_job(api_url: str, job_id: str, action: str) -> dict[str, Any]:
+    """Cancel (`DELETE /api/job/{id}`) or retry (`POST .../retry`) a job; returns the job."""
+    if action == "cancel":
+        return await _call(api_url, "DELETE", f"/api/job/{job_id}")
+    return await _call(api_url, "POST", f"/api/job/{job_id}/retry")
+
+
+async def _call(api_url: str, method: str, path: str) -> dict[str, Any]:
+    url = f"{api_url.rstrip('/')}{path}"
     try:
         async with httpx.AsyncClient(timeout=10) as client:
-            response = await client.get(url)
+            response = await client.request(method, url)
     except httpx.HTTPError as exc:
         raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc
     if response.status_code != 200:

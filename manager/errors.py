@@ -7,6 +7,8 @@
     │   ├── InvalidPayload     the payload is not a JSON object
     │   ├── InvalidJobId       the job id is not a UUID
     │   └── DuplicateJob       a job with that id already exists
+    ├── JobNotFound            no job has the given id (cancel, retry)
+    ├── JobConflict            the job is not in a state that allows the request (cancel, retry)
     ├── BrokerError            RabbitMQ cannot be reached or refused an operation
     │   └── Unroutable         a published message reached no queue (the queue does not exist)
     ├── JournalError           the SQLite journal cannot be opened or written
@@ -26,6 +28,8 @@ __all__ = [
     "InvalidPayload",
     "InvalidJobId",
     "DuplicateJob",
+    "JobNotFound",
+    "JobConflict",
     "BrokerError",
     "Unroutable",
     "JournalError",
@@ -63,6 +67,14 @@ class InvalidJobId(SubmitError):
 
 class DuplicateJob(SubmitError):
     """A job with the requested id already exists."""
+
+
+class JobNotFound(ManagerError):
+    """No job has the given id."""
+
+
+class JobConflict(ManagerError):
+    """The job's state does not allow the request (e.g. cancelling a finished job)."""
 
 
 class BrokerError(ManagerError):

@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from manager.config import Workflow
 from manager.engine import (
+    CancelRequested,
+    CancelTimer,
     Command,
     EngineState,
     Event,
@@ -33,16 +35,26 @@ from manager.engine import (
     JobRejected,
     JobStarted,
     JobSubmitted,
+    Refused,
+    RetryRequested,
+    StartTimer,
+    TimerFired,
     apply,
 )
+from manager.engine import timers as timer_keys
+from manager.engine.replies import split_correlation_id
 from manager.engine.snapshot import forget, restore
 from manager.errors import (
+    BrokerError,
     DuplicateJob,
     InvalidJobId,
     InvalidPayload,
+    JobConflict,
+    JobNotFound,
     JournalError,
     SubmitError,
     UnknownWorkflow,
+    Unroutable,
 )
 from manager.journal import Batch, EventKind, Journal
 from manager.journal.entries import encode_json, notice_msg_id, outbound_row, record, to_event
@@ -53,6 +65,8 @@ from manager.transport import (
     MAX_MESSAGE_BYTES,
     Broker,
     TriggerError,
+    dead_letter,
+    dead_letter_queue,
     reply_event,
     trigger_event,
     trigger_queue,
@@ -85,10 +99,10 @@ class ManagerSettings(BaseModel):
 
 
 def step_queues(workflows: Iterable[Workflow]) -> list[str]:
-    """Every queue a step of these workflows (or of their tasks) sends requests to."""
+    """Every queue a step of these workflows (their tasks and branches too) sends requests to."""
     queues: dict[str, None] = {}
     for workflow in workflows:
-        for flow in (workflow, *workflow.tasks):
+        for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
             queues.update((step.queue_name, None) for step in flow.steps if step.task is None)
     return list(queues)
 
@@ -125,6 +139,8 @@ class Orchestrator:
         self.failed = asyncio.Event()
         self.failure: BaseException | None = None
         self._retention: asyncio.Task[None] | None = None
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._stopping = False
 
     def __repr__(self) -> str:
         jobs = self._state.jobs
@@ -150,9 +166,16 @@ class Orchestrator:
         await self._broker.connect()
         queue = self.settings.queue
         await self._broker.declare(
-            [queue, trigger_queue(queue), *step_queues(self.workflows.values())]
+            [
+                queue,
+                trigger_queue(queue),
+                dead_letter_queue(queue),
+                *step_queues(self.workflows.values()),
+            ]
         )
         await self._outbox.publish(pending)
+        for key, due_at in self._state.timers.items():
+            self._arm(key, due_at)
         await self._broker.consume(queue, self._tracked(self._on_reply))
         await self._broker.consume(trigger_queue(queue), self._tracked(self._on_trigger))
         self._retention = asyncio.create_task(self._keep_retention(), name="retention")
@@ -165,8 +188,12 @@ class Orchestrator:
 
     async def stop(self) -> None:
         """Stop consuming, finish the messages in hand, then close the connection and journal."""
+        self._stopping = True
         if self._retention is not None:
             self._retention.cancel()
+        for handle in self._timers.values():
+            handle.cancel()  # journaled: the next start arms them again
+        self._timers.clear()
         await self._broker.stop_consuming()
         await self._idle.wait()
         await self._broker.close()
@@ -238,6 +265,46 @@ class Orchestrator:
         """Top-level jobs of a workflow by status (finished ones since `finished_since`)."""
         return await self.journal.workflow_jobs(name, finished_since)
 
+    async def cancel(self, job_id: str) -> Job:
+        """Cancel a running job; JobNotFound or JobConflict (e.g. it has ended) otherwise."""
+        canonical = _canonical(job_id) or job_id
+        if canonical not in self._state.jobs:
+            row = await self.journal.job(canonical)
+            if row is not None:
+                raise JobConflict(
+                    f"job {canonical} is already {row.status}; only a running job can be cancelled"
+                )
+        return await self._control(CancelRequested(canonical, self._clock()))
+
+    async def retry(self, job_id: str) -> Job:
+        """Run a failed job again from where it failed; JobNotFound or JobConflict otherwise."""
+        canonical = _canonical(job_id) or job_id
+        if canonical not in self._state.jobs:
+            await self._rehydrate(canonical)
+        return await self._control(RetryRequested(canonical, self._clock()))
+
+    async def _rehydrate(self, job_id: str) -> None:
+        """Bring a finished job back into memory by replaying its journal (to retry it)."""
+        row = await self.journal.job(job_id)
+        if row is None or row.root_id in self._state.jobs:
+            return
+        for event_row in await self.journal.replay_rows([row.root_id]):
+            apply(self._state, to_event(event_row))
+
+    async def _control(self, event: CancelRequested | RetryRequested) -> Job:
+        commands = self._apply(event)
+        refused = next((c for c in commands if isinstance(c, Refused)), None)
+        if refused is not None:
+            raise (JobNotFound if refused.kind == "not-found" else JobConflict)(refused.reason)
+        job = self._state.jobs[event.job_id]
+        try:
+            outbound = await self._commit(event, commands)
+        except JournalError as exc:
+            self._fail(exc)
+            raise
+        await self._outbox.publish(outbound)
+        return job
+
     async def _job_exists(self, job_id: str) -> bool:
         return job_id in self._state.jobs or await self.journal.job(job_id) is not None
 
@@ -248,10 +315,10 @@ class Orchestrator:
 
     # -- inbound messages --------------------------------------------------------------
 
-    def _tracked(self, handler: Callable[[AbstractIncomingMessage], Any]) -> Any:
+    def _tracked(self, handler: Callable[[Any], Any]) -> Any:
         """Wrap a consumer so stop() can wait for the messages in hand."""
 
-        async def run(message: AbstractIncomingMessage) -> None:
+        async def run(message: Any) -> None:
             if self.failed.is_set():
                 return  # left unacked: RabbitMQ gives it to the next manager
             self._in_flight += 1
@@ -269,19 +336,26 @@ class Orchestrator:
 
     async def _on_reply(self, message: AbstractIncomingMessage) -> None:
         log.debug("reply %s %d bytes", message.correlation_id, len(message.body))
+        if split_correlation_id(message.correlation_id or "") is None:
+            reason = (
+                f"reply has correlation id {message.correlation_id!r}; "
+                "expected '<job-uuid>:<step-name>'"
+            )
+            await self._dead_letter(message, reason, self.settings.queue)
+            await _ack(message)
+            return
         event = reply_event(message, self._clock(), self.settings.max_message_bytes)
         outbound = await self._commit(event, self._apply(event))
         await _ack(message)
         await self._outbox.publish(outbound)
 
     async def _on_trigger(self, message: AbstractIncomingMessage) -> None:
-        received_id = message.correlation_id
         try:
             event = trigger_event(
                 message, self._clock(), self._new_id(), self.settings.max_message_bytes
             )
         except TriggerError as exc:
-            await self._reject_trigger(received_id, message.reply_to, str(exc))
+            await self._reject_trigger(message, str(exc))
             await _ack(message)
             return
         log.debug("trigger %s for %s", event.job_id, event.workflow)
@@ -292,7 +366,7 @@ class Orchestrator:
         commands = self._apply(event)
         rejection = next((c for c in commands if isinstance(c, JobRejected)), None)
         if rejection is not None:
-            await self._reject_trigger(received_id, rejection.reply_to, rejection.reason)
+            await self._reject_trigger(message, rejection.reason)
             await _ack(message)
             return
         outbound = await self._commit(event, commands)
@@ -319,8 +393,11 @@ class Orchestrator:
             await self._outbox.publish([notice])
         return True
 
-    async def _reject_trigger(self, job_id: str | None, reply_to: str | None, reason: str) -> None:
+    async def _reject_trigger(self, message: AbstractIncomingMessage, reason: str) -> None:
+        """Dead-letter a trigger that cannot become a job, and tell its sender why."""
+        job_id, reply_to = message.correlation_id, message.reply_to
         log.warning("trigger rejected: job=%s reason=%s", job_id, reason)
+        await self._dead_letter(message, reason, trigger_queue(self.settings.queue))
         if reply_to:
             headers = {HEADER_STATUS: "rejected"}
             body = encode_json({"error": reason})
@@ -329,6 +406,22 @@ class Orchestrator:
                 self._clock(), "rejected", reply_to, job_id or "", body, headers, None
             )
             await self._outbox.publish([row])
+
+    async def _dead_letter(
+        self, message: AbstractIncomingMessage, reason: str, source: str
+    ) -> None:
+        """Keep a message that cannot be processed in `<queue>.dead`, with the reason."""
+        target = dead_letter_queue(self.settings.queue)
+        while True:
+            try:
+                await self._broker.publish_message(target, dead_letter(message, reason, source))
+                log.warning("dead-lettered a message from '%s': %s", source, reason)
+                return
+            except Unroutable:
+                await self._broker.declare([target])
+            except BrokerError as exc:
+                log.warning("dead-lettering to '%s' failed, retrying: %s", target, exc)
+                await asyncio.sleep(self.settings.publish_retry_s)
 
     # -- engine and journal ------------------------------------------------------------
 
@@ -346,23 +439,63 @@ class Orchestrator:
         await self.journal.append(batch)
         for command in commands:
             _log_command(command)
+            if isinstance(command, StartTimer):
+                self._arm(command.key, command.due_at)
+            elif isinstance(command, CancelTimer):
+                handle = self._timers.pop(command.key, None)
+                if handle is not None:
+                    handle.cancel()
             if isinstance(command, JobFinished) and command.parent_id is None:
                 job = self._state.jobs.get(command.job_id)
                 if job is not None and not job.is_running:
                     forget(self._state, job)  # its snapshot is in the journal now
         return outbound
 
+    def _arm(self, key: str, due_at: float) -> None:
+        """Deliver TimerFired(key) at `due_at`: a wall-clock time, kept in the journal's state."""
+        if self._stopping:
+            return
+        old = self._timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        delay_s = max(0.0, due_at - self._clock())
+        loop = asyncio.get_running_loop()
+        self._timers[key] = loop.call_later(delay_s, self._fire, key)
+
+    def _fire(self, key: str) -> None:
+        self._timers.pop(key, None)
+        task = asyncio.create_task(self._tracked(self._on_timer)(key))
+        task.add_done_callback(_log_crash)
+
+    async def _on_timer(self, key: str) -> None:
+        event = TimerFired(key, self._clock())
+        outbound = await self._commit(event, self._apply(event))
+        await self._outbox.publish(outbound)
+
+    async def prune(self) -> int:
+        """Delete finished jobs older than the retention period; returns how many went."""
+        cutoff = self._clock() - self.settings.retention_days * _DAY_S
+        total = 0
+        while (deleted := await self.journal.delete_finished(cutoff)) > 0:
+            total += deleted
+        if total:
+            log.info("retention: deleted %d finished jobs", total)
+        return total
+
     async def _keep_retention(self) -> None:
-        """Delete finished jobs older than the retention period, now and then."""
+        """Prune now and then, for as long as the manager runs."""
         while True:
-            cutoff = self._clock() - self.settings.retention_days * _DAY_S
             try:
-                while (deleted := await self.journal.delete_finished(cutoff)) > 0:
-                    log.info("retention: deleted %d finished jobs", deleted)
+                await self.prune()
             except JournalError as exc:
                 self._fail(exc)
                 return
             await asyncio.sleep(self.settings.retention_every_s)
+
+
+def _log_crash(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("timer handling failed", exc_info=task.exception())
 
 
 async def _ack(message: AbstractIncomingMessage) -> None:
@@ -385,3 +518,10 @@ def _log_command(command: Command) -> None:
         )  # fmt: skip
     elif isinstance(command, Ignored):
         log.warning("ignored %s: %s", command.subject, command.reason)
+    elif isinstance(command, StartTimer):
+        key = timer_keys.parse(command.key)
+        if key is not None and key.is_retry:
+            log.info(
+                "retry scheduled job=%s step=%s attempt=%s at=%.3f",
+                key.job_id, key.step, key.attempt, command.due_at,
+            )  # fmt: skip

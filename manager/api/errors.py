@@ -5,6 +5,8 @@ RequestValidationError (e.g. ?interval=abc)   400, not FastAPI's default 422
 UnknownWorkflow                               404
 DuplicateJob                                  409
 other SubmitError (payload, job id)           400
+JobNotFound (cancel, retry)                   404
+JobConflict (cancel a finished job, ...)      409
 BrokerError                                   503
 anything else                                 500, details left to the server log
 """
@@ -22,7 +24,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import ExceptionHandler
 
-from manager.errors import BrokerError, DuplicateJob, SubmitError, UnknownWorkflow
+from manager.errors import (
+    BrokerError,
+    DuplicateJob,
+    JobConflict,
+    JobNotFound,
+    SubmitError,
+    UnknownWorkflow,
+)
 
 __all__ = ["install_error_handlers", "unknown_workflow", "error_response", "validation_message"]
 
@@ -95,6 +104,14 @@ async def _on_submit_error(request: Request, exc: SubmitError) -> JSONResponse:
     return error_response(status, str(exc))
 
 
+async def _on_job_not_found(request: Request, exc: JobNotFound) -> JSONResponse:
+    return error_response(404, str(exc))
+
+
+async def _on_job_conflict(request: Request, exc: JobConflict) -> JSONResponse:
+    return error_response(409, str(exc))
+
+
 async def _on_broker_error(request: Request, exc: BrokerError) -> JSONResponse:
     return error_response(503, f"RabbitMQ is unavailable: {exc}")
 
@@ -112,5 +129,7 @@ def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error_handler(routes))
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(SubmitError, _on_submit_error)
+    app.add_exception_handler(JobNotFound, _on_job_not_found)
+    app.add_exception_handler(JobConflict, _on_job_conflict)
     app.add_exception_handler(BrokerError, _on_broker_error)
     app.add_exception_handler(Exception, _on_unexpected)

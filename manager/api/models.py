@@ -75,6 +75,14 @@ class StepEntry(BaseModel):
         description="Output of a completed step, error text of a failed one; the payload "
         "for __start__, the result for __end__.",
     )
+    attempt: int | None = Field(default=None, description="Extra: the attempt, when past 1.")
+    retrying: bool | None = Field(
+        default=None, description="Extra: an attempt failed and the retry wait is running."
+    )
+    lastError: str | None = Field(default=None, description="Extra: why the last attempt failed.")
+    branch: str | None = Field(
+        default=None, description="Extra: on_error or on_cancel, for the steps of a branch."
+    )
 
 
 class Progress(BaseModel):

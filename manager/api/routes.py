@@ -159,6 +159,40 @@ async def job_detail(
     return views.job_detail(job, now())
 
 
+@router.delete(
+    "/api/job/{job_id}",
+    tags=["jobs"],
+    response_model=JobDetail,
+    response_model_exclude_none=True,
+    responses=_errors(400, 404, 409),
+)
+async def cancel_job(
+    job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
+    service: Service,
+    now: Now,
+) -> dict[str, Any]:
+    """Cancel a running job: no more dispatches for it or its children; on_cancel runs."""
+    job = await service.cancel(canonical_uuid(job_id, "job id"))
+    return views.job_detail(job, now())
+
+
+@router.post(
+    "/api/job/{job_id}/retry",
+    tags=["jobs"],
+    response_model=JobDetail,
+    response_model_exclude_none=True,
+    responses=_errors(400, 404, 409),
+)
+async def retry_job(
+    job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
+    service: Service,
+    now: Now,
+) -> dict[str, Any]:
+    """Run a failed job again from where it failed: completed steps keep their outputs."""
+    job = await service.retry(canonical_uuid(job_id, "job id"))
+    return views.job_detail(job, now())
+
+
 @router.get(
     "/healthz",
     tags=["health"],

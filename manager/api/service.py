@@ -43,3 +43,11 @@ class JobService(Protocol):
     async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
         """Top-level job ids of a workflow by status; finished ones only since the given time."""
         ...
+
+    async def cancel(self, job_id: str) -> Job:
+        """Cancel a running job; raise JobNotFound or JobConflict when it cannot be."""
+        ...
+
+    async def retry(self, job_id: str) -> Job:
+        """Retry a failed job from where it failed; raise JobNotFound or JobConflict otherwise."""
+        ...

@@ -102,6 +102,13 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         entry["message"] = run.output
     elif run.status is StepStatus.FAILED:
         entry["message"] = run.error
+    if run.attempt > 1:
+        entry["attempt"] = run.attempt
+    if run.status is StepStatus.RETRYING:
+        entry["retrying"] = True  # waiting out the backoff; `lastError` says why
+        entry["lastError"] = run.error
+    if run.name not in job.flow.step_index:
+        entry["branch"] = job.branch
     return entry
 
 
@@ -134,8 +141,9 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
         StepStatus.FAILED: [],
     }
     for run in job.steps.values():
-        if run.status in lists:
-            lists[run.status].append(step_entry(run, job, now))
+        status = StepStatus.RUNNING if run.status is StepStatus.RETRYING else run.status
+        if status in lists:
+            lists[status].append(step_entry(run, job, now))
     if job.status is JobStatus.COMPLETED and job.finished_at is not None:
         lists[StepStatus.COMPLETED].append(_pseudo_step(END, job.finished_at, job.result))
     detail: dict[str, Any] = {"uuid": job.id, "workflow": job.workflow.name}

@@ -3,6 +3,9 @@
 They read the plain data (not the models), so that they still run when some other part of
 the file fails validation, and so that duplicates are seen before names become dict keys.
 Malformed parts are skipped here: model validation reports those.
+
+A workflow's `on_error` and `on_cancel` steps are checked like its main steps, each branch on
+its own: a branch step depends only on steps of its branch, and no two steps share a name.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import difflib
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from manager.config.models import NAME_PATTERN
@@ -20,6 +24,9 @@ __all__ = ["check_document", "find_cycles", "quote", "suggest"]
 
 _MAX_LISTED = 12
 _NAME = re.compile(NAME_PATTERN)
+# A workflow's groups of steps: step names are unique across them (`<job>:<step>` is one step).
+_GROUPS = ("steps", "on_error", "on_cancel")
+_LABELS = {"steps": "a main step", "on_error": "an on_error step", "on_cancel": "an on_cancel step"}
 
 
 def quote(value: str, limit: int = 60) -> str:
@@ -117,32 +124,73 @@ def _check_workflow(
 ) -> list[Problem]:
     tasks = _entries(workflow.get("tasks"), (*path, "tasks"))
     problems = _duplicates(tasks, "task", lines)
-    problems += _check_flow(path, workflow, lines)
+    groups = {key: _entries(workflow.get(key), (*path, key)) for key in _GROUPS}
+    for key, steps in groups.items():
+        problems += _check_flow(steps, lines, key, _foreign(groups, key))
+    problems += _shared_names(groups, lines)
     for task_path, task in tasks:
-        problems += _check_flow(task_path, task, lines)
+        problems += _check_flow(_entries(task.get("steps"), (*task_path, "steps")), lines)
         problems += _check_item_keys(task_path, task)
     task_names = list(dict.fromkeys(name for _, task in tasks if (name := _name(task)) is not None))
-    problems += _unknown_tasks([(path, workflow), *tasks], task_names)
+    uses = [(path, workflow, key) for key in _GROUPS]
+    uses += [(task_path, task, "steps") for task_path, task in tasks]
+    problems += _unknown_tasks(uses, task_names)
     problems += _task_recursion(tasks)
     return problems
 
 
-def _check_flow(path: Path, flow: dict[str, Any], lines: Mapping[Path, int]) -> list[Problem]:
-    """Duplicates, bad dependencies and cycles among the steps of one workflow or task."""
-    steps = _entries(flow.get("steps"), (*path, "steps"))
+def _foreign(groups: Mapping[str, list[tuple[Path, dict[str, Any]]]], key: str) -> dict[str, str]:
+    """Names of the workflow's steps outside group `key`, with the group each belongs to."""
+    result: dict[str, str] = {}
+    for other, steps in groups.items():
+        if other != key:
+            for _, step in steps:
+                if (name := _name(step)) is not None:
+                    result.setdefault(name, other)
+    return result
+
+
+def _shared_names(
+    groups: Mapping[str, list[tuple[Path, dict[str, Any]]]], lines: Mapping[Path, int]
+) -> list[Problem]:
+    """A branch step named like a main step or a step of the other branch: `<job>:<step>` clash."""
+    first: dict[str, tuple[str, Path]] = {}
+    problems = []
+    for key, steps in groups.items():
+        for path, step in steps:
+            if (name := _name(step)) is None:
+                continue
+            owner, where = first.setdefault(name, (key, path))
+            if owner != key:
+                message = (
+                    f"step name {quote(name)} is already used by {_LABELS[owner]}"
+                    f" (line {lines.get((*where, 'name'), '?')}); names must be unique across"
+                    " steps, on_error and on_cancel, as replies find their step by name"
+                )
+                problems.append(Problem((*path, "name"), message))
+    return problems
+
+
+def _check_flow(
+    steps: list[tuple[Path, dict[str, Any]]],
+    lines: Mapping[Path, int],
+    key: str = "steps",
+    foreign: Mapping[str, str] | None = None,
+) -> list[Problem]:
+    """Duplicates, bad dependencies and cycles among one group of steps (`key` names it)."""
     problems = _duplicates(steps, "step", lines)
     first: dict[str, Path] = {}
     for step_path, step in steps:
         if (name := _name(step)) is not None:
             first.setdefault(name, step_path)
-    known = list(first)
-    graph: dict[str, list[str]] = {name: [] for name in known}
+    scope = _Scope(key, list(first), foreign or {})
+    graph: dict[str, list[str]] = {name: [] for name in scope.known}
     for step_path, step in steps:
         name = _name(step)
         depends = step.get("depends")
         if name is None or not isinstance(depends, list):
             continue
-        for parent, problem in _check_depends(step_path, name, depends, known):
+        for parent, problem in _check_depends(step_path, name, depends, scope):
             if problem is not None:
                 problems.append(problem)
             elif name not in graph[parent]:
@@ -153,8 +201,37 @@ def _check_flow(path: Path, flow: dict[str, Any], lines: Mapping[Path, int]) -> 
     return problems
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """The steps a dependency may name (`known`), and the workflow's others, by group."""
+
+    key: str
+    known: list[str]
+    foreign: Mapping[str, str]
+
+    def unknown(self, parent: str, name: str) -> str:
+        """Why `parent` is no dependency `name` may have."""
+        others = [other for other in self.known if other != name]
+        if others:
+            known_text = f"known: {listing(others)}"
+        else:
+            known_text = (
+                "no other steps here" if self.key == "steps" else f"no other {self.key} steps"
+            )
+        if parent in self.foreign:
+            rule = (
+                "main steps cannot depend on on_error or on_cancel steps"
+                if self.key == "steps"
+                else f"{self.key} steps may depend only on other {self.key} steps"
+            )
+            label = _LABELS[self.foreign[parent]]
+            return f"depends on {quote(parent)}, {label}: {rule} ({known_text})"
+        message = f"depends on unknown step {quote(parent)} ({known_text})"
+        return message + suggest(parent, others)
+
+
 def _check_depends(
-    path: Path, name: str, depends: list[Any], known: list[str]
+    path: Path, name: str, depends: list[Any], scope: _Scope
 ) -> Iterable[tuple[str, Problem | None]]:
     """Each usable dependency of one step as (parent, None), each bad one as (name, problem)."""
     seen: set[str] = set()
@@ -166,11 +243,8 @@ def _check_depends(
             yield parent, Problem(where, f"depends on itself; remove {quote(name)} from depends")
         elif parent in seen:
             yield parent, Problem(where, f"lists {quote(parent)} twice in depends; keep one")
-        elif parent not in known:
-            others = [other for other in known if other != name]
-            known_text = f"known: {listing(others)}" if others else "no other steps here"
-            message = f"depends on unknown step {quote(parent)} ({known_text})"
-            yield parent, Problem(where, message + suggest(parent, others))
+        elif parent not in scope.known:
+            yield parent, Problem(where, scope.unknown(parent, name))
         else:
             yield parent, None
         seen.add(parent)
@@ -185,10 +259,10 @@ def _check_item_keys(path: Path, task: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _task_uses(flow: dict[str, Any], path: Path) -> list[tuple[Path, str, str]]:
-    """(path of the `task` field, step name, task name) for each task step of a flow."""
+def _task_uses(flow: dict[str, Any], path: Path, key: str = "steps") -> list[tuple[Path, str, str]]:
+    """(path of the `task` field, step name, task name) for each task step in `flow[key]`."""
     uses = []
-    for step_path, step in _entries(flow.get("steps"), (*path, "steps")):
+    for step_path, step in _entries(flow.get(key), (*path, key)):
         task = step.get("task")
         if isinstance(task, str) and _NAME.fullmatch(task):
             uses.append(((*step_path, "task"), _name(step) or "?", task))
@@ -196,12 +270,12 @@ def _task_uses(flow: dict[str, Any], path: Path) -> list[tuple[Path, str, str]]:
 
 
 def _unknown_tasks(
-    flows: list[tuple[Path, dict[str, Any]]], task_names: list[str]
+    flows: list[tuple[Path, dict[str, Any], str]], task_names: list[str]
 ) -> list[Problem]:
     known = f"(known: {listing(task_names)})" if task_names else "(this workflow defines no tasks)"
     problems = []
-    for path, flow in flows:
-        for where, _, task in _task_uses(flow, path):
+    for path, flow, key in flows:
+        for where, _, task in _task_uses(flow, path, key):
             if task not in task_names:
                 message = f"uses unknown task {quote(task)} {known}{suggest(task, task_names)}"
                 problems.append(Problem(where, message))

@@ -1,12 +1,14 @@
 """Load workflow files into frozen models, or fail with a ConfigError listing every problem.
 
-Each problem is one line naming its place: `file:line: workflow 'w', step 's': message`.
+Each problem is one line naming its place: `file:line: workflow 'w', step 's': message`
+(or `task 't', step 's'`, or `on_error step 's'`).
 The pipeline: YAML with line numbers (`yamlsource`), structural checks on the raw data
 (`checks`), model validation with pydantic's errors translated, then derived facts.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path as FilePath
 from typing import Any
@@ -15,14 +17,37 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from manager.config.checks import check_document, listing, quote, suggest
-from manager.config.models import Step, Task, Workflow, WorkflowFile
+from manager.config.models import (
+    Backoff,
+    Flow,
+    Policy,
+    Step,
+    StepPolicy,
+    Task,
+    Workflow,
+    WorkflowFile,
+)
 from manager.config.yamlsource import Document, Path, Problem, read_yaml
 from manager.errors import ConfigError
 
-__all__ = ["describe_workflows", "load_workflows", "parse_workflows"]
+__all__ = ["describe_policy", "describe_workflows", "load_workflows", "parse_workflows"]
 
-_KINDS = {"workflows": "workflow", "tasks": "task", "steps": "step"}
-_MODELS: dict[str, type[BaseModel]] = {"workflows": Workflow, "tasks": Task, "steps": Step}
+_KINDS = {
+    "workflows": "workflow",
+    "tasks": "task",
+    "steps": "step",
+    "on_error": "on_error step",
+    "on_cancel": "on_cancel step",
+}
+_MODELS: dict[str, type[BaseModel]] = {
+    "workflows": Workflow,
+    "tasks": Task,
+    "steps": Step,
+    "on_error": Step,
+    "on_cancel": Step,
+    "defaults": Policy,
+    "retry_backoff": Backoff,
+}
 _EXPECTED = {
     "string_type": "a string",
     "tuple_type": "a list",
@@ -32,6 +57,22 @@ _EXPECTED = {
     "dict_type": "a mapping",
 }
 _NAME_RULE = "a name is a letter, then letters, digits, '_' or '-'"
+_WHOLE = {"int_type", "int_parsing", "int_from_float"}
+_NUMBER = {"float_type", "float_parsing", "finite_number"}
+_BOUNDS = {
+    "greater_than_equal": "at least",
+    "greater_than": "more than",
+    "less_than_equal": "at most",
+}
+_NUMBER_FIELDS = {"retries", "timeout", "initial", "multiplier", "max", "max_failed_items"}
+_SECONDS = {"initial", "max", "timeout"}  # the number fields given in seconds
+_RANGE_NOTES = {
+    "retries": "; retries counts the attempts after the first",
+    "multiplier": "; 1 keeps every wait the same",
+    "timeout": "; leave timeout out to wait without a limit",
+}
+_SYNONYMS = {"on_failure": "on_error", "on_fail": "on_error"}  # too far apart for difflib
+_BACKOFF_EXAMPLE = "{initial: 1, multiplier: 2, max: 60}"
 
 
 def load_workflows(path: str | os.PathLike[str]) -> dict[str, Workflow]:
@@ -83,10 +124,11 @@ def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
     workflows = {workflow.name: workflow for workflow in parsed.workflows}
     for workflow in workflows.values():
         try:
-            _ = (workflow.content_hash, workflow.task_by_name, workflow.step_index)
-            _ = (workflow.dependents, workflow.terminals)
+            _ = (workflow.content_hash, workflow.task_by_name, workflow.policies)
+            for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
+                _ = (flow.step_index, flow.dependents, flow.terminals)
             for task in workflow.tasks:
-                _ = (task.item_key, task.step_index, task.dependents, task.terminals)
+                _ = task.item_key
         except Exception as exc:  # a library bug must not surface as a traceback
             message = f"{source}: workflow {quote(workflow.name)}: cannot derive its facts: {exc!r}"
             raise ConfigError(message) from exc
@@ -145,6 +187,8 @@ def _message(error: ErrorDetails, loc: Path, field: str) -> str:
     prefix = f"{field}: " if field else ""
     if kind == "extra_forbidden":
         return _unknown_field(loc)
+    if loc and loc[-1] in _NUMBER_FIELDS and kind in _WHOLE | _NUMBER | _BOUNDS.keys():
+        return prefix + _number_problem(error, str(loc[-1]))
     if kind == "missing" or (kind == "too_short" and loc[-1:] == ("steps",)):
         return _missing(loc, kind)
     if kind == "string_pattern_mismatch":
@@ -158,12 +202,51 @@ def _message(error: ErrorDetails, loc: Path, field: str) -> str:
     return f"{prefix}{error['msg']} (got {_show(value)})"
 
 
+def _number_problem(error: ErrorDetails, field: str) -> str:
+    """A number field's bad type or range, in seconds where it counts seconds."""
+    kind, value = error["type"], error.get("input")
+    unit = " seconds" if field in _SECONDS else ""
+    if kind in _BOUNDS:
+        bound = next(iter(error.get("ctx", {}).values()), "?")
+        limit = _number(bound) if isinstance(bound, int | float) else str(bound)
+        note = _RANGE_NOTES.get(field, "") if kind != "less_than_equal" else ""
+        return f"must be {_BOUNDS[kind]} {limit}{unit}, got {_show(value)}{note}"
+    of_unit = f" of{unit}" if unit else ""
+    if kind == "finite_number":
+        return f"must be a finite number{of_unit}, got {_show(value)}"
+    wanted = "a whole number" if kind in _WHOLE else f"a number{of_unit}"
+    return f"expected {wanted}, got {_show(value)}{_number_hint(value, whole=kind in _WHOLE)}"
+
+
+def _number_hint(value: Any, whole: bool) -> str:
+    """'; write 30' for '30' or '30s': YAML read text where a number was meant."""
+    if not isinstance(value, str):
+        return ""
+    text = value.strip().removesuffix("s").strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return ""
+    if not math.isfinite(number) or (whole and not number.is_integer()):
+        return ""
+    return f"; write {_number(number)}, without quotes or units"
+
+
+def _number(value: float) -> str:
+    """3 for 3.0, 0.5 for 0.5: how a person would write the number."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+
+
 def _unknown_field(loc: Path) -> str:
     container = [part for part in loc[:-1] if isinstance(part, str)]
     model = _MODELS.get(container[-1], WorkflowFile) if container else WorkflowFile
     allowed = [info.alias or name for name, info in model.model_fields.items()]
     name = str(loc[-1])
-    return f"unknown field {quote(name)} (allowed: {listing(allowed)}){suggest(name, allowed)}"
+    text = f"unknown field {quote(name)} (allowed: {listing(allowed)})"
+    if model in (Workflow, Task) and name in Policy.model_fields:
+        owner = "workflow" if model is Workflow else "task"
+        return f"{text}; to set {name} for every step of the {owner}, put it under 'defaults:'"
+    return text + suggest(_SYNONYMS.get(name, name), allowed)
 
 
 def _missing(loc: Path, kind: str) -> str:
@@ -178,11 +261,16 @@ def _missing(loc: Path, kind: str) -> str:
 
 
 def _hint(kind: str, loc: Path, value: Any) -> str:
+    field = loc[-1] if loc else None
     if isinstance(value, str) and len(loc) >= 2 and loc[-2] in _KINDS:
         return f"; write '- name: {value}'"
-    if isinstance(value, str) and kind == "tuple_type" and loc[-1:] in {("depends",), ("vhosts",)}:
+    if isinstance(value, str) and kind == "tuple_type" and field in {"on_error", "on_cancel"}:
+        return f"; write a list of steps: [{{name: {value}}}]"
+    if isinstance(value, str) and kind == "tuple_type" and field in {"depends", "vhosts"}:
         return f"; write [{value}]"
-    if value is not None and not isinstance(value, str | list | dict):
+    if field == "retry_backoff":
+        return f"; write retry_backoff: {_BACKOFF_EXAMPLE}"
+    if kind == "string_type" and value is not None and not isinstance(value, list | dict):
         return "; put it in quotes to make it text"
     return ""
 
@@ -203,30 +291,56 @@ def _show(value: Any) -> str:
 
 
 def describe_workflows(workflows: dict[str, Workflow]) -> str:
-    """A short human summary: each workflow's hash, steps and tasks with their item keys."""
+    """A short human summary: each workflow's hash, steps and their policies, tasks, branches."""
     blocks = []
     for workflow in workflows.values():
         lines = [f"workflow {quote(workflow.name)} (hash {workflow.content_hash})"]
         if workflow.vhosts:
             lines.append(f"  vhosts: {', '.join(workflow.vhosts)}")
-        lines += _describe_steps(workflow.steps, workflow.terminals, "  ")
+        if workflow.timeout is not None:
+            lines.append(f"  timeout: {_number(workflow.timeout)}s for the whole job")
+        lines += _describe_steps(workflow, workflow, "  ")
         for task in workflow.tasks:
             origin = " (set by itemKey)" if task.item_key_override else ""
             key = f"itemListKey {quote(task.item_list_key)} -> item key {quote(task.item_key)}"
-            lines.append(f"  task {quote(task.name)}: {key}{origin}")
-            lines += _describe_steps(task.steps, task.terminals, "    ")
+            failed = f"; max_failed_items {task.max_failed_items}" if task.max_failed_items else ""
+            lines.append(f"  task {quote(task.name)}: {key}{origin}{failed}")
+            lines += _describe_steps(workflow, task, "    ")
+        for kind, branch in workflow.branches.items():
+            lines.append(f"  {kind}:")
+            lines += _describe_steps(workflow, branch, "    ", terminals=False)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
-def _describe_steps(steps: tuple[Step, ...], terminals: tuple[str, ...], indent: str) -> list[str]:
+def _describe_steps(
+    workflow: Workflow, flow: Flow, indent: str, terminals: bool = True
+) -> list[str]:
     lines = []
-    for step in steps:
+    for step in flow.steps:
         parts = [f"depends on {', '.join(step.depends)}"] if step.depends else []
         if step.task:
             parts.append(f"task {quote(step.task)}")
         if step.queue or not step.task:
             parts.append(f"queue {quote(step.queue_name)}")
+        if policy := describe_policy(workflow.policy(flow, step.name)):
+            parts.append(policy)
         lines.append(f"{indent}step {quote(step.name)}: {'; '.join(parts)}")
-    lines.append(f"{indent}terminals: {', '.join(terminals)}")
+    if terminals:
+        lines.append(f"{indent}terminals: {', '.join(flow.terminals)}")
     return lines
+
+
+def describe_policy(policy: StepPolicy) -> str:
+    """`retries 3, backoff 1s x2 up to 60s, timeout 30s`; '' for the built-in default."""
+    parts = []
+    if policy.retries or policy.retry_backoff != Backoff():
+        backoff = policy.retry_backoff
+        parts.append(f"retries {policy.retries}")
+        parts.append(
+            f"backoff {_number(backoff.initial)}s x{_number(backoff.multiplier)}"
+            f" up to {_number(backoff.max)}s"
+        )
+    if policy.timeout_s is not None:
+        parts.append(f"timeout {_number(policy.timeout_s)}s")
+    return ", ".join(parts)

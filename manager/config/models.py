@@ -14,7 +14,19 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-__all__ = ["NAME_PATTERN", "Name", "Step", "Task", "Workflow", "WorkflowFile", "Flow", "singular"]
+__all__ = [
+    "NAME_PATTERN",
+    "Name",
+    "Backoff",
+    "Policy",
+    "StepPolicy",
+    "Step",
+    "Flow",
+    "Task",
+    "Workflow",
+    "WorkflowFile",
+    "singular",
+]
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
@@ -39,6 +51,37 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
+# Numbers are strict: in YAML, `retries: yes` or `timeout: "30"` is a mistake, not 1 or 30.0.
+
+
+class Backoff(_Model):
+    """Waits between attempts: `initial` seconds, times `multiplier` each time, at most `max`."""
+
+    initial: float = Field(default=1.0, ge=0, allow_inf_nan=False, strict=True)
+    multiplier: float = Field(default=2.0, ge=1, allow_inf_nan=False, strict=True)
+    max: float = Field(default=60.0, ge=0, allow_inf_nan=False, strict=True)
+
+    def nominal_s(self, retry: int) -> float:
+        """The nominal wait before retry number `retry` (1-based)."""
+        return min(self.max, self.initial * self.multiplier ** (retry - 1))
+
+
+class Policy(_Model):
+    """Failure handling a step may set, and `defaults:` may set for the steps below it."""
+
+    retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
+    retry_backoff: Backoff | None = None
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+
+
+class StepPolicy(_Model):
+    """A step's effective policy: its own setting, else its task's defaults, else the workflow's."""
+
+    retries: int = 0
+    retry_backoff: Backoff = Backoff()
+    timeout_s: float | None = None
+
+
 class Step(_Model):
     """One step: a message to a worker queue, or (with `task`) one child job per list element."""
 
@@ -46,6 +89,9 @@ class Step(_Model):
     depends: tuple[Name, ...] = ()
     queue: str | None = Field(default=None, min_length=1, max_length=255)
     task: Name | None = None
+    retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
+    retry_backoff: Backoff | None = None
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
 
     @property
     def queue_name(self) -> str:
@@ -58,6 +104,7 @@ class Flow(_Model):
 
     name: Name
     steps: tuple[Step, ...] = Field(min_length=1)
+    defaults: Policy = Policy()
 
     @cached_property
     def step_index(self) -> dict[str, int]:
@@ -85,6 +132,7 @@ class Task(Flow):
 
     item_list_key: str = Field(alias="itemListKey", min_length=1)
     item_key_override: str | None = Field(default=None, alias="itemKey", min_length=1)
+    max_failed_items: int = Field(default=0, ge=0, strict=True)
 
     @cached_property
     def item_key(self) -> str:
@@ -97,6 +145,36 @@ class Workflow(Flow):
 
     tasks: tuple[Task, ...] = ()
     vhosts: tuple[str, ...] = ()
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+    on_error: tuple[Step, ...] = ()
+    on_cancel: tuple[Step, ...] = ()
+
+    @cached_property
+    def branches(self) -> dict[str, Flow]:
+        """The `on_error` and `on_cancel` steps as flows of their own (absent when empty)."""
+        # Built without validation: the steps are validated already, and the name (which
+        # no user wrote) must not be mistaken for a task's.
+        return {
+            kind: Flow.model_construct(name=kind, steps=steps, defaults=Policy())
+            for kind, steps in (("on_error", self.on_error), ("on_cancel", self.on_cancel))
+            if steps
+        }
+
+    @cached_property
+    def policies(self) -> dict[tuple[int, str], StepPolicy]:
+        """Each step's effective policy by (id of its flow, step name): computed once at load."""
+        result: dict[tuple[int, str], StepPolicy] = {}
+        flows: list[tuple[Flow, Policy | None]] = [(self, None)]
+        flows += [(task, task.defaults) for task in self.tasks]
+        flows += [(branch, None) for branch in self.branches.values()]
+        for flow, task_defaults in flows:
+            for step in flow.steps:
+                result[(id(flow), step.name)] = _effective(step, task_defaults, self.defaults)
+        return result
+
+    def policy(self, flow: Flow, step: str) -> StepPolicy:
+        """The effective policy of `step` in `flow` (the workflow, one of its tasks or branches)."""
+        return self.policies[(id(flow), step)]
 
     @cached_property
     def task_by_name(self) -> dict[str, Task]:
@@ -115,6 +193,23 @@ class Workflow(Flow):
 
     def __repr__(self) -> str:
         return f"<Workflow {self.name} {len(self.steps)} steps {self.content_hash}>"
+
+
+def _effective(step: Step | Policy, task: Policy | None, workflow: Policy) -> StepPolicy:
+    """The first setting found: the step's own, its task's defaults, the workflow's defaults."""
+    layers: list[Step | Policy] = [step, *([task] if task else []), workflow]
+
+    def pick(field: str) -> object:
+        return next(
+            (getattr(layer, field) for layer in layers if getattr(layer, field) is not None), None
+        )
+
+    retries, backoff, timeout = pick("retries"), pick("retry_backoff"), pick("timeout")
+    return StepPolicy(
+        retries=retries if isinstance(retries, int) else 0,
+        retry_backoff=backoff if isinstance(backoff, Backoff) else Backoff(),
+        timeout_s=timeout if isinstance(timeout, float | int) else None,
+    )
 
 
 class WorkflowFile(_Model):

@@ -1,6 +1,7 @@
 """The pure engine: events in, commands out. Imports nothing but the stdlib and manager.config."""
 
 from manager.engine.commands import (
+    CancelTimer,
     Command,
     Dispatch,
     Ignored,
@@ -8,12 +9,23 @@ from manager.engine.commands import (
     JobRejected,
     JobStarted,
     NotifyOutcome,
+    Refused,
+    StartTimer,
 )
 from manager.engine.engine import apply, outcome_body, replay
-from manager.engine.events import Event, JobSubmitted, StepReplied
+from manager.engine.events import (
+    CancelRequested,
+    Event,
+    JobSubmitted,
+    RetryRequested,
+    StepReplied,
+    TimerFired,
+)
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 
 __all__ = [
+    "CancelRequested",
+    "CancelTimer",
     "Command",
     "Dispatch",
     "EngineState",
@@ -27,9 +39,13 @@ __all__ = [
     "JobSubmitted",
     "NotifyOutcome",
     "ParentLink",
+    "Refused",
+    "RetryRequested",
+    "StartTimer",
     "StepReplied",
     "StepRun",
     "StepStatus",
+    "TimerFired",
     "apply",
     "outcome_body",
     "replay",

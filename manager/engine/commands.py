@@ -13,6 +13,9 @@ __all__ = [
     "NotifyOutcome",
     "JobRejected",
     "Ignored",
+    "StartTimer",
+    "CancelTimer",
+    "Refused",
 ]
 
 
@@ -89,4 +92,39 @@ class Ignored:
     reason: str
 
 
-Command = Dispatch | JobStarted | JobFinished | NotifyOutcome | JobRejected | Ignored
+@dataclass(frozen=True, slots=True)
+class StartTimer:
+    """Deliver TimerFired(key) at `due_at` (unix seconds), unless cancelled first."""
+
+    key: str
+    due_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    """The timer `key` is no longer wanted."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A cancel or retry request cannot be done; `kind` is "not-found" or "conflict"."""
+
+    job_id: str
+    action: str
+    reason: str
+    kind: str
+
+
+Command = (
+    Dispatch
+    | JobStarted
+    | JobFinished
+    | NotifyOutcome
+    | JobRejected
+    | Ignored
+    | StartTimer
+    | CancelTimer
+    | Refused
+)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Event", "JobSubmitted", "StepReplied"]
+__all__ = [
+    "Event",
+    "JobSubmitted",
+    "StepReplied",
+    "TimerFired",
+    "CancelRequested",
+    "RetryRequested",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,4 +42,28 @@ class StepReplied:
     attempt: int | None = None
 
 
-Event = JobSubmitted | StepReplied
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    """A timer the engine asked for (StartTimer) has come due."""
+
+    key: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequested:
+    """Someone asked to cancel a job (HTTP DELETE, or the CLI)."""
+
+    job_id: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RetryRequested:
+    """Someone asked to run a failed job again from where it failed."""
+
+    job_id: str
+    at: float
+
+
+Event = JobSubmitted | StepReplied | TimerFired | CancelRequested | RetryRequested

@@ -67,6 +67,7 @@ def snapshot(job: Job) -> dict[str, Any]:
         "payload": job.payload,
         "result": job.result,
         "error": job.error,
+        "branch": job.branch,
         "steps": {name: _step(run) for name, run in job.steps.items()},
     }
 
@@ -74,8 +75,10 @@ def snapshot(job: Job) -> dict[str, Any]:
 def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
     """Rebuild a (finished) job from its snapshot and the definition it ran."""
     flow = workflow if data["task"] is None else workflow.task_by_name[data["task"]]
+    branch = data.get("branch")
+    specs = [*flow.steps, *(workflow.branches[branch].steps if branch else ())]
     steps: dict[str, StepRun] = {}
-    for spec in flow.steps:
+    for spec in specs:
         saved = data["steps"].get(spec.name, {})
         steps[spec.name] = StepRun(
             spec=spec,
@@ -88,7 +91,11 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             finished_at=saved.get("finished_at"),
             children=saved.get("children"),
         )
-    left = sum(run.status is not StepStatus.COMPLETED for run in steps.values())
+    left = sum(
+        run.status is not StepStatus.COMPLETED
+        for run in steps.values()
+        if run.name in flow.step_index
+    )
     parent = ParentLink(*data["parent"]) if data.get("parent") else None
     return Job(
         id=data["id"],
@@ -103,4 +110,5 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         result=data.get("result"),
         error=data.get("error"),
         finished_at=data.get("finished_at"),
+        branch=branch,
     )

@@ -30,6 +30,7 @@ class StepStatus(StrEnum):
 
     WAITING = "waiting"
     RUNNING = "running"
+    RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
     COMPLETED = "completed"
     FAILED = "failed"
 
@@ -52,6 +53,9 @@ class StepRun:
     children: list[str] | None = None
     child_results: list[dict[str, Any] | None] | None = None
     children_left: int = 0
+    failed_items: list[dict[str, Any]] | None = (
+        None  # children accepted as failed (max_failed_items)
+    )
 
     @property
     def name(self) -> str:
@@ -85,11 +89,31 @@ class Job:
     error: dict[str, Any] | None = None
     finished_at: float | None = None
     reply_to: list[str] = field(default_factory=list)
+    # The on_error / on_cancel steps, once the job has failed or been cancelled: they run in
+    # the same job (their StepRuns join `steps`), and the job is settled when none is left.
+    branch: str | None = None
+    branch_input: dict[str, Any] | None = None
+    branch_left: int = 0
 
     @property
     def is_running(self) -> bool:
         """True until the job completes, fails or is cancelled."""
         return self.status is JobStatus.RUNNING
+
+    @property
+    def is_settled(self) -> bool:
+        """True once the job has ended and its on_error / on_cancel steps (if any) are done."""
+        return self.status is not JobStatus.RUNNING and self.branch_left == 0
+
+    def is_live(self, step: str) -> bool:
+        """True while `step` may still run: the job runs, or the step is in its running branch."""
+        return self.is_running or (self.branch_left > 0 and step not in self.flow.step_index)
+
+    def flow_of(self, step: str) -> Flow:
+        """The flow a step of this job belongs to: the job's own, or its running branch."""
+        if step in self.flow.step_index or self.branch is None:
+            return self.flow
+        return self.workflow.branches[self.branch]
 
     def __repr__(self) -> str:
         done = len(self.steps) - self.steps_left
@@ -103,6 +127,7 @@ class EngineState:
     definitions: dict[str, Workflow]
     current: dict[str, str]
     jobs: dict[str, Job] = field(default_factory=dict)
+    timers: dict[str, float] = field(default_factory=dict)  # key -> due (unix seconds)
 
     @classmethod
     def from_workflows(

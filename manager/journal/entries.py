@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from manager.engine import (
+    CancelRequested,
     Command,
     Dispatch,
     EngineState,
@@ -23,7 +24,10 @@ from manager.engine import (
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
+    RetryRequested,
     StepReplied,
+    TimerFired,
+    timers,
 )
 from manager.engine.replies import split_correlation_id
 from manager.engine.snapshot import root_of, snapshot
@@ -52,6 +56,21 @@ def _root(state: EngineState, job_id: str | None) -> str | None:
 
 
 def _inbound(state: EngineState, event: Event) -> EventRow:
+    if isinstance(event, TimerFired):
+        parsed = timers.parse(event.key)
+        job_id = parsed.job_id if parsed else None
+        return EventRow(
+            at=event.at, kind=EventKind.TIMER, job_id=job_id, root_id=_root(state, job_id),
+            step=parsed.step if parsed else None, attempt=parsed.attempt if parsed else None,
+            meta={"key": event.key},
+        )  # fmt: skip
+    if isinstance(event, CancelRequested | RetryRequested):
+        kind = EventKind.CANCEL if isinstance(event, CancelRequested) else EventKind.RETRY
+        job_id = _canonical_key(state, event.job_id)
+        return EventRow(
+            at=event.at, kind=kind, job_id=job_id, root_id=_root(state, job_id),
+            meta={"id": event.job_id},
+        )  # fmt: skip
     if isinstance(event, JobSubmitted):
         job = state.jobs.get(_canonical_key(state, event.job_id))
         meta = {"id": event.job_id, "workflow": event.workflow}
@@ -192,7 +211,7 @@ def _record_job(
 
 
 def to_event(row: EventRow) -> Event:
-    """The engine event a `submitted` or `replied` row records."""
+    """The engine event a replayable row records (see `REPLAYED_KINDS`)."""
     meta = row.meta
     if row.kind == EventKind.SUBMITTED:
         return JobSubmitted(
@@ -211,4 +230,10 @@ def to_event(row: EventRow) -> Event:
             error=meta.get("error"),
             attempt=row.attempt,
         )
+    if row.kind == EventKind.TIMER:
+        return TimerFired(key=meta["key"], at=row.at)
+    if row.kind == EventKind.CANCEL:
+        return CancelRequested(job_id=meta["id"], at=row.at)
+    if row.kind == EventKind.RETRY:
+        return RetryRequested(job_id=meta["id"], at=row.at)
     raise ValueError(f"journal row {row.seq} of kind '{row.kind}' is not an engine event")

@@ -9,7 +9,7 @@ __all__ = ["EventKind", "EventRow", "JobRow", "Batch", "REPLAYED_KINDS"]
 
 
 class EventKind:
-    """The kinds of event row. Only `submitted` and `replied` are replayed into the engine."""
+    """The kinds of event row. The engine's own events are replayed; the rest are records."""
 
     SUBMITTED = "submitted"  # a job submission (trigger, HTTP): an engine event
     REPLIED = "replied"  # a worker's reply: an engine event
@@ -18,9 +18,18 @@ class EventKind:
     STARTED = "started"  # a job started (for reading the journal; derived, not replayed)
     FINISHED = "finished"  # a job ended (likewise)
     IGNORED = "ignored"  # an event that changed nothing, with the reason
+    TIMER = "timer"  # a timer came due (retry wait, reply deadline, job deadline): replayed
+    CANCEL = "cancel"  # a cancel request: replayed
+    RETRY = "retry"  # a retry request: replayed
 
 
-REPLAYED_KINDS = (EventKind.SUBMITTED, EventKind.REPLIED)
+REPLAYED_KINDS = (
+    EventKind.SUBMITTED,
+    EventKind.REPLIED,
+    EventKind.TIMER,
+    EventKind.CANCEL,
+    EventKind.RETRY,
+)
 
 
 @dataclass(frozen=True, slots=True)

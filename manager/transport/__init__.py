@@ -1,6 +1,7 @@
 """The RabbitMQ side: the broker adapter, wire names, and decoding inbound messages."""
 
 from manager.transport.broker import Broker
+from manager.transport.deadletter import HEADER_DEAD_FROM, HEADER_DEAD_REASON, dead_letter
 from manager.transport.inbound import TriggerError, header_text, reply_event, trigger_event
 from manager.transport.naming import (
     DEFAULT_QUEUE,
@@ -17,6 +18,9 @@ from manager.transport.naming import (
 __all__ = [
     "Broker",
     "DEFAULT_QUEUE",
+    "HEADER_DEAD_FROM",
+    "HEADER_DEAD_REASON",
+    "dead_letter",
     "HEADER_ATTEMPT",
     "HEADER_ERROR",
     "HEADER_STATUS",

@@ -133,6 +133,16 @@ class Broker:
         except RuntimeError as exc:  # aio-pika raises it on a closed channel
             raise BrokerError(f"publishing to queue '{routing_key}' failed: {exc}") from exc
 
+    async def publish_message(self, routing_key: str, message: aio_pika.Message) -> None:
+        """Publish a ready-made message (e.g. a dead letter) and wait for its confirm."""
+        channel = self._require(self._publish_channel)
+        try:
+            await channel.default_exchange.publish(message, routing_key, mandatory=True)
+        except PublishError as exc:
+            raise Unroutable(f"no queue '{routing_key}' exists; the message came back") from exc
+        except (AMQPError, RuntimeError) as exc:
+            raise BrokerError(f"publishing to queue '{routing_key}' failed: {exc}") from exc
+
     async def close(self) -> None:
         """Close the connection (and its channels)."""
         connection, self._connection = self._connection, None

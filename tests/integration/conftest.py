@@ -145,6 +145,11 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
 async def _delete_queues(channel: aio_pika.abc.AbstractChannel, system: System) -> None:
     """Leave the shared broker as we found it: drop the queues this test's manager declared."""
     queue = system.manager.queue
-    names = [queue, f"{queue}.jobs", *step_queues(load_workflows(system.config).values())]
+    names = [
+        queue,
+        f"{queue}.jobs",
+        f"{queue}.dead",
+        *step_queues(load_workflows(system.config).values()),
+    ]
     for name in names:
         await channel.queue_delete(name)

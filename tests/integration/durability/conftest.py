@@ -53,21 +53,24 @@ class Rig:
     def trigger_queue(self) -> str:
         return f"{self.queue}.jobs"
 
-    def serve_args(self, db: Path | None = None, port: int | None = None) -> list[str]:
+    def serve_args(
+        self, db: Path | None = None, port: int | None = None, log_level: str = "info"
+    ) -> list[str]:
         """`python -m manager serve ...` for this rig (another `db` for the bad-journal tests)."""
         return [
             sys.executable, "-m", "manager", "serve",
             "--config", str(self.config), "--queue", self.queue, "--amqp-url", self.amqp_url,
             "--db", str(db or self.db), "--port", str(port or free_port()),
+            "--log-level", log_level,
         ]  # fmt: skip
 
-    async def start_manager(self) -> Process:
+    async def start_manager(self, log_level: str = "info") -> Process:
         """Start the manager on the rig's journal and queue (a new port) and wait until ready."""
         assert self.manager is None or self.manager.proc.returncode is not None
         port = free_port()
         self.managers_started += 1
         self.manager = await Process.start(
-            f"manager #{self.managers_started}", *self.serve_args(port=port)
+            f"manager #{self.managers_started}", *self.serve_args(port=port, log_level=log_level)
         )
         await self.manager.wait_for_line(r"consuming replies on", READY_TIMEOUT_S)
         await self.manager.wait_for_line(r"HTTP API on", READY_TIMEOUT_S)

@@ -9,7 +9,8 @@ import os
 import re
 import sqlite3
 from collections import Counter
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,21 @@ def read_jobs(db: Path) -> list[tuple[str, str | None, str]]:
         return conn.execute("SELECT id, parent_id, status FROM jobs").fetchall()
 
 
+def manager_log(process: Any) -> str:
+    """A manager's output without aiosqlite's debug lines (for failure messages)."""
+    return "\n".join(line for line in process.lines if " DEBUG aiosqlite" not in line)
+
+
+def unsent(db: Path) -> list[str]:
+    """Message ids of outbound rows the journal holds as not yet confirmed by the broker."""
+    uri = db.resolve().as_uri() + "?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as conn:
+        rows = conn.execute(
+            "SELECT msg_id FROM events WHERE msg_id IS NOT NULL AND sent_at IS NULL ORDER BY seq"
+        ).fetchall()
+    return [msg_id for (msg_id,) in rows]
+
+
 @dataclass
 class Finished:
     """A command that ran to its end."""
@@ -234,3 +250,38 @@ async def rabbitmqctl(*args: str, timeout_s: float = 120) -> str:
     text = out.decode(errors="replace")
     assert proc.returncode == 0, f"rabbitmqctl {' '.join(args)} failed:\n{text}"
     return text
+
+
+async def broker_connection_of(pid: int) -> str:
+    """RabbitMQ's id (for `rabbitmqctl close_connection`) of the one connection of process `pid`."""
+    sockets = await _output("ss", "-tnpH", "state", "established", "dport", "= :5672")
+    ports = {
+        match.group(1)
+        for line in sockets.splitlines()
+        if f"pid={pid}," in line and (match := re.search(r":(\d+)\s+\S+:5672\b", line))
+    }
+    assert len(ports) == 1, f"process {pid} has {len(ports)} broker connections:\n{sockets}"
+    listing = await rabbitmqctl("-q", "--no-table-headers", "list_connections", "pid", "peer_port")
+    ids = [line.split("\t")[0] for line in listing.splitlines() if line.split("\t")[1:] == [*ports]]
+    assert len(ids) == 1, f"no broker connection from port {ports}:\n{listing}"
+    return ids[0]
+
+
+async def _output(*args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, f"{args}: {out.decode(errors='replace')}"
+    return out.decode(errors="replace")
+
+
+@contextmanager
+def write_lock(db: Path) -> Iterator[None]:
+    """Hold the journal's write lock: the manager's commits wait (its busy timeout is 5 s)."""
+    with closing(sqlite3.connect(db, timeout=5, isolation_level=None)) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")

@@ -1,8 +1,9 @@
 """Workers for the end-to-end tests, one handler per queue listed in STEP_QUEUES.
 
 What a step does depends on its name (from the correlation id), so one process serves every
-test workflow: `square`, `prep`, `pack` and `boom` do what their names say; any other step
-returns its input plus a trace of the steps that led to it.
+test workflow: `square`, `prep`, `pack` and `boom` do what their names say, `flaky...` fails
+its first `fail_times` (default 2) attempts; any other step returns its input plus a trace of
+the steps that led to it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def handle(data: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
     """Dispatch on the step name."""
     if ctx.step.startswith("boom"):
         raise ValueError(f"boom in {ctx.step}")
+    if ctx.step.startswith("flaky") and ctx.attempt <= data.get("fail_times", 2):
+        raise RuntimeError(f"flaky failure on attempt {ctx.attempt}")
     if ctx.step == "square":
         return {"item": data["item"] ** 2, "squared_by": ctx.step}
     if ctx.step == "prep":

@@ -17,8 +17,24 @@ import yaml
 
 from manager.api import create_app, views
 from manager.config.models import Workflow, WorkflowFile
-from manager.engine import EngineState, Job, JobSubmitted, StepReplied, apply
-from manager.errors import DuplicateJob, InvalidJobId, InvalidPayload, UnknownWorkflow
+from manager.engine import (
+    CancelRequested,
+    EngineState,
+    Job,
+    JobSubmitted,
+    Refused,
+    RetryRequested,
+    StepReplied,
+    apply,
+)
+from manager.errors import (
+    DuplicateJob,
+    InvalidJobId,
+    InvalidPayload,
+    JobConflict,
+    JobNotFound,
+    UnknownWorkflow,
+)
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
@@ -111,6 +127,22 @@ class FakeService:
         """Group the in-memory jobs as the journal query would."""
         now = self.clock()
         return views.workflow_jobs(name, self.state.jobs.values(), now, now - finished_since)
+
+    async def cancel(self, job_id: str) -> Job:
+        """Apply a cancel request, raising what the orchestrator raises when it is refused."""
+        return self._control(CancelRequested(job_id, self.clock()))
+
+    async def retry(self, job_id: str) -> Job:
+        """Apply a retry request, raising what the orchestrator raises when it is refused."""
+        return self._control(RetryRequested(job_id, self.clock()))
+
+    def _control(self, event: CancelRequested | RetryRequested) -> Job:
+        _, commands = apply(self.state, event)
+        for command in commands:
+            if isinstance(command, Refused):
+                kind = JobNotFound if command.kind == "not-found" else JobConflict
+                raise kind(command.reason)
+        return self.state.jobs[event.job_id]
 
     def reply(self, job_id: str, step: str, body: Any = None, error: str | None = None) -> None:
         """A worker's answer to `step` of `job_id`, at the clock's time."""

@@ -53,7 +53,8 @@ CASES = [
         """,
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
-            " (allowed: name, depends, queue, task); did you mean 'depends'?"
+            " (allowed: name, depends, queue, task, retries, retry_backoff, timeout);"
+            " did you mean 'depends'?"
         ],
     ),
     (
@@ -61,10 +62,13 @@ CASES = [
         """\
         workflows:
           - name: w
-            retries: 3
+            priority: 3
             steps: [{name: a}]
         """,
-        ["wf.yaml:3: workflow 'w': unknown field 'retries' (allowed: name, steps, tasks, vhosts)"],
+        [
+            "wf.yaml:3: workflow 'w': unknown field 'priority'"
+            " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel)"
+        ],
     ),
     (
         "python field name instead of the alias",
@@ -81,7 +85,8 @@ CASES = [
             "wf.yaml:5: workflow 'w', task 't': missing 'itemListKey':"
             " the input key whose list the task runs over, once per item",
             "wf.yaml:6: workflow 'w', task 't': unknown field 'item_list_key'"
-            " (allowed: name, steps, itemListKey, itemKey); did you mean 'itemListKey'?",
+            " (allowed: name, steps, defaults, itemListKey, itemKey, max_failed_items);"
+            " did you mean 'itemListKey'?",
         ],
     ),
     (

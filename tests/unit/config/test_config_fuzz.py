@@ -11,8 +11,15 @@ from manager.errors import ConfigError
 
 FIELDS = ["workflows", "name", "steps", "tasks", "depends", "task", "queue", "vhosts"]
 FIELDS += ["itemListKey", "itemKey", "depend", "a", "b", "t"]
+FIELDS += ["on_error", "on_cancel", "defaults", "retries", "retry_backoff", "timeout"]
+FIELDS += ["initial", "multiplier", "max", "max_failed_items"]
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.sampled_from(FIELDS), st.text(max_size=5)
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.sampled_from(FIELDS),
+    st.text(max_size=5),
 )
 documents = st.recursive(
     scalars,
@@ -48,3 +55,38 @@ def test_any_yaml_data(data: object) -> None:
 @given(st.text(alphabet=st.sampled_from(list("ab:-[]{},&*!'\"#\n\t ?|>%@`~<")), max_size=40))
 def test_any_text(text: str) -> None:
     only_config_errors(text)
+
+
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=2), max_leaves=4)
+policies = st.dictionaries(
+    st.sampled_from(["retries", "retry_backoff", "timeout", "retrys"]),
+    values | st.dictionaries(st.sampled_from(["initial", "multiplier", "max", "x"]), values),
+    max_size=3,
+)
+steps = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["a", "b", "c"])},
+        optional={"depends": st.lists(st.sampled_from(["a", "b", "c", "z"]), max_size=3)},
+    ),
+    max_size=3,
+)
+
+
+@SETTINGS
+@given(policies, policies, steps, steps, values)
+def test_any_failure_handling(
+    defaults: dict[str, object],
+    step: dict[str, object],
+    on_error: list[dict[str, object]],
+    on_cancel: list[dict[str, object]],
+    timeout: object,
+) -> None:
+    workflow = {
+        "name": "w",
+        "defaults": defaults,
+        "timeout": timeout,
+        "steps": [{"name": "a", **step}],
+        "on_error": on_error,
+        "on_cancel": on_cancel,
+    }
+    only_config_errors(yaml.safe_dump({"workflows": [workflow]}))

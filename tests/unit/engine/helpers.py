@@ -16,6 +16,8 @@ import yaml
 
 from manager.config.models import Workflow, WorkflowFile
 from manager.engine import (
+    CancelRequested,
+    CancelTimer,
     Command,
     Dispatch,
     EngineState,
@@ -23,7 +25,11 @@ from manager.engine import (
     JobFinished,
     JobStarted,
     JobSubmitted,
+    Refused,
+    RetryRequested,
+    StartTimer,
     StepReplied,
+    TimerFired,
     apply,
 )
 
@@ -123,6 +129,49 @@ def started_children(commands: Iterable[Command]) -> list[str]:
 def child_id(parent_id: str, step: str, index: int) -> str:
     """The id a child gets when its element carries no UUID `id` (computed independently)."""
     return str(uuid.uuid5(uuid.UUID(parent_id), f"{step}/{index}"))
+
+
+def fire(state: EngineState, key: str, at: float) -> list[Command]:
+    """Deliver a timer and return the commands."""
+    _, commands = apply(state, TimerFired(key, at))
+    return commands
+
+
+def cancel(state: EngineState, job_id: str = JOB, at: float = AT_REPLY) -> list[Command]:
+    """Apply a cancel request and return the commands."""
+    _, commands = apply(state, CancelRequested(job_id, at))
+    return commands
+
+
+def retry_job(state: EngineState, job_id: str = JOB, at: float = AT_REPLY) -> list[Command]:
+    """Apply a retry request and return the commands."""
+    _, commands = apply(state, RetryRequested(job_id, at))
+    return commands
+
+
+def timers_started(commands: Iterable[Command]) -> dict[str, float]:
+    """The timers a batch of commands starts: key -> due time."""
+    return {c.key: c.due_at for c in of_type(commands, StartTimer)}
+
+
+def timers_cancelled(commands: Iterable[Command]) -> set[str]:
+    """The keys of the timers a batch of commands cancels."""
+    return {c.key for c in of_type(commands, CancelTimer)}
+
+
+def the_timer(commands: Iterable[Command]) -> StartTimer:
+    """The one StartTimer of a batch of commands."""
+    (started,) = of_type(commands, StartTimer)
+    return started
+
+
+def refused(commands: list[Command]) -> Refused:
+    """The one command of a refused request, which must be a Refused."""
+    assert len(commands) == 1, commands
+    (answer,) = commands
+    assert isinstance(answer, Refused)
+    assert answer.reason.strip()
+    return answer
 
 
 def snapshot(state: EngineState) -> EngineState:

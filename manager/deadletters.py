@@ -1,0 +1,353 @@
+"""Dead letters: list what `<queue>.dead` holds without taking it, and replay it where it came from.
+
+aio-pika and aiormq exceptions stop here and become `BrokerError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import aio_pika
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
+from aiormq.exceptions import AMQPError, ChannelNotFoundEntity, DeliveryError, PublishError
+
+from manager.errors import BrokerError, Unroutable
+from manager.transport import (
+    DEFAULT_QUEUE,
+    HEADER_DEAD_FROM,
+    HEADER_DEAD_REASON,
+    dead_letter_queue,
+    header_text,
+)
+
+__all__ = [
+    "DeadLetter",
+    "list_dead_letters",
+    "replay_dead_letters",
+    "format_dead_letters",
+    "describe_headers",
+]
+
+log = logging.getLogger(__name__)
+
+_ERRORS = (AMQPError, OSError, RuntimeError, TimeoutError)
+_CONNECT_TIMEOUT_S = 10.0
+_GET_TIMEOUT_S = 10.0
+# Set by RabbitMQ itself when it dead-letters (a policy's delivery-limit or TTL) or redelivers:
+# shown as `deaths` / `delivery_count`, and not published again by a replay.
+_BROKER_HEADERS = ("x-death", "x-delivery-count")
+_BROKER_HEADER_PREFIXES = ("x-first-death-", "x-last-death-")
+_REASON_CHARS = 60
+_BODY_CHARS = 60
+_ESCAPES = {code: f"\\x{code:02x}" for code in range(32)} | {
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+    0x7F: "\\x7f",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """One message of the dead-letter queue: why it is there, where from, and the message itself.
+
+    `headers` are the message's own, as a replay publishes them (without `x-dead-*` and the
+    broker's `x-death` bookkeeping); `deaths` counts RabbitMQ's own dead-letterings (`x-death`)
+    and `delivery_count` its redeliveries (`x-delivery-count`, quorum queues), when it set them.
+    """
+
+    reason: str | None
+    source_queue: str | None
+    correlation_id: str | None
+    reply_to: str | None
+    headers: dict[str, Any]
+    body: bytes
+    message_id: str | None = None
+    deaths: int | None = None
+    delivery_count: int | None = None
+
+    def __repr__(self) -> str:
+        return f"<DeadLetter {self.correlation_id} from {self.source_queue}: {self.reason!r}>"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict; the body as text when it is UTF-8, else as `body_base64`."""
+        data: dict[str, Any] = {
+            "reason": self.reason,
+            "source_queue": self.source_queue,
+            "correlation_id": self.correlation_id,
+            "reply_to": self.reply_to,
+            "message_id": self.message_id,
+            "headers": _jsonable(self.headers),
+            "deaths": self.deaths,
+            "delivery_count": self.delivery_count,
+        }
+        try:
+            data["body"] = self.body.decode("utf-8")
+        except UnicodeDecodeError:
+            data["body_base64"] = base64.b64encode(self.body).decode("ascii")
+        return data
+
+
+def _is_broker_header(key: str) -> bool:
+    return key in _BROKER_HEADERS or key.startswith(_BROKER_HEADER_PREFIXES)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def describe_headers(
+    headers: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], str | None, str | None, int | None]:
+    """Split a dead letter's headers: (its own headers, reason, source queue, RabbitMQ deaths).
+
+    The manager's `x-dead-reason` / `x-dead-from` come first; for a message RabbitMQ
+    dead-lettered by a policy, its `x-death` (or `x-last-death-*`) headers say the same.
+    """
+    headers = dict(headers or {})
+    reason = header_text(headers, HEADER_DEAD_REASON)
+    source = header_text(headers, HEADER_DEAD_FROM)
+    deaths = [d for d in headers.get("x-death") or [] if isinstance(d, Mapping)]
+    newest = deaths[0] if deaths else {}  # RabbitMQ keeps the latest dead-lettering first
+    if reason is None:
+        why = header_text(newest, "reason") or header_text(headers, "x-last-death-reason")
+        reason = f"dead-lettered by RabbitMQ: {why}" if why else None
+    if source is None:
+        source = header_text(newest, "queue") or header_text(headers, "x-last-death-queue")
+    counts = [_int(d.get("count")) or 0 for d in deaths]
+    own = {
+        key: value
+        for key, value in headers.items()
+        if key not in (HEADER_DEAD_REASON, HEADER_DEAD_FROM) and not _is_broker_header(key)
+    }
+    return own, reason, source, (sum(counts) if counts else None)
+
+
+def _letter(message: AbstractIncomingMessage) -> DeadLetter:
+    own, reason, source, deaths = describe_headers(message.headers)
+    return DeadLetter(
+        reason=reason,
+        source_queue=source,
+        correlation_id=message.correlation_id,
+        reply_to=message.reply_to,
+        headers=own,
+        body=bytes(message.body),
+        message_id=message.message_id,
+        deaths=deaths,
+        delivery_count=_int((message.headers or {}).get("x-delivery-count")),
+    )
+
+
+def _original(message: AbstractIncomingMessage, headers: dict[str, Any]) -> aio_pika.Message:
+    """The message as first published: its properties, its own headers."""
+    return aio_pika.Message(
+        message.body,
+        headers=headers,
+        content_type=message.content_type,
+        content_encoding=message.content_encoding,
+        delivery_mode=message.delivery_mode,
+        priority=message.priority,
+        correlation_id=message.correlation_id,
+        reply_to=message.reply_to,
+        message_id=message.message_id,
+        timestamp=message.timestamp,
+        type=message.type,
+        app_id=message.app_id,
+    )  # no user_id: the broker checks it against the publisher, i.e. us
+
+
+def _mask(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}" if at else url
+
+
+@contextlib.asynccontextmanager
+async def _dead_queue(
+    amqp_url: str, name: str
+) -> AsyncIterator[tuple[AbstractChannel, AbstractQueue]]:
+    """A confirming channel and the existing queue `name`; aio-pika errors become BrokerError."""
+    try:
+        connection = await aio_pika.connect(amqp_url, timeout=_CONNECT_TIMEOUT_S)
+    except _ERRORS as exc:
+        raise BrokerError(f"cannot connect to RabbitMQ at {_mask(amqp_url)}: {exc}") from exc
+    try:
+        async with connection:
+            channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+            try:
+                queue = await channel.declare_queue(name, passive=True)
+            except ChannelNotFoundEntity as exc:
+                raise BrokerError(
+                    f"no queue '{name}' on RabbitMQ: the manager declares it when it starts; "
+                    "check --queue (the manager's queue, not the dead-letter one)"
+                ) from exc
+            yield channel, queue
+    except BrokerError:
+        raise
+    except _ERRORS as exc:
+        raise BrokerError(
+            f"RabbitMQ failed while handling the dead letters in '{name}': {exc}"
+        ) from exc
+
+
+async def _get(queue: AbstractQueue) -> AbstractIncomingMessage | None:
+    """The next message, unacked (it stays the broker's until acked or nacked), or None."""
+    return await queue.get(no_ack=False, fail=False, timeout=_GET_TIMEOUT_S)
+
+
+async def _put_back(last: AbstractIncomingMessage | None) -> None:
+    """Requeue `last` and every unacked message before it, in their places; none is lost."""
+    if last is None:
+        return
+    try:
+        # nack, not reject: RabbitMQ 4 does not count a nack against a quorum queue's
+        # delivery-limit, so listing never wears a dead letter out.
+        await last.nack(multiple=True, requeue=True)
+    except _ERRORS as exc:  # the channel is gone: the broker requeues them itself
+        log.debug("requeueing dead letters failed (the broker will): %s", exc)
+
+
+async def list_dead_letters(
+    amqp_url: str, queue: str = DEFAULT_QUEUE, limit: int = 100
+) -> list[DeadLetter]:
+    """The first `limit` dead letters of `<queue>.dead`, oldest first; they stay in the queue."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    letters: list[DeadLetter] = []
+    async with _dead_queue(amqp_url, dead_letter_queue(queue)) as (_, dead):
+        last = None
+        try:
+            # Held unacked until the end, so each get returns the next one, not the same again.
+            for _ in range(min(limit, dead.declaration_result.message_count or 0)):
+                if (message := await _get(dead)) is None:
+                    break
+                last = message
+                letters.append(_letter(message))
+        finally:
+            await _put_back(last)
+    return letters
+
+
+async def replay_dead_letters(
+    amqp_url: str,
+    queue: str = DEFAULT_QUEUE,
+    *,
+    correlation_id: str | None = None,
+    all: bool = False,
+) -> int:
+    """Publish matching dead letters back to the queue they came from, then remove them.
+
+    Either `correlation_id` (every dead letter with it) or `all=True`. Each is confirmed by the
+    broker before it is acked off the dead queue; returns how many were replayed.
+    """
+    if all == (correlation_id is not None):
+        raise ValueError("pass either correlation_id or all=True")
+    name = dead_letter_queue(queue)
+    replayed = 0
+    async with _dead_queue(amqp_url, name) as (channel, dead):
+        kept = message = None
+        try:
+            # Only those there now: a replayed message dead-lettered again waits for next time.
+            for _ in range(dead.declaration_result.message_count or 0):
+                if (message := await _get(dead)) is None:
+                    break
+                if (all or message.correlation_id == correlation_id) and await _replay(
+                    channel, message, name, replayed
+                ):
+                    replayed += 1
+                else:
+                    kept = message
+        finally:
+            # The message in hand when a replay failed is unacked too: it goes back as well.
+            await _put_back(message if message is not None and not message.processed else kept)
+    return replayed
+
+
+async def _replay(
+    channel: AbstractChannel, message: AbstractIncomingMessage, dead: str, done: int
+) -> bool:
+    """Publish one dead letter to its source queue and ack it; False if it names no source."""
+    letter = _letter(message)
+    if letter.source_queue is None:
+        log.warning(
+            "dead letter %s in '%s' has no x-dead-from or x-death header to say where it came "
+            "from; left there (publish it by hand)",
+            letter.correlation_id,
+            dead,
+        )
+        return False
+    try:
+        await channel.default_exchange.publish(
+            _original(message, letter.headers), letter.source_queue, mandatory=True
+        )
+    except PublishError as exc:
+        raise Unroutable(
+            f"cannot replay dead letter {letter.correlation_id!r}: no queue "
+            f"'{letter.source_queue}' exists (it stays in '{dead}'; {done} replayed before it)"
+        ) from exc
+    except DeliveryError as exc:
+        raise BrokerError(
+            f"RabbitMQ did not confirm replaying dead letter {letter.correlation_id!r} to "
+            f"'{letter.source_queue}' (it stays in '{dead}'; {done} replayed before it): {exc}"
+        ) from exc
+    await message.ack()
+    return True
+
+
+def _line(text: str | None, width: int) -> str:
+    if text is None:
+        return "-"
+    text = text.translate(_ESCAPES)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _preview(body: bytes) -> str:
+    try:
+        return _line(body.decode("utf-8"), _BODY_CHARS)
+    except UnicodeDecodeError:
+        return f"<{len(body)} bytes, not UTF-8>"
+
+
+def format_dead_letters(letters: Sequence[DeadLetter]) -> str:
+    """A table: index, reason, source queue, correlation id, body preview; "" when empty."""
+    if not letters:
+        return ""
+    rows = [("#", "REASON", "FROM", "CORRELATION ID", "BODY")]
+    rows += [
+        (
+            str(index),
+            _line(letter.reason, _REASON_CHARS),
+            _line(letter.source_queue, 200),
+            _line(letter.correlation_id, 200),
+            _preview(letter.body),
+        )
+        for index, letter in enumerate(letters, 1)
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    padded = [[v.ljust(w) for v, w in zip(row[:4], widths, strict=True)] for row in rows]
+    lines = ["  ".join([*cells, row[4]]) for cells, row in zip(padded, rows, strict=True)]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _jsonable(value: Any) -> Any:
+    """AMQP header values (bytes, datetimes, decimals, nested tables) as JSON values."""
+    if isinstance(value, Mapping):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)

@@ -1,0 +1,105 @@
+"""Job control: cancelling a running job, and retrying a failed one from where it failed.
+
+A mixin of the engine's `_Transition`, like `manager.engine.failures`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from manager.engine import timers
+from manager.engine.commands import JobStarted, Refused
+from manager.engine.snapshot import forget
+from manager.engine.state import Job, JobStatus, StepRun, StepStatus
+
+if TYPE_CHECKING:
+    from manager.engine.transition import Transition
+
+__all__ = ["JobControl"]
+
+
+class JobControl:
+    """Cancel and retry requests."""
+
+    def _control_target(self: Transition, job_id: str, action: str) -> Job | None:
+        """The top-level job a request names, or None after refusing it with the reason."""
+        job = self.find_job(job_id)
+        if job is None:
+            self.commands.append(Refused(job_id, action, f"no job {job_id}", "not-found"))
+            return None
+        if job.parent is not None:
+            reason = f"job {job.id} is a child of job {job.parent.job_id}; {action} that job"
+            self.commands.append(Refused(job.id, action, reason, "conflict"))
+            return None
+        return job
+
+    def cancel(self: Transition, job_id: str) -> None:
+        """Stop a running job and its children; its on_cancel steps run."""
+        job = self._control_target(job_id, "cancel")
+        if job is None:
+            return
+        if not job.is_running:
+            reason = f"job {job.id} is already {job.status}; only a running job can be cancelled"
+            self.commands.append(Refused(job.id, "cancel", reason, "conflict"))
+            return
+        self._cancel_job(job, "cancelled on request", True)
+
+    def retry(self: Transition, job_id: str) -> None:
+        """Run a failed job again: completed steps and children keep their outputs."""
+        job = self._control_target(job_id, "retry")
+        if job is None:
+            return
+        if job.status is not JobStatus.FAILED:
+            reason = f"job {job.id} is {job.status}; only a failed job can be retried"
+            self.commands.append(Refused(job.id, "retry", reason, "conflict"))
+            return
+        if job.branch_left > 0:
+            reason = f"job {job.id} is still running its on_error steps; retry when they end"
+            self.commands.append(Refused(job.id, "retry", reason, "conflict"))
+            return
+        self._revive(job)
+        if job.workflow.timeout is not None:
+            self._start_timer(timers.job_timeout(job.id), self.at + job.workflow.timeout)
+
+    def _revive(self: Transition, job: Job) -> None:
+        """Make a failed or cancelled job run again from where it stopped."""
+        for name in [n for n in job.steps if n not in job.flow.step_index]:
+            # The branch that ran is history; it runs again if need be. Its task steps'
+            # children go too: unreachable from the job now, and their ids would be taken.
+            for child_id in job.steps.pop(name).children or ():
+                child = self.state.jobs.get(child_id)
+                if child is not None:
+                    forget(self.state, child)
+        job.branch, job.branch_input, job.branch_left = None, None, 0
+        job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
+        parent_id = job.parent.job_id if job.parent else None
+        self.commands.append(JobStarted(job.id, job.workflow.name, parent_id, self.at))
+        for run in job.steps.values():
+            if run.status is not StepStatus.COMPLETED:
+                self._revive_step(job, run)
+        job.steps_left = sum(r.status is not StepStatus.COMPLETED for r in job.steps.values())
+        for run in job.steps.values():
+            run.waiting_on = sum(
+                job.steps[d].status is not StepStatus.COMPLETED for d in set(run.spec.depends)
+            )
+            if run.status is StepStatus.WAITING and run.waiting_on == 0:
+                self.ready.append((job, run))
+
+    def _revive_step(self: Transition, job: Job, run: StepRun) -> None:
+        run.error = None
+        run.finished_at = None
+        children = [self.state.jobs.get(c) for c in run.children or ()]
+        if run.children and run.child_results is not None and all(children):
+            # A fanned-out task step: run its unfinished children again, keep the rest.
+            run.status = StepStatus.RUNNING
+            run.failed_items = None
+            left = 0
+            for child in children:
+                assert child is not None  # checked by all() above
+                if child.status is not JobStatus.COMPLETED:
+                    self._revive(child)
+                    left += 1
+            run.children_left = left
+            return
+        run.status = StepStatus.WAITING
+        run.children, run.child_results, run.children_left = None, None, 0

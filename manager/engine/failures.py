@@ -1,0 +1,169 @@
+"""What the engine does when things go wrong: retries, timeouts, failed jobs and their branches.
+
+A mixin of the engine's `_Transition`: it uses the transition's state, clock (`at`),
+command list and step machinery, and adds the failure rules on top.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from manager.engine import timers
+from manager.engine.commands import CancelTimer, Ignored, JobFinished, NotifyOutcome, StartTimer
+from manager.engine.state import Job, JobStatus, StepRun, StepStatus
+
+if TYPE_CHECKING:
+    from manager.engine.transition import Transition
+
+__all__ = ["FailureRules", "outcome_body"]
+
+
+def outcome_body(job: Job) -> dict[str, Any]:
+    """What a trigger's `reply_to` receives when `job` ends: its result, or its error."""
+    if job.status is JobStatus.COMPLETED:
+        return job.result or {}
+    return {"error": job.error}
+
+
+class FailureRules:
+    """Retries, timeouts, job failure, cancellation of children, on_error/on_cancel branches."""
+
+    # -- timers ------------------------------------------------------------------------
+
+    def _start_timer(self: Transition, key: str, due_at: float) -> None:
+        self.state.timers[key] = due_at
+        self.commands.append(StartTimer(key, due_at))
+
+    def _cancel_timer(self: Transition, key: str) -> None:
+        if self.state.timers.pop(key, None) is not None:
+            self.commands.append(CancelTimer(key))
+
+    def _clear_step_timers(self: Transition, job: Job, run: StepRun) -> None:
+        """Drop the step's reply deadline and any pending retry wait."""
+        self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
+        self._cancel_timer(timers.retry_due(job.id, run.name, run.attempt + 1))
+
+    def timer_fired(self: Transition, key: str) -> None:
+        """A timer came due: a reply deadline, the end of a retry wait, or a job deadline."""
+        if self.state.timers.pop(key, None) is None:
+            self.commands.append(Ignored(key, "timer was cancelled or already handled"))
+            return
+        parsed = timers.parse(key)
+        job = self.state.jobs.get(parsed.job_id) if parsed else None
+        if parsed is None or job is None:
+            self.commands.append(Ignored(key, "timer names no job in memory"))
+            return
+        if parsed.is_job_timeout:
+            seconds = job.workflow.timeout
+            self._fail_job(job, {"step": None, "message": f"job timed out after {seconds:g}s"})
+            return
+        run = job.steps.get(parsed.step or "")
+        if run is None:
+            return
+        if parsed.is_step_timeout and run.status is StepStatus.RUNNING:
+            seconds = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s or 0
+            self._attempt_failed(job, run, f"no reply within {seconds:g}s (attempt {run.attempt})")
+        elif parsed.is_retry and run.status is StepStatus.RETRYING:
+            self._dispatch(job, run)
+
+    # -- failed attempts and steps -----------------------------------------------------
+
+    def _attempt_failed(self: Transition, job: Job, run: StepRun, message: str) -> None:
+        """One attempt failed: wait and try again if the step's policy allows, else fail it."""
+        self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
+        policy = job.workflow.policy(job.flow_of(run.name), run.name)
+        if run.spec.task is not None or run.attempt > policy.retries:
+            self._fail_step(job, run, message)
+            return
+        run.status = StepStatus.RETRYING
+        run.error = message
+        wait_s = timers.retry_wait_s(policy.retry_backoff, job.id, run.name, run.attempt)
+        if wait_s <= 0:
+            self._dispatch(job, run)
+        else:
+            self._start_timer(timers.retry_due(job.id, run.name, run.attempt + 1), self.at + wait_s)
+
+    def _fail_step(self: Transition, job: Job, run: StepRun, message: str) -> None:
+        run.status = StepStatus.FAILED
+        run.error = message
+        run.finished_at = self.at
+        if job.is_running:
+            self._fail_job(job, {"step": run.name, "message": message})
+        elif job.branch_left > 0:
+            # A failing on_error/on_cancel step ends its branch: the job has already ended.
+            self._end_branch(job)
+
+    # -- failed and cancelled jobs -----------------------------------------------------
+
+    def _fail_job(self: Transition, job: Job, error: dict[str, Any]) -> None:
+        job.status = JobStatus.FAILED
+        job.error = error
+        job.finished_at = self.at
+        self._stop_work(job)
+        run = job.steps.get(error.get("step") or "")
+        attempts = run.attempt if run is not None else 0
+        if job.parent is None:
+            branch_input = {"error": {**error, "attempts": attempts}, **job.payload}
+            self._start_branch(job, "on_error", branch_input)
+        else:
+            self._settle(job)
+
+    def _cancel_job(self: Transition, job: Job, message: str, with_branch: bool) -> None:
+        job.status = JobStatus.CANCELLED
+        job.error = {"step": None, "message": message}
+        job.finished_at = self.at
+        self._stop_work(job)
+        if with_branch:
+            self._start_branch(job, "on_cancel", {"cancelled": True, **job.payload})
+        else:
+            self._settle(job)
+
+    def _stop_work(self: Transition, job: Job) -> None:
+        """No more dispatches for a job that ended early: drop its timers, cancel its children."""
+        self._cancel_timer(timers.job_timeout(job.id))
+        for run in job.steps.values():
+            self._stop_step(job, run)
+
+    def _stop_step(self: Transition, job: Job, run: StepRun) -> None:
+        """Drop a step's timers and cancel its running children."""
+        if run.status in (StepStatus.RUNNING, StepStatus.RETRYING):
+            self._clear_step_timers(job, run)
+        for child_id in run.children or ():
+            child = self.state.jobs.get(child_id)
+            if child is not None and child.is_running:
+                self._cancel_job(child, f"parent job {job.id} {job.status}", False)
+
+    # -- on_error / on_cancel ----------------------------------------------------------
+
+    def _start_branch(self: Transition, job: Job, kind: str, data: dict[str, Any]) -> None:
+        flow = job.workflow.branches.get(kind)
+        if flow is None:
+            self._settle(job)
+            return
+        job.branch = kind
+        job.branch_input = data
+        job.branch_left = len(flow.steps)
+        for spec in flow.steps:
+            run = StepRun(spec=spec, waiting_on=len(set(spec.depends)))
+            job.steps[spec.name] = run
+            if run.waiting_on == 0:
+                self.ready.append((job, run))
+
+    def _end_branch(self: Transition, job: Job) -> None:
+        job.branch_left = 0
+        for run in job.steps.values():
+            self._stop_step(job, run)  # a branch task step's children too
+        self._settle(job)
+
+    def _settle(self: Transition, job: Job) -> None:
+        """The job is over, branch included: report it, notify its senders, tell its parent."""
+        parent_id = job.parent.job_id if job.parent else None
+        self.commands.append(
+            JobFinished(
+                job.id, job.workflow.name, job.status, job.result, job.error, parent_id, self.at
+            )
+        )
+        for reply_to in job.reply_to:
+            self.commands.append(NotifyOutcome(reply_to, job.id, job.status, outcome_body(job)))
+        if job.parent is not None and job.status is not JobStatus.CANCELLED:
+            self._child_finished(job)

@@ -1,0 +1,77 @@
+"""Timer keys, and the wait before a retry. Pure: the "random" part of a wait is a hash.
+
+Retry waits are drawn between half the nominal delay and the nominal delay, spreading
+retries of many jobs apart. The draw hashes (job, step, attempt), so a replay of the journal
+computes exactly the same wait as the live engine did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from manager.config.models import Backoff
+
+__all__ = ["TimerKey", "step_timeout", "retry_due", "job_timeout", "parse", "retry_wait_s"]
+
+_STEP_TIMEOUT = "timeout"
+_RETRY = "retry"
+_JOB_TIMEOUT = "job-timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class TimerKey:
+    """A parsed timer key: what kind of timer, for which job, step and attempt."""
+
+    kind: str
+    job_id: str
+    step: str | None = None
+    attempt: int | None = None
+
+    @property
+    def is_step_timeout(self) -> bool:
+        """A step attempt's reply deadline."""
+        return self.kind == _STEP_TIMEOUT
+
+    @property
+    def is_retry(self) -> bool:
+        """The end of the wait before a retry."""
+        return self.kind == _RETRY
+
+    @property
+    def is_job_timeout(self) -> bool:
+        """The whole job's deadline."""
+        return self.kind == _JOB_TIMEOUT
+
+
+def step_timeout(job_id: str, step: str, attempt: int) -> str:
+    """The key of a step attempt's reply deadline."""
+    return f"{_STEP_TIMEOUT}:{job_id}:{step}:{attempt}"
+
+
+def retry_due(job_id: str, step: str, attempt: int) -> str:
+    """The key of the wait before `attempt` of a step is dispatched."""
+    return f"{_RETRY}:{job_id}:{step}:{attempt}"
+
+
+def job_timeout(job_id: str) -> str:
+    """The key of a job's deadline."""
+    return f"{_JOB_TIMEOUT}:{job_id}"
+
+
+def parse(key: str) -> TimerKey | None:
+    """A key back into its parts, or None when it is not one of ours."""
+    kind, _, rest = key.partition(":")
+    if kind == _JOB_TIMEOUT and rest:
+        return TimerKey(kind, rest)
+    parts = rest.split(":")
+    if kind in (_STEP_TIMEOUT, _RETRY) and len(parts) == 3 and parts[2].isdigit():
+        return TimerKey(kind, parts[0], parts[1], int(parts[2]))
+    return None
+
+
+def retry_wait_s(backoff: Backoff, job_id: str, step: str, retry: int) -> float:
+    """The wait before retry number `retry`: between half the nominal delay and all of it."""
+    digest = hashlib.blake2b(f"{job_id}:{step}:{retry}".encode(), digest_size=8).digest()
+    fraction = int.from_bytes(digest, "big") / 2**64
+    return backoff.nominal_s(retry) * (0.5 + 0.5 * fraction)

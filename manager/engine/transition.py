@@ -1,0 +1,345 @@
+"""One event's work: the state changes it makes and the commands it produces, in order.
+
+Ready steps go through a FIFO, so steps that become ready together start in declaration
+order and the commands come out in a deterministic order. Failure rules and job control
+live in their own modules (`failures`, `control`) as mixins of `Transition`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import uuid
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from manager.config.models import Flow, Workflow
+from manager.engine import timers
+from manager.engine.commands import (
+    Command,
+    Dispatch,
+    Ignored,
+    JobRejected,
+    JobStarted,
+    NotifyOutcome,
+)
+from manager.engine.control import JobControl
+from manager.engine.events import JobSubmitted, StepReplied
+from manager.engine.failures import FailureRules, outcome_body
+from manager.engine.fanout import (
+    FanOutError,
+    child_ids,
+    child_payload,
+    gather,
+    item_list,
+    json_type,
+)
+from manager.engine.replies import ReplyError, decode_output, split_correlation_id
+from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+
+__all__ = ["Transition", "canonical_uuid"]
+
+
+def canonical_uuid(value: Any) -> str | None:
+    """`value` as a lower-case hyphenated UUID, or None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
+
+
+def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
+    """Merge objects so the first one holding a key wins."""
+    merged: dict[str, Any] = {}
+    for output in outputs:
+        for key, value in (output or {}).items():
+            merged.setdefault(key, value)
+    return merged
+
+
+class Transition(FailureRules, JobControl):
+    """The work of one event: state changes are made here, commands collected in order."""
+
+    def __init__(self, state: EngineState, at: float) -> None:
+        self.state = state
+        self.at = at
+        self.commands: list[Command] = []
+        self.ready: deque[tuple[Job, StepRun]] = deque()
+
+    def find_job(self, job_id: str) -> Job | None:
+        """A job by id, in any letter case."""
+        return self.state.jobs.get(job_id) or self.state.jobs.get(canonical_uuid(job_id) or "")
+
+    # -- submissions -------------------------------------------------------------------
+
+    def submit(self, event: JobSubmitted) -> None:
+        """Start a job, or answer a duplicate submission."""
+        job_id = canonical_uuid(event.job_id)
+        workflow = self.state.workflow(event.workflow, event.definition)
+        rejection = self._rejection(event, job_id, workflow)
+        if rejection is not None:
+            kind, reason = rejection
+            self.commands.append(
+                JobRejected(event.job_id, event.workflow, reason, event.reply_to, kind)
+            )
+            return
+        assert job_id is not None and workflow is not None  # narrowed by _rejection
+        existing = self.state.jobs.get(job_id)
+        if existing is not None:
+            self._resubmitted(existing, event.reply_to)
+            return
+        job = self._create_job(workflow, workflow, job_id, event.payload, parent=None)
+        if event.reply_to:
+            job.reply_to.append(event.reply_to)
+        if workflow.timeout is not None:
+            self._start_timer(timers.job_timeout(job_id), self.at + workflow.timeout)
+
+    def _rejection(
+        self, event: JobSubmitted, job_id: str | None, wf: Workflow | None
+    ) -> tuple[str, str] | None:
+        """(kind, reason) when the submission must be refused, else None."""
+        if job_id is None:
+            return "invalid-id", f"job id {event.job_id!r} is not a UUID"
+        if wf is None:
+            return "unknown-workflow", self._unknown_workflow(event)
+        if not isinstance(event.payload, dict):
+            found = json_type(event.payload)
+            return "invalid-payload", f"payload must be a JSON object, got {found}"
+        return None
+
+    def _unknown_workflow(self, event: JobSubmitted) -> str:
+        current = self.state.current.get(event.workflow)
+        if event.definition is not None and current is not None:
+            # The name is known, only the pinned version is not: "did you mean 'w'" would mislead.
+            return (
+                f"workflow '{event.workflow}' has no version {event.definition} "
+                f"(loaded versions do not include it; current: {current})"
+            )
+        known = sorted(self.state.current)
+        hint = difflib.get_close_matches(event.workflow, known, n=1)
+        suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+        names = ", ".join(known) or "none"
+        return f"unknown workflow '{event.workflow}' (known: {names}){suggestion}"
+
+    def _resubmitted(self, job: Job, reply_to: str | None) -> None:
+        self.commands.append(Ignored(job.id, "a job with this id already exists"))
+        if not reply_to:
+            return
+        if not job.is_settled:
+            if reply_to not in job.reply_to:
+                job.reply_to.append(reply_to)
+        else:
+            self.commands.append(NotifyOutcome(reply_to, job.id, job.status, outcome_body(job)))
+
+    def _create_job(
+        self,
+        workflow: Workflow,
+        flow: Flow,
+        job_id: str,
+        payload: dict[str, Any],
+        parent: ParentLink | None,
+    ) -> Job:
+        steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
+        job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
+        self.state.jobs[job_id] = job
+        parent_id = parent.job_id if parent else None
+        self.commands.append(JobStarted(job_id, workflow.name, parent_id, self.at))
+        self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
+        return job
+
+    # -- replies -----------------------------------------------------------------------
+
+    def reply(self, event: StepReplied) -> None:
+        """A worker's answer: complete the step, or fail this attempt of it."""
+        target = self._reply_target(event)
+        if target is None:
+            return
+        job, run = target
+        error = event.error
+        output: dict[str, Any] = {}
+        if error is None:
+            try:
+                output = decode_output(event.body)
+            except ReplyError as exc:
+                error = str(exc)
+        if error is None:
+            # The first good reply wins, even one for an earlier attempt than the latest.
+            self._clear_step_timers(job, run)
+            self._complete_step(job, run, output)
+        elif event.attempt is not None and event.attempt < run.attempt:
+            self._ignore(
+                event.correlation_id, f"failed reply for superseded attempt {event.attempt}"
+            )
+        elif run.status is StepStatus.RETRYING:
+            self._ignore(event.correlation_id, "failed reply for an attempt that already failed")
+        else:
+            self._attempt_failed(job, run, error or "worker reported an error")
+
+    def _reply_target(self, event: StepReplied) -> tuple[Job, StepRun] | None:
+        """The running step a reply answers, or None after reporting why it answers none."""
+        cid = event.correlation_id
+        parts = split_correlation_id(cid)
+        if parts is None:
+            return self._ignore(cid, "malformed correlation id; expected '<job-uuid>:<step-name>'")
+        job_id, step = parts
+        job = self.find_job(job_id)
+        if job is None:
+            return self._ignore(cid, f"no job {job_id}")
+        run = job.steps.get(step)
+        in_branch = run is not None and job.branch_left > 0 and step not in job.flow.step_index
+        if not job.is_running and not in_branch:
+            return self._ignore(cid, f"job {job_id} is already {job.status}; late reply dropped")
+        if run is None:
+            return self._ignore(cid, f"job {job_id} ({job.flow.name}) has no step '{step}'")
+        if run.spec.task is not None:
+            return self._ignore(cid, f"step '{step}' is a task step; no worker answers it")
+        if run.status not in (StepStatus.RUNNING, StepStatus.RETRYING):
+            return self._ignore(cid, f"step '{step}' is {run.status}; duplicate or late reply")
+        if event.attempt is not None and not 1 <= event.attempt <= run.attempt:
+            return self._ignore(
+                cid, f"reply is for attempt {event.attempt}, but step '{step}' is on {run.attempt}"
+            )
+        return job, run
+
+    def _ignore(self, subject: str, reason: str) -> None:
+        self.commands.append(Ignored(subject, reason))
+        return None
+
+    # -- steps -------------------------------------------------------------------------
+
+    def drain(self) -> None:
+        """Start every ready step, including those that become ready while doing so."""
+        while self.ready:
+            job, run = self.ready.popleft()
+            if run.status is not StepStatus.WAITING:
+                continue
+            if job.is_live(run.name):
+                self._start_step(job, run)
+
+    def _start_step(self, job: Job, run: StepRun) -> None:
+        depends = run.spec.depends
+        if not depends:
+            in_main = run.name in job.flow.step_index
+            data = job.payload if in_main else (job.branch_input or {})
+        elif len(depends) == 1:
+            data = job.steps[depends[0]].output or {}
+        else:
+            data = _merge(job.steps[name].output for name in depends)
+        run.input = data
+        run.started_at = self.at
+        if run.spec.task is not None:
+            run.status = StepStatus.RUNNING
+            self._fan_out(job, run, data)
+            return
+        self._dispatch(job, run)
+
+    def _dispatch(self, job: Job, run: StepRun) -> None:
+        """Send the next attempt of a step to its queue, with a reply deadline if it has one."""
+        run.status = StepStatus.RUNNING
+        run.attempt += 1
+        self.commands.append(
+            Dispatch(
+                job_id=job.id,
+                step=run.name,
+                queue=run.spec.queue_name,
+                correlation_id=f"{job.id}:{run.name}",
+                body=run.input or {},
+                workflow=job.workflow.name,
+                attempt=run.attempt,
+            )
+        )
+        timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s
+        if timeout_s is not None:
+            key = timers.step_timeout(job.id, run.name, run.attempt)
+            self._start_timer(key, self.at + timeout_s)
+
+    def _fan_out(self, job: Job, run: StepRun, data: dict[str, Any]) -> None:
+        task = job.workflow.task_by_name[run.spec.task or ""]
+        try:
+            items = item_list(task, run.name, data)
+            ids = child_ids(job.id, run.name, items)
+        except FanOutError as exc:
+            self._fail_step(job, run, str(exc))
+            return
+        taken = next((i for i, cid in enumerate(ids) if cid in self.state.jobs), None)
+        if taken is not None:
+            message = f"task step '{run.name}': element {taken} has id {ids[taken]}, already a job"
+            self._fail_step(job, run, message)
+            return
+        run.children = ids
+        if not items:
+            self._complete_step(job, run, dict(data))
+            return
+        run.child_results = [None] * len(ids)
+        run.children_left = len(ids)
+        for index, (child_id, element) in enumerate(zip(ids, items, strict=True)):
+            payload = child_payload(task, data, element)
+            link = ParentLink(job.id, run.name, index)
+            self._create_job(job.workflow, task, child_id, payload, link)
+
+    def _complete_step(self, job: Job, run: StepRun, output: dict[str, Any]) -> None:
+        run.status = StepStatus.COMPLETED
+        run.output = output
+        run.error = None
+        run.finished_at = self.at
+        flow = job.flow_of(run.name)
+        for name in flow.dependents[run.name]:
+            dependent = job.steps[name]
+            dependent.waiting_on -= 1
+            if dependent.waiting_on == 0:
+                self.ready.append((job, dependent))
+        if flow is not job.flow:
+            job.branch_left -= 1
+            if job.branch_left == 0:
+                self._end_branch(job)
+            return
+        job.steps_left -= 1
+        if job.steps_left == 0:
+            job.status = JobStatus.COMPLETED
+            job.result = _merge(job.steps[name].output for name in job.flow.terminals)
+            job.finished_at = self.at
+            self._cancel_timer(timers.job_timeout(job.id))
+            self._settle(job)
+
+    # -- children ----------------------------------------------------------------------
+
+    def _child_finished(self, child: Job) -> None:
+        """A child job settled: O(1) bookkeeping on its parent's task step."""
+        assert child.parent is not None  # only children are reported to a parent
+        link = child.parent
+        parent = self.state.jobs[link.job_id]
+        run = parent.steps[link.step]
+        # An on_error/on_cancel task step gathers its children after the job itself has ended.
+        if not parent.is_live(run.name) or run.status is not StepStatus.RUNNING:
+            return
+        assert run.child_results is not None  # set when the step fanned out
+        if child.status is JobStatus.FAILED and not self._tolerate(parent, run, child):
+            error = child.error or {}
+            message = (
+                f"child job {child.id} (element {link.index}) failed at step "
+                f"'{error.get('step')}': {error.get('message')}"
+            )
+            self._fail_step(parent, run, message)
+            return
+        run.child_results[link.index] = child.result
+        run.children_left -= 1
+        if run.children_left == 0:
+            task = parent.workflow.task_by_name[run.spec.task or ""]
+            output = gather(task, run.child_results)
+            if run.failed_items:
+                output["failed_items"] = sorted(run.failed_items, key=lambda f: f["index"])
+            run.child_results = None
+            self._complete_step(parent, run, output)
+
+    def _tolerate(self, parent: Job, run: StepRun, child: Job) -> bool:
+        """Accept a failed child when the task allows more failures (max_failed_items)."""
+        task = parent.workflow.task_by_name[run.spec.task or ""]
+        failed = run.failed_items if run.failed_items is not None else []
+        if len(failed) >= task.max_failed_items:
+            return False
+        assert child.parent is not None
+        failed.append({"index": child.parent.index, "id": child.id, "error": child.error})
+        run.failed_items = failed
+        return True
