@@ -15,6 +15,7 @@ from manager.engine import (
     JobStatus,
     NotifyOutcome,
     StepStatus,
+    timers,
 )
 from tests.unit.engine.helpers import (
     JOB,
@@ -58,6 +59,7 @@ workflows:
           - name: leaf
 """
 KID = child_id(JOB, "fan", 0)
+# Timer keys are opaque to the orchestrator; tests name them through the engine's own builders.
 
 
 def _submitted(reply_to: str | None = None) -> tuple[EngineState, dict[str, float]]:
@@ -80,7 +82,7 @@ def test_submitting_starts_the_job_deadline_and_each_dispatched_attempts_deadlin
 
 def test_a_good_reply_cancels_the_attempts_deadline_and_the_next_step_gets_its_own():
     state, started = _submitted()
-    a_deadline = next(k for k, d in started.items() if d == 21.0 and JOB in k)
+    a_deadline = timers.step_timeout(JOB, "a", 1)
     commands = reply(state, cid(JOB, "a"), {"ok": 1}, at=5.0)
     assert timers_cancelled(commands) == {a_deadline}
     assert dispatched_steps(commands) == ["b"]
@@ -92,8 +94,8 @@ def test_a_good_reply_cancels_the_attempts_deadline_and_the_next_step_gets_its_o
 
 
 def test_a_deadline_passing_fails_the_attempt_and_the_next_attempt_has_a_new_deadline():
-    state, started = _submitted()
-    a_deadline = next(k for k, d in started.items() if d == 21.0 and KID not in k)
+    state, _ = _submitted()
+    a_deadline = timers.step_timeout(JOB, "a", 1)
     commands = fire(state, a_deadline, 21.0)
     assert dispatches(commands) == []
     run = state.jobs[JOB].steps["a"]
@@ -121,8 +123,8 @@ def test_a_deadline_passing_fails_the_attempt_and_the_next_attempt_has_a_new_dea
 
 
 def test_a_childs_deadline_fails_the_child_and_so_the_parent():
-    state, started = _submitted()
-    leaf_deadline = next(k for k in started if KID in k)
+    state, _ = _submitted()
+    leaf_deadline = timers.step_timeout(KID, "leaf", 1)
     commands = fire(state, leaf_deadline, 21.0)
     assert finished(commands, KID).status == JobStatus.FAILED
     assert finished(commands, KID).error["step"] == "leaf"
@@ -193,8 +195,8 @@ def _stale_keys() -> tuple[EngineState, list[str]]:
     """JOB with a answered (its deadline cancelled) and the retry of b fired already."""
     text = TIMED.replace("      - name: b\n", "      - name: b\n        retries: 1\n")
     state = make_state(text)
-    started = timers_started(submit(state, "w", {"items": ["x"]}, at=1.0))
-    a_deadline = next(k for k, d in started.items() if d == 21.0 and KID not in k)
+    a_deadline = timers.step_timeout(JOB, "a", 1)
+    assert a_deadline in timers_started(submit(state, "w", {"items": ["x"]}, at=1.0))
     reply(state, cid(JOB, "a"), {}, at=2.0)
     retry = the_timer(reply(state, cid(JOB, "b"), error="boom", at=3.0))
     fire(state, retry.key, retry.due_at)
@@ -207,9 +209,10 @@ def _stale_keys() -> tuple[EngineState, list[str]]:
         "cancelled",
         "fired",
         "nonsense",
-        f"job-timeout:{NOT_A_JOB}",
-        f"timeout:{OTHER_JOB}:a:1",
-        f"retry:{JOB}:b:9",
+        timers.job_timeout(NOT_A_JOB),
+        timers.step_timeout(OTHER_JOB, "a", 1),
+        timers.retry_due(JOB, "b", 9),
+        timers.step_timeout(JOB, "nope", 1),
         "",
     ],
 )

@@ -1,0 +1,35 @@
+"""The manager's settings, and the queues its workflows use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from manager.config import Workflow
+from manager.transport import DEFAULT_QUEUE, MAX_MESSAGE_BYTES
+
+__all__ = ["ManagerSettings", "step_queues"]
+
+
+class ManagerSettings(BaseModel):
+    """How the manager talks to RabbitMQ and keeps its journal."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    amqp_url: str = Field(default="amqp://guest:guest@localhost:5672/", repr=False)
+    queue: str = DEFAULT_QUEUE
+    prefetch: int = Field(default=256, ge=1)
+    max_message_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=1024)
+    publish_retry_s: float = Field(default=1.0, gt=0)
+    retention_days: float = Field(default=7.0, gt=0)
+    retention_every_s: float = Field(default=3600.0, gt=0)
+
+
+def step_queues(workflows: Iterable[Workflow]) -> list[str]:
+    """Every queue a step of these workflows (their tasks and branches too) sends requests to."""
+    queues: dict[str, None] = {}
+    for workflow in workflows:
+        for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
+            queues.update((step.queue_name, None) for step in flow.steps if step.task is None)
+    return list(queues)

@@ -1,0 +1,253 @@
+"""Property: retries, timers, cancel and retry requests replay exactly.
+
+Each example builds a random workflow with random failure policies (retries, backoff,
+timeouts, a job deadline, maybe a task step with max_failed_items, maybe on_error and
+on_cancel branches), then applies a random mix of good, failed and late replies, TimerFired
+for pending timers, and cancel and retry requests. Then:
+
+1. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
+   the same commands as the live run, and a final state equal to the live one;
+2. after every event, `state.timers` is exactly the timers started and not yet cancelled or
+   delivered;
+3. every job's JobStarted and JobFinished alternate, and an outcome notice goes out only
+   with a JobFinished;
+4. each new dispatch of a workflow or task step has the attempt after the previous one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from manager.config.models import Workflow
+from manager.engine import (
+    CancelRequested,
+    CancelTimer,
+    Command,
+    Dispatch,
+    EngineState,
+    Event,
+    JobFinished,
+    JobStarted,
+    JobSubmitted,
+    NotifyOutcome,
+    RetryRequested,
+    StartTimer,
+    StepReplied,
+    TimerFired,
+    apply,
+    replay,
+)
+from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
+
+MAX_EVENTS = 30
+ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3
+
+
+# -- random workflows --------------------------------------------------------------------
+
+
+def _policy(draw: st.DrawFn) -> dict[str, Any]:
+    policy: dict[str, Any] = {}
+    if draw(st.booleans()):
+        policy["retries"] = draw(st.integers(0, 2))
+    if draw(st.integers(0, 2)) == 0:
+        policy["timeout"] = draw(st.sampled_from([3.0, 5.0]))
+    if draw(st.integers(0, 2)) == 0:
+        policy["retry_backoff"] = {
+            "initial": draw(st.sampled_from([1.0, 2.0])),
+            "multiplier": draw(st.sampled_from([1.0, 2.0])),
+            "max": 4.0,
+        }
+    return policy
+
+
+def _steps(draw: st.DrawFn, prefix: str, size: int) -> list[dict[str, Any]]:
+    names = [f"{prefix}{i}" for i in range(size)]
+    steps = []
+    for i, name in enumerate(names):
+        depends = draw(st.lists(st.sampled_from(names[:i]), unique=True, max_size=2)) if i else []
+        steps.append({"name": name, "depends": depends, **_policy(draw)})
+    return steps
+
+
+@st.composite
+def workflows(draw: st.DrawFn) -> Workflow:
+    steps = _steps(draw, "s", draw(st.integers(1, 4)))
+    defaults = {"retries": draw(st.integers(0, 2)), **_policy(draw)}
+    spec: dict[str, Any] = {"name": "w", "steps": steps, "defaults": defaults}
+    if draw(st.booleans()):
+        spec["timeout"] = draw(st.sampled_from([6.0, 20.0]))
+    has_task = draw(st.booleans())
+    if has_task:
+        draw(st.sampled_from(steps))["task"] = "t"
+        spec["tasks"] = [
+            {
+                "name": "t",
+                "itemListKey": "items",
+                "max_failed_items": draw(st.integers(0, 1)),
+                "defaults": _policy(draw),
+                "steps": _steps(draw, "c", draw(st.integers(1, 2))),
+            }
+        ]
+    for kind, prefix in (("on_error", "e"), ("on_cancel", "x")):
+        if draw(st.booleans()):
+            branch = _steps(draw, prefix, draw(st.integers(1, 2)))
+            if has_task and draw(st.integers(0, 3)) == 0:
+                branch[-1]["task"] = "t"
+            spec[kind] = branch
+    return Workflow.model_validate(spec)
+
+
+# -- driving a run -----------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """The live run: events, the commands of each, and the bookkeeping the checks need."""
+
+    wf: Workflow
+    state: EngineState
+    events: list[Event] = field(default_factory=list)
+    commands: list[list[Command]] = field(default_factory=list)
+    sent: list[Dispatch] = field(default_factory=list)
+    ledger: dict[str, float] = field(default_factory=dict)
+    clock: float = 0.0
+
+    def do(self, event: Event) -> list[Command]:
+        _, commands = apply(self.state, event)
+        self.events.append(event)
+        self.commands.append(commands)
+        self.sent.extend(dispatches(commands))
+        if isinstance(event, TimerFired):
+            self.ledger.pop(event.key, None)  # delivered (or stale: then not pending anyway)
+        for command in commands:
+            if isinstance(command, StartTimer):
+                self.ledger[command.key] = command.due_at
+            elif isinstance(command, CancelTimer):
+                del self.ledger[command.key]
+        assert self.state.timers == self.ledger
+        return commands
+
+    def tick(self, to: float = 0.0) -> float:
+        self.clock = max(self.clock + 1.0, to)
+        return self.clock
+
+
+def _fresh(wf: Workflow) -> EngineState:
+    return EngineState.from_workflows({wf.name: wf})
+
+
+def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
+    how = draw(st.sampled_from(["good"] * 2 + ["error"] * 2 + ["bad-body"]))
+    attempt = draw(st.sampled_from([None, request.attempt, request.attempt - 1, 99]))
+    body: bytes = b"{}"
+    error = None
+    if how == "good":
+        output: dict[str, Any] = {"v": draw(st.integers(0, 3))}
+        if draw(st.booleans()):
+            output["items"] = list(range(draw(st.integers(0, 2))))
+        body = json.dumps(output).encode()
+    elif how == "error":
+        error = "worker failed"
+    else:
+        body = draw(st.sampled_from([b"[]", b"null", b"{"]))
+    run.do(StepReplied(request.correlation_id, body, run.tick(), error=error, attempt=attempt))
+
+
+def _job_ids(run: Run) -> list[str]:
+    """Mostly the top-level jobs; sometimes a child's id or an unknown one."""
+    children = sorted(j for j in run.state.jobs if j not in (JOB, OTHER_JOB))
+    return [JOB] * 3 + [OTHER_JOB] * 2 + [NOT_A_JOB] + children[:2]
+
+
+def _step(draw: st.DrawFn, run: Run) -> str:
+    kind = draw(st.sampled_from(ACTIONS))
+    if kind == "answer" and run.sent:
+        _reply(draw, run, draw(st.sampled_from(run.sent[-6:])))
+    elif kind == "late" and run.sent:
+        _reply(draw, run, draw(st.sampled_from(run.sent)))
+    elif kind == "timer" and run.state.timers:
+        key = draw(st.sampled_from(sorted(run.state.timers)))
+        run.do(TimerFired(key, run.tick(run.state.timers[key])))
+    elif kind == "cancel":
+        run.do(CancelRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
+    elif kind == "retry":
+        run.do(RetryRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
+    else:
+        return "skipped"
+    return kind
+
+
+def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
+    run = Run(wf, _fresh(wf))
+    for job_id in [JOB, OTHER_JOB][: draw(st.integers(1, 2))]:
+        payload = {"items": list(range(draw(st.integers(0, 2)))), "p": 1}
+        run.do(JobSubmitted(job_id, "w", payload, run.tick(), reply_to="q1"))
+    for _ in range(draw(st.integers(10, MAX_EVENTS))):
+        event(f"action: {_step(draw, run)}")
+    return run
+
+
+# -- the checks --------------------------------------------------------------------------
+
+
+def _check_replay(run: Run) -> None:
+    for k in range(len(run.events) + 1):
+        state = replay(_fresh(run.wf), run.events[:k])
+        rest = [apply(state, e)[1] for e in run.events[k:]]
+        assert rest == run.commands[k:], k
+        assert state == run.state, k
+
+
+def _check_lives(run: Run) -> None:
+    alive: dict[str, bool] = {}
+    for commands in run.commands:
+        ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
+        for command in commands:
+            if isinstance(command, JobStarted):
+                assert not alive.get(command.job_id), command
+                alive[command.job_id] = True
+            elif isinstance(command, JobFinished):
+                assert alive.get(command.job_id), command
+                alive[command.job_id] = False
+            elif isinstance(command, NotifyOutcome):
+                assert command.job_id in ended, command
+
+
+def _check_attempts(run: Run) -> None:
+    last: dict[str, int] = defaultdict(int)
+    for request in run.sent:
+        job = run.state.jobs.get(request.job_id)
+        in_branch = job is not None and request.step not in job.flow.step_index
+        expected = {last[request.correlation_id] + 1} | ({1} if in_branch else set())
+        assert request.attempt in expected, (request, last[request.correlation_id])
+        last[request.correlation_id] = request.attempt
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(wf=workflows(), data=st.data())
+def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
+    run = _drive(data.draw, wf)
+    _check_replay(run)
+    _check_lives(run)
+    _check_attempts(run)
+    event(f"first job: {run.state.jobs[JOB].status}")
+    event(f"retries dispatched: {any(d.attempt > 1 for d in run.sent)}")
+    revived = any(
+        isinstance(e, RetryRequested) and any(isinstance(c, JobStarted) for c in commands)
+        for e, commands in zip(run.events, run.commands, strict=True)
+    )
+    event(f"job retried: {revived}")
+    event(f"branch ran: {any(d.step[0] in 'ex' for d in run.sent)}")
