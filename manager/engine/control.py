@@ -88,6 +88,7 @@ class JobControl:
     def _revive_step(self: Transition, job: Job, run: StepRun) -> None:
         run.error = None
         run.finished_at = None
+        run.round_start = run.attempt
         children = [self.state.jobs.get(c) for c in run.children or ()]
         if run.children and run.child_results is not None and all(children):
             # A fanned-out task step: run its unfinished children again, keep the rest.

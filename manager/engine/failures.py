@@ -72,12 +72,13 @@ class FailureRules:
         """One attempt failed: wait and try again if the step's policy allows, else fail it."""
         self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
         policy = job.workflow.policy(job.flow_of(run.name), run.name)
-        if run.spec.task is not None or run.attempt > policy.retries:
+        retry = run.attempt - run.round_start  # this round's retry number, if it gets one
+        if run.spec.task is not None or retry > policy.retries:
             self._fail_step(job, run, message)
             return
         run.status = StepStatus.RETRYING
         run.error = message
-        wait_s = timers.retry_wait_s(policy.retry_backoff, job.id, run.name, run.attempt)
+        wait_s = timers.retry_wait_s(policy.retry_backoff, job.id, run.name, retry)
         if wait_s <= 0:
             self._dispatch(job, run)
         else:

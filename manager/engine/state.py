@@ -43,6 +43,9 @@ class StepRun:
     waiting_on: int
     status: StepStatus = StepStatus.WAITING
     attempt: int = 0
+    # Attempts made before the current round: a job retry starts a new round with the step's
+    # full retry budget, while attempt numbers keep counting up.
+    round_start: int = 0
     input: dict[str, Any] | None = None
     output: dict[str, Any] | None = None
     error: str | None = None

@@ -277,3 +277,31 @@ def test_retry_by_upper_case_id():
     _failed(state)
     commands = retry_job(state, JOB.upper())
     assert [c.job_id for c in of_type(commands, JobStarted)] == [JOB, KIDS[0]]
+
+
+ROUNDS = """
+workflows:
+  - name: w
+    steps:
+      - name: s
+        retries: 1
+        retry_backoff: {initial: 1, max: 1}
+"""
+
+
+def test_a_job_retry_gives_each_failed_step_a_fresh_round_of_retries():
+    state = make_state(ROUNDS)
+    submit(state, "w", {})
+    commands = reply(state, cid(JOB, "s"), {}, error="one")
+    fire(state, the_timer(commands).key, 10.0)
+    reply(state, cid(JOB, "s"), {}, error="two")  # attempt 2: the round's retries are spent
+    assert state.jobs[JOB].status is JobStatus.FAILED
+    (again,) = dispatches(retry_job(state))
+    assert again.attempt == 3  # attempt numbers keep counting up...
+    commands = reply(state, cid(JOB, "s"), {}, error="three")
+    timer = the_timer(commands)  # ...and the new round may retry once more
+    assert state.jobs[JOB].steps["s"].status is StepStatus.RETRYING
+    (last,) = dispatches(fire(state, timer.key, 20.0))
+    assert last.attempt == 4
+    reply(state, cid(JOB, "s"), {}, error="four")
+    assert state.jobs[JOB].status is JobStatus.FAILED
