@@ -72,6 +72,22 @@ class System:
         message = aio_pika.Message(body, headers=headers, correlation_id=job_id, reply_to=reply_to)
         await self.channel.default_exchange.publish(message, self.trigger_queue)
 
+    async def take(self, step_queue: str, timeout_s: float = 20) -> aio_pika.abc.AbstractMessage:
+        """Play the worker: take (and ack) the next request on this test's `<prefix>.<queue>`."""
+        queue = await self.channel.declare_queue(f"{self.prefix}.{step_queue}", durable=True)
+        async with queue.iterator(timeout=timeout_s) as messages:
+            async for message in messages:
+                await message.ack()
+                return message
+        raise AssertionError(f"no request on {step_queue}")
+
+    async def answer(
+        self, request: aio_pika.abc.AbstractMessage, body: bytes, **headers: Any
+    ) -> None:
+        """Play the worker: reply to a request, with optional headers (`x-error`, `x-attempt`)."""
+        message = aio_pika.Message(body, correlation_id=request.correlation_id, headers=headers)
+        await self.channel.default_exchange.publish(message, request.reply_to)
+
     async def next_outcome(
         self, queue: aio_pika.abc.AbstractQueue, timeout_s: float = 30
     ) -> Outcome:

@@ -6,8 +6,6 @@ import json
 import signal
 import uuid
 
-import aio_pika
-
 RETRIES = """
 workflows:
   - name: flaky
@@ -52,22 +50,6 @@ workflows:
 """
 
 
-async def _take(
-    sys_, queue_name: str, timeout_s: float = 20
-) -> aio_pika.abc.AbstractIncomingMessage:
-    queue = await sys_.channel.declare_queue(queue_name, durable=True)
-    async with queue.iterator(timeout=timeout_s) as messages:
-        async for message in messages:
-            await message.ack()
-            return message
-    raise AssertionError(f"no request on {queue_name}")
-
-
-async def _reply(sys_, request, body: bytes, **headers) -> None:
-    message = aio_pika.Message(body, correlation_id=request.correlation_id, headers=headers)
-    await sys_.channel.default_exchange.publish(message, request.reply_to)
-
-
 async def test_a_step_that_fails_twice_then_succeeds_with_three_retries(system):
     sys_ = await system(RETRIES, step_queues=["flaky"])
     job_id = str(uuid.uuid4())
@@ -100,8 +82,8 @@ async def test_a_worker_that_never_replies_times_out(system):
     job_id = str(uuid.uuid4())
     outcomes = await sys_.reply_queue()
     await sys_.trigger("slow", {}, job_id, outcomes.name)
-    first = await _take(sys_, f"{sys_.prefix}.hand")
-    second = await _take(sys_, f"{sys_.prefix}.hand")
+    first = await sys_.take("hand")
+    second = await sys_.take("hand")
     assert (first.headers["x-attempt"], second.headers["x-attempt"]) == (1, 2)
     outcome = await sys_.next_outcome(outcomes)
     assert outcome.status == "failed"
@@ -113,14 +95,14 @@ async def test_a_late_reply_after_a_retry_wins_when_it_is_the_first_good_one(sys
     job_id = str(uuid.uuid4())
     outcomes = await sys_.reply_queue()
     await sys_.trigger("slow", {}, job_id, outcomes.name)
-    first = await _take(sys_, f"{sys_.prefix}.hand")
-    second = await _take(sys_, f"{sys_.prefix}.hand")  # attempt 1 timed out
-    await _reply(sys_, first, b'{"from": 1}', **{"x-attempt": 1})
-    nxt = await _take(sys_, f"{sys_.prefix}.next")
+    first = await sys_.take("hand")
+    second = await sys_.take("hand")  # attempt 1 timed out
+    await sys_.answer(first, b'{"from": 1}', **{"x-attempt": 1})
+    nxt = await sys_.take("next")
     assert json.loads(nxt.body) == {"from": 1}
-    await _reply(sys_, second, b'{"from": 2}', **{"x-attempt": 2})  # ignored: step done
+    await sys_.answer(second, b'{"from": 2}', **{"x-attempt": 2})  # ignored: step done
     await sys_.manager.process.wait_for_line(r"ignored .*:hand: step 'hand' is completed")
-    await _reply(sys_, nxt, b'{"ok": 1}')
+    await sys_.answer(nxt, b'{"ok": 1}')
     assert (await sys_.next_outcome(outcomes)).body == {"ok": 1}
 
 
@@ -136,18 +118,18 @@ async def test_cancelling_a_job_with_a_thousand_running_children(system):
     job_id = str(uuid.uuid4())
     outcomes = await sys_.reply_queue()
     await sys_.trigger("fan", {"items": list(range(1000))}, job_id, outcomes.name)
-    request = await _take(sys_, f"{sys_.prefix}.work")  # the fan-out has happened
+    request = await sys_.take("work")  # the fan-out has happened
     response = await sys_.http.delete(f"/api/job/{job_id}")
     assert response.status_code == 200, response.text
     assert response.json()["status"] == "cancelled"
-    tidy = await _take(sys_, f"{sys_.prefix}.tidy")
+    tidy = await sys_.take("tidy")
     assert json.loads(tidy.body) == {"cancelled": True, "items": list(range(1000))}
-    await _reply(sys_, tidy, b"{}")
+    await sys_.answer(tidy, b"{}")
     outcome = await sys_.next_outcome(outcomes)
     assert outcome.status == "cancelled"
     child = (await sys_.http.get(f"/api/job/{request.correlation_id.split(':')[0]}")).json()
     assert child["status"] == "cancelled"
-    await _reply(sys_, request, b'{"item": 1}')  # a late reply from a child: dropped
+    await sys_.answer(request, b'{"item": 1}')  # a late reply from a child: dropped
     # Dropped: the cancelled tree may still be in memory, or already only in the journal.
     await sys_.manager.process.wait_for_line(r"ignored .*:work: (no job|job .* already cancelled)")
     again = await sys_.http.delete(f"/api/job/{job_id}")
@@ -160,16 +142,16 @@ async def test_retrying_a_failed_job_runs_only_what_failed(system):
     outcomes = await sys_.reply_queue()
     await sys_.trigger("slow", {}, job_id, outcomes.name)
     for attempt in (1, 2):
-        request = await _take(sys_, f"{sys_.prefix}.hand")
-        await _reply(sys_, request, b"", **{"x-error": f"broken {attempt}"})
+        request = await sys_.take("hand")
+        await sys_.answer(request, b"", **{"x-error": f"broken {attempt}"})
     failed = await sys_.next_outcome(outcomes)
     assert failed.body["error"]["message"] == "broken 2"
     response = await sys_.http.post(f"/api/job/{job_id}/retry")
     assert response.status_code == 200 and response.json()["status"] == "running"
-    request = await _take(sys_, f"{sys_.prefix}.hand")
+    request = await sys_.take("hand")
     assert request.headers["x-attempt"] == 3
-    await _reply(sys_, request, b'{"fixed": true}')
-    await _reply(sys_, await _take(sys_, f"{sys_.prefix}.next"), b'{"done": 1}')
+    await sys_.answer(request, b'{"fixed": true}')
+    await sys_.answer(await sys_.take("next"), b'{"done": 1}')
     assert (await sys_.outcome_of(job_id, "slow")).body == {"done": 1}
     again = await sys_.http.post(f"/api/job/{job_id}/retry")
     assert again.status_code == 409
@@ -180,8 +162,8 @@ async def test_a_poison_reply_fails_only_its_step(system):
     outcomes = await sys_.reply_queue()
     job_id = str(uuid.uuid4())
     await sys_.trigger("deadline", {}, job_id, outcomes.name)
-    request = await _take(sys_, f"{sys_.prefix}.hand")
-    await _reply(sys_, request, b"\xff\xfe\x00garbage")
+    request = await sys_.take("hand")
+    await sys_.answer(request, b"\xff\xfe\x00garbage")
     outcome = await sys_.next_outcome(outcomes)
     assert outcome.status == "failed" and "not UTF-8" in outcome.body["error"]["message"]
     assert (await sys_.http.get("/healthz")).status_code == 200
@@ -192,16 +174,16 @@ async def test_a_retry_wait_survives_a_manager_kill(system):
     job_id = str(uuid.uuid4())
     outcomes = await sys_.channel.declare_queue(f"{sys_.prefix}.outcomes", durable=True)
     await sys_.trigger("patient", {}, job_id, outcomes.name)
-    request = await _take(sys_, f"{sys_.prefix}.hand")
-    await _reply(sys_, request, b"", **{"x-error": "try later"})
+    request = await sys_.take("hand")
+    await sys_.answer(request, b"", **{"x-error": "try later"})
     await sys_.manager.process.wait_for_line(f"retry scheduled job={job_id} step=hand attempt=2")
     await sys_.restart(signal.SIGKILL)  # the 2 s retry wait is pending in the journal
-    retried = await _take(sys_, f"{sys_.prefix}.hand")
+    retried = await sys_.take("hand")
     if retried.headers["x-attempt"] == 1:
         # Killed before attempt 1's confirm was journaled: recovery sent it again (at least once).
-        retried = await _take(sys_, f"{sys_.prefix}.hand")
+        retried = await sys_.take("hand")
     assert retried.headers["x-attempt"] == 2
-    await _reply(sys_, retried, b'{"ok": 2}')
+    await sys_.answer(retried, b'{"ok": 2}')
     outcome = await sys_.next_outcome(outcomes)
     assert (outcome.status, outcome.body) == ("completed", {"ok": 2})
     await outcomes.delete(if_unused=False, if_empty=False)

@@ -25,11 +25,6 @@ async def _take_request(sys, queue_name: str) -> aio_pika.abc.AbstractIncomingMe
     raise AssertionError("no request")
 
 
-async def _reply(sys, request, body: bytes, headers: dict | None = None) -> None:
-    message = aio_pika.Message(body, correlation_id=request.correlation_id, headers=headers or {})
-    await sys.channel.default_exchange.publish(message, request.reply_to)
-
-
 async def test_request_properties_follow_the_protocol(system):
     sys = await system(MANUAL)
     job_id = str(uuid.uuid4())
@@ -45,10 +40,10 @@ async def test_request_properties_follow_the_protocol(system):
     assert request.headers["x-attempt"] == 1
     assert json.loads(request.body) == {"k": "v"}
     # An empty reply body counts as {}; the input is not carried over.
-    await _reply(sys, request, b"")
+    await sys.answer(request, b"")
     second = await _take_request(sys, f"{sys.prefix}.next")
     assert json.loads(second.body) == {}
-    await _reply(sys, second, b'{"done": true}')
+    await sys.answer(second, b'{"done": true}')
     outcome = await sys.next_outcome(outcome_queue)
     assert (outcome.status, outcome.body) == ("completed", {"done": True})
 
@@ -58,7 +53,7 @@ async def test_non_object_reply_fails_the_step(system):
     outcome_queue = await sys.reply_queue()
     await sys.trigger("manual", {}, str(uuid.uuid4()), outcome_queue.name)
     request = await _take_request(sys, f"{sys.prefix}.hand")
-    await _reply(sys, request, b"[1, 2]")
+    await sys.answer(request, b"[1, 2]")
     outcome = await sys.next_outcome(outcome_queue)
     assert outcome.status == "failed"
     assert outcome.body["error"]["step"] == "hand"
@@ -70,7 +65,7 @@ async def test_x_error_reply_fails_the_step_with_its_message(system):
     outcome_queue = await sys.reply_queue()
     await sys.trigger("manual", {}, str(uuid.uuid4()), outcome_queue.name)
     request = await _take_request(sys, f"{sys.prefix}.hand")
-    await _reply(sys, request, b"", headers={"x-error": "disk full"})
+    await sys.answer(request, b"", **{"x-error": "disk full"})
     outcome = await sys.next_outcome(outcome_queue)
     assert outcome.body["error"] == {"step": "hand", "message": "disk full"}
 
@@ -88,12 +83,12 @@ async def test_stray_replies_are_logged_and_the_manager_carries_on(system):
     job_id = str(uuid.uuid4())
     await sys.trigger("manual", {}, job_id, outcome_queue.name)
     request = await _take_request(sys, f"{sys.prefix}.hand")
-    await _reply(sys, request, b"{}")
+    await sys.answer(request, b"{}")
     # A duplicate of the same reply changes nothing.
-    await _reply(sys, request, b'{"twice": true}')
+    await sys.answer(request, b'{"twice": true}')
     await sys.manager.process.wait_for_line(r"ignored .*:hand: step 'hand' is completed")
     second = await _take_request(sys, f"{sys.prefix}.next")
-    await _reply(sys, second, b'{"ok": 1}')
+    await sys.answer(second, b'{"ok": 1}')
     assert (await sys.next_outcome(outcome_queue)).body == {"ok": 1}
 
 
@@ -119,11 +114,11 @@ async def test_a_worker_that_nacks_and_requeues_does_not_disturb_the_manager(sys
     await sys.trigger("manual", {"n": 2}, other_id, other.name)
     second = await _take_request(sys, f"{sys.prefix}.hand")
     assert second.correlation_id == f"{other_id}:hand"
-    await _reply(sys, second, b'{"second": true}')
-    await _reply(sys, await _take_request(sys, f"{sys.prefix}.next"), b'{"n": 2}')
+    await sys.answer(second, b'{"second": true}')
+    await sys.answer(await _take_request(sys, f"{sys.prefix}.next"), b'{"n": 2}')
     assert (await sys.next_outcome(other)).body == {"n": 2}
     # The worker finally succeeds on the looping request: that job completes too.
     await first.ack()
-    await _reply(sys, first, b"{}")
-    await _reply(sys, await _take_request(sys, f"{sys.prefix}.next"), b'{"n": 1}')
+    await sys.answer(first, b"{}")
+    await sys.answer(await _take_request(sys, f"{sys.prefix}.next"), b'{"n": 1}')
     assert (await sys.next_outcome(looping)).body == {"n": 1}

@@ -8,8 +8,6 @@ import signal
 import sys
 import uuid
 
-import aio_pika
-
 from manager.config import load_workflows
 from manager.engine import EngineState, JobSubmitted, apply
 from manager.journal import open_journal
@@ -26,20 +24,6 @@ workflows:
 """
 
 
-async def _take(sys_, queue_name: str) -> aio_pika.abc.AbstractIncomingMessage:
-    queue = await sys_.channel.declare_queue(queue_name, durable=True)
-    async with queue.iterator(timeout=20) as messages:
-        async for message in messages:
-            await message.ack()
-            return message
-    raise AssertionError("no request")
-
-
-async def _reply(sys_, request, body: bytes) -> None:
-    message = aio_pika.Message(body, correlation_id=request.correlation_id)
-    await sys_.channel.default_exchange.publish(message, request.reply_to)
-
-
 async def test_running_jobs_survive_a_restart_and_finished_ones_stay_queryable(system):
     sys_ = await system(MANUAL)
     outcomes = await sys_.channel.declare_queue(f"{sys_.prefix}.outcomes", durable=True)
@@ -48,18 +32,18 @@ async def test_running_jobs_survive_a_restart_and_finished_ones_stay_queryable(s
         await sys_.trigger("manual", {"job": job_id}, job_id, outcomes.name)
     requests = {}
     for _ in range(2):
-        request = await _take(sys_, f"{sys_.prefix}.hand")
+        request = await sys_.take("hand")
         requests[request.correlation_id.split(":")[0]] = request
-    await _reply(sys_, requests[done_id], b'{"a": 1}')
-    await _reply(sys_, await _take(sys_, f"{sys_.prefix}.next"), b'{"done": 1}')
+    await sys_.answer(requests[done_id], b'{"a": 1}')
+    await sys_.answer(await sys_.take("next"), b'{"done": 1}')
     first = await sys_.next_outcome(outcomes)
     assert (first.correlation_id, first.body) == (done_id, {"done": 1})
 
     assert await sys_.restart(signal.SIGKILL) == -signal.SIGKILL
 
     # The running job goes on where it was: its pending step's reply is accepted.
-    await _reply(sys_, requests[running_id], b'{"b": 2}')
-    await _reply(sys_, await _take(sys_, f"{sys_.prefix}.next"), b'{"done": 2}')
+    await sys_.answer(requests[running_id], b'{"b": 2}')
+    await sys_.answer(await sys_.take("next"), b'{"done": 2}')
     # Notices are sent at least once: one unconfirmed at the kill comes again, same body.
     second = await sys_.next_outcome(outcomes)
     while second.correlation_id == done_id:
@@ -96,11 +80,11 @@ async def test_unconfirmed_dispatches_are_published_again_on_start(system):
     assert [row.msg_id for row in outbound] == [f"{job_id}:hand:1"]
 
     await sys_.restart()
-    request = await _take(sys_, f"{sys_.prefix}.hand")
+    request = await sys_.take("hand")
     assert (request.correlation_id, request.message_id) == (f"{job_id}:hand", f"{job_id}:hand:1")
     assert json.loads(request.body) == {"k": 1}
-    await _reply(sys_, request, b"{}")
-    await _reply(sys_, await _take(sys_, f"{sys_.prefix}.next"), b'{"ok": true}')
+    await sys_.answer(request, b"{}")
+    await sys_.answer(await sys_.take("next"), b'{"ok": true}')
     assert (await sys_.outcome_of(job_id, "manual")).body == {"ok": True}
 
 
@@ -109,8 +93,8 @@ async def test_journal_command_prints_a_jobs_events_in_order(system):
     job_id = str(uuid.uuid4())
     outcomes = await sys_.reply_queue()
     await sys_.trigger("manual", {"x": 1}, job_id, outcomes.name)
-    await _reply(sys_, await _take(sys_, f"{sys_.prefix}.hand"), b'{"y": 2}')
-    await _reply(sys_, await _take(sys_, f"{sys_.prefix}.next"), b'{"z": 3}')
+    await sys_.answer(await sys_.take("hand"), b'{"y": 2}')
+    await sys_.answer(await sys_.take("next"), b'{"z": 3}')
     await sys_.next_outcome(outcomes)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "manager", "journal", job_id, "--db", str(sys_.db), cwd=ROOT,
