@@ -23,8 +23,10 @@ from manager.transport import (
     DEFAULT_QUEUE,
     HEADER_DEAD_FROM,
     HEADER_DEAD_REASON,
+    copy_message,
     dead_letter_queue,
     header_text,
+    mask_url,
 )
 
 __all__ = [
@@ -145,30 +147,6 @@ def _letter(message: AbstractIncomingMessage) -> DeadLetter:
     )
 
 
-def _original(message: AbstractIncomingMessage, headers: dict[str, Any]) -> aio_pika.Message:
-    """The message as first published: its properties, its own headers."""
-    return aio_pika.Message(
-        message.body,
-        headers=headers,
-        content_type=message.content_type,
-        content_encoding=message.content_encoding,
-        delivery_mode=message.delivery_mode,
-        priority=message.priority,
-        correlation_id=message.correlation_id,
-        reply_to=message.reply_to,
-        message_id=message.message_id,
-        timestamp=message.timestamp,
-        type=message.type,
-        app_id=message.app_id,
-    )  # no user_id: the broker checks it against the publisher, i.e. us
-
-
-def _mask(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}" if at else url
-
-
 @contextlib.asynccontextmanager
 async def _dead_queue(
     amqp_url: str, name: str
@@ -177,7 +155,7 @@ async def _dead_queue(
     try:
         connection = await aio_pika.connect(amqp_url, timeout=_CONNECT_TIMEOUT_S)
     except _ERRORS as exc:
-        raise BrokerError(f"cannot connect to RabbitMQ at {_mask(amqp_url)}: {exc}") from exc
+        raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(amqp_url)}: {exc}") from exc
     try:
         async with connection:
             channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
@@ -285,7 +263,7 @@ async def _replay(
         return False
     try:
         await channel.default_exchange.publish(
-            _original(message, letter.headers), letter.source_queue, mandatory=True
+            copy_message(message, letter.headers), letter.source_queue, mandatory=True
         )
     except PublishError as exc:
         raise Unroutable(

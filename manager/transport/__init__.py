@@ -1,7 +1,12 @@
 """The RabbitMQ side: the broker adapter, wire names, and decoding inbound messages."""
 
-from manager.transport.broker import Broker
-from manager.transport.deadletter import HEADER_DEAD_FROM, HEADER_DEAD_REASON, dead_letter
+from manager.transport.broker import Broker, mask_url
+from manager.transport.deadletter import (
+    HEADER_DEAD_FROM,
+    HEADER_DEAD_REASON,
+    copy_message,
+    dead_letter,
+)
 from manager.transport.inbound import TriggerError, header_text, reply_event, trigger_event
 from manager.transport.naming import (
     DEFAULT_QUEUE,
@@ -20,6 +25,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "HEADER_DEAD_FROM",
     "HEADER_DEAD_REASON",
+    "copy_message",
     "dead_letter",
     "HEADER_ATTEMPT",
     "HEADER_ERROR",
@@ -30,6 +36,7 @@ __all__ = [
     "TriggerError",
     "dead_letter_queue",
     "header_text",
+    "mask_url",
     "reply_event",
     "trigger_event",
     "trigger_queue",

@@ -21,7 +21,7 @@ from aiormq.exceptions import AMQPError, PublishError
 
 from manager.errors import BrokerError, Unroutable
 
-__all__ = ["Broker", "Handler"]
+__all__ = ["Broker", "Handler", "mask_url"]
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ Handler = Callable[[AbstractIncomingMessage], Awaitable[None]]
 _CONNECT_ERRORS = (AMQPError, OSError, ConnectionError, asyncio.TimeoutError)
 
 
-def _mask(url: str) -> str:
+def mask_url(url: str) -> str:
     """The URL with its password hidden, for logs and errors."""
     scheme, sep, rest = url.partition("://")
     creds, at, host = rest.rpartition("@")
@@ -52,7 +52,7 @@ class Broker:
         self._consumers: list[tuple[AbstractQueue, str]] = []
 
     def __repr__(self) -> str:
-        return f"<Broker {_mask(self.url)}>"
+        return f"<Broker {mask_url(self.url)}>"
 
     @property
     def connected(self) -> bool:
@@ -72,7 +72,7 @@ class Broker:
             await self._consume_channel.set_qos(prefetch_count=self.prefetch)
         except _CONNECT_ERRORS as exc:
             await self.close()
-            raise BrokerError(f"cannot connect to RabbitMQ at {_mask(self.url)}: {exc}") from exc
+            raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(self.url)}: {exc}") from exc
 
     async def declare(self, queues: Iterable[str]) -> None:
         """Declare durable queues with no extra arguments, as workers do, so they never conflict."""

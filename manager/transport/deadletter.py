@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aio_pika import DeliveryMode, Message
 from aio_pika.abc import AbstractIncomingMessage
 
-__all__ = ["HEADER_DEAD_REASON", "HEADER_DEAD_FROM", "dead_letter"]
+__all__ = ["HEADER_DEAD_REASON", "HEADER_DEAD_FROM", "copy_message", "dead_letter"]
 
 HEADER_DEAD_REASON = "x-dead-reason"
 HEADER_DEAD_FROM = "x-dead-from"
 
 
-def dead_letter(message: AbstractIncomingMessage, reason: str, source_queue: str) -> Message:
-    """A copy of `message` with its original properties, plus why and where it came from."""
-    headers = dict(message.headers or {})
-    headers[HEADER_DEAD_REASON] = reason
-    headers[HEADER_DEAD_FROM] = source_queue
+def copy_message(message: AbstractIncomingMessage, headers: dict[str, Any]) -> Message:
+    """`message` with its original properties (persistent), carrying `headers` instead."""
     return Message(
         message.body,
         headers=headers,
@@ -25,10 +24,16 @@ def dead_letter(message: AbstractIncomingMessage, reason: str, source_queue: str
         priority=message.priority,
         correlation_id=message.correlation_id,
         reply_to=message.reply_to,
-        expiration=None,  # a dead letter waits for an operator, however old
         message_id=message.message_id,
         timestamp=message.timestamp,
         type=message.type,
-        user_id=None,  # the broker checks user_id against the publisher: leave it out
         app_id=message.app_id,
-    )
+    )  # no user_id: the broker checks it against the publisher, i.e. us; no expiration: kept
+
+
+def dead_letter(message: AbstractIncomingMessage, reason: str, source_queue: str) -> Message:
+    """A copy of `message` with its original properties, plus why and where it came from."""
+    headers = dict(message.headers or {})
+    headers[HEADER_DEAD_REASON] = reason
+    headers[HEADER_DEAD_FROM] = source_queue
+    return copy_message(message, headers)
