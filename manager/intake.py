@@ -58,7 +58,9 @@ class Intake:
         event = reply_event(message, orchestrator.now(), self._settings.max_message_bytes)
         _, outbound = await orchestrator.handle(event)
         await _ack(message)
-        await orchestrator.publish(outbound)
+        # Shielded: if the connection drops now, aio-pika cancels this handler, but the
+        # committed messages still go out once it is back.
+        await asyncio.shield(orchestrator.publish(outbound))
 
     async def on_trigger(self, message: AbstractIncomingMessage) -> None:
         """A job trigger: start the job (or answer a duplicate), or dead-letter it with why."""
@@ -80,7 +82,7 @@ class Intake:
         if rejection is not None:
             await self._reject(message, rejection.reason)
         await _ack(message)
-        await orchestrator.publish(outbound)
+        await asyncio.shield(orchestrator.publish(outbound))  # as in on_reply
 
     async def _answer_finished(self, event: JobSubmitted) -> bool:
         """A trigger for a job that ended and left memory: answer from the journal, once more."""

@@ -137,6 +137,7 @@ class Orchestrator:
             ]
         )
         await self._outbox.publish(pending)
+        self.broker.watch(self._restored)
         for key, due_at in self._state.timers.items():
             self._timers.arm(key, due_at)
         await self.broker.consume(queue, self._tracked(self._intake.on_reply))
@@ -183,6 +184,17 @@ class Orchestrator:
         for row in await self.journal.replay_rows(roots):
             apply(self._state, to_event(row))
         return await self.journal.pending_outbound()
+
+    async def _restored(self) -> None:
+        """After a reconnect: publish what the journal holds as unconfirmed.
+
+        aio-pika cancels the handlers in flight when the connection drops; one cancelled
+        after its commit leaves its messages journaled but unpublished, until now.
+        """
+        pending = await self.journal.pending_outbound()
+        if pending:
+            log.info("re-publishing %d unconfirmed messages after the reconnect", len(pending))
+        await self._tracked(self.publish)(pending)
 
     def _tracked(self, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Wrap a handler so stop() can wait for the work in hand; a journal failure stops us."""

@@ -74,6 +74,23 @@ class Broker:
             await self.close()
             raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(self.url)}: {exc}") from exc
 
+    def watch(self, on_restored: Callable[[], Awaitable[None]]) -> None:
+        """Log losing and regaining the broker; await `on_restored()` after each reconnect."""
+        connection = self._connection
+        if connection is None:
+            raise BrokerError("not connected to RabbitMQ; call connect() first")
+
+        def lost(_sender: Any, exc: BaseException | None = None) -> None:
+            if exc is not None:
+                log.warning("lost the connection to RabbitMQ (%s); reconnecting", exc)
+
+        async def restored(_sender: Any) -> None:
+            log.info("reconnected to RabbitMQ at %s", mask_url(self.url))
+            await on_restored()
+
+        connection.close_callbacks.add(lost)
+        connection.reconnect_callbacks.add(restored)
+
     async def declare(self, queues: Iterable[str]) -> None:
         """Declare durable queues with no extra arguments, as workers do, so they never conflict."""
         channel = self._require(self._consume_channel)

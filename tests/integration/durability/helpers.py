@@ -8,7 +8,6 @@ import json
 import os
 import re
 import sqlite3
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -99,9 +98,6 @@ class Outcomes:
                 f"only {self.distinct} of {count} jobs have an outcome after {timeout_s}s"
             ) from None
 
-    def statuses(self) -> Counter[str]:
-        return Counter(o.status for copies in self.by_id.values() for o in copies)
-
 
 def check_outcomes(outcomes: Outcomes, payloads: dict[str, int]) -> None:
     """Every job has a completed outcome with its exact result, copies agree, no stranger ids."""
@@ -126,8 +122,9 @@ def read_jobs(db: Path) -> list[tuple[str, str | None, str]]:
 
 
 def manager_log(process: Any) -> str:
-    """A manager's output without aiosqlite's debug lines (for failure messages)."""
-    return "\n".join(line for line in process.lines if " DEBUG aiosqlite" not in line)
+    """A manager's output for failure messages: without aiosqlite's debug and per-job lines."""
+    noise = (" DEBUG aiosqlite", "job started job=", "job completed job=")
+    return "\n".join(line for line in process.lines if not any(n in line for n in noise))
 
 
 def unsent(db: Path) -> list[str]:

@@ -1,7 +1,7 @@
 """SIGKILL the manager again and again while 300 jobs run: every job still ends, exactly right.
 
 The chaos driver decides *when* to kill (after a random number of outcomes, plus a random
-short delay); the seed is in every failure message (set DURABILITY_SEED to replay a run).
+short delay); a failing run prints its seed (set DURABILITY_SEED to replay its kill points).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ async def trickle(rig, payloads: dict[str, int], reply_to: str) -> None:
 async def test_jobs_survive_repeated_sigkills_of_the_manager(rig):
     seed = int(os.environ.get("DURABILITY_SEED") or random.randrange(2**32))
     rng = random.Random(seed)
+    print(f"DURABILITY_SEED={seed}")  # shown with the output of a failing test
     outcomes = await rig.outcome_queue()
     await rig.start_worker()
     await rig.start_manager()
