@@ -333,12 +333,15 @@ class Orchestrator:
         return await self._control(RetryRequested(canonical, self.now()))
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
+        job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory
         commands, outbound = await self.handle(event)
         refused = next((c for c in commands if isinstance(c, Refused)), None)
-        if refused is not None:
-            raise (JobNotFound if refused.kind == "not-found" else JobConflict)(refused.reason)
+        if refused is not None or job is None:
+            reason = refused.reason if refused else f"no job {event.job_id}"
+            kind = refused.kind if refused else "not-found"
+            raise (JobNotFound if kind == "not-found" else JobConflict)(reason)
         await self.publish(outbound)
-        return self._state.jobs[event.job_id]
+        return job
 
     # -- retention ---------------------------------------------------------------------
 

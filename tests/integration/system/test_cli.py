@@ -84,3 +84,36 @@ async def test_bad_arguments_and_unreachable_services_have_their_exit_codes():
     code, _, err = await cli("status", str(uuid.uuid4()), "--api-url", "http://127.0.0.1:1")
     assert code == 3 and "cannot reach" in err
     assert "Traceback" not in err
+
+
+MANUAL = """
+workflows:
+  - name: manual
+    steps:
+      - {name: hand, queue: "{p}.hand"}
+"""
+
+
+async def test_cancel_and_retry_commands(system):
+    sys_ = await system(MANUAL)
+    api = ["--api-url", sys_.manager.api_url]
+    running, failing = str(uuid.uuid4()), str(uuid.uuid4())
+    for job_id in (running, failing):
+        await sys_.trigger("manual", {}, job_id)
+    first, second = await sys_.take("hand"), await sys_.take("hand")
+    to_fail = first if first.correlation_id.startswith(failing) else second
+    await sys_.answer(to_fail, b"", **{"x-error": "nope"})
+    await sys_.outcome_of(failing, "manual")
+
+    code, out, err = await cli("cancel", running, *api)
+    assert (code, out.strip()) == (0, f"job {running}: cancelled"), err
+    code, _, err = await cli("cancel", running, *api)
+    assert code == 1 and "already cancelled" in err
+    code, _, err = await cli("retry", running, *api)
+    assert code == 1 and "only a failed job can be retried" in err
+    code, out, _ = await cli("retry", failing, *api)
+    assert (code, out.strip()) == (0, f"job {failing}: running")
+    again = await sys_.take("hand")
+    assert again.headers["x-attempt"] == 2
+    code, _, err = await cli("cancel", "not-a-uuid", *api)
+    assert code == 2 and "not a job id" in err
