@@ -5,11 +5,12 @@ Each function raises `fastapi.HTTPException(400)` with a message saying what was
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
 from fastapi import HTTPException
+
+from manager.engine.replies import ReplyError, decode_json
 
 __all__ = ["parse_payload", "canonical_uuid", "resolve_job_id"]
 
@@ -27,23 +28,14 @@ def _bad_request(message: str) -> HTTPException:
     return HTTPException(status_code=400, detail=message)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def parse_payload(raw: bytes) -> dict[str, Any]:
     """The job payload a request body holds: it must be a JSON object."""
     if not raw.strip():
         raise _bad_request("request body is empty; send the job payload as a JSON object, e.g. {}")
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except UnicodeDecodeError:
-        raise _bad_request("request body is not UTF-8 text; send a JSON object") from None
-    except RecursionError:
-        raise _bad_request("request body is not usable JSON: nested too deeply") from None
-    except ValueError as exc:
-        reason = str(exc)
-        raise _bad_request(f"request body is not valid JSON: {reason}") from None
+        value = decode_json(raw, "request")
+    except ReplyError as exc:
+        raise _bad_request(str(exc)) from None
     if not isinstance(value, dict):
         kind = "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
         raise _bad_request(

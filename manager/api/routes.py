@@ -25,6 +25,7 @@ from manager.api.models import (
     WorkflowSummary,
 )
 from manager.api.service import Clock, JobService
+from manager.engine import Job
 
 __all__ = ["router"]
 
@@ -149,14 +150,14 @@ async def job_detail(
     job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
     service: Service,
     now: Now,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """One job or child job: its steps by state, and its result or error once it has ended."""
     key = canonical_uuid(job_id, "job id")
     job = await service.find_job(key)
     if job is None:
         message = f"no job {key} (running jobs are listed at /api/jobs)"
         raise HTTPException(status_code=404, detail=message)
-    return views.job_detail(job, now())
+    return _job_response(job, now())
 
 
 @router.delete(
@@ -170,10 +171,10 @@ async def cancel_job(
     job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
     service: Service,
     now: Now,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Cancel a running job: no more dispatches for it or its children; on_cancel runs."""
     job = await service.cancel(canonical_uuid(job_id, "job id"))
-    return views.job_detail(job, now())
+    return _job_response(job, now())
 
 
 @router.post(
@@ -187,10 +188,16 @@ async def retry_job(
     job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
     service: Service,
     now: Now,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Run a failed job again from where it failed: completed steps keep their outputs."""
     job = await service.retry(canonical_uuid(job_id, "job id"))
-    return views.job_detail(job, now())
+    return _job_response(job, now())
+
+
+def _job_response(job: Job, now: float) -> JSONResponse:
+    """A job as JSON, serialised by `json` rather than pydantic: payloads and results are the
+    users' own JSON, nested as deep as they like, and their nulls (`"step": null`) stay."""
+    return JSONResponse(views.job_detail(job, now))
 
 
 @router.get(

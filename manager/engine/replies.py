@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 from typing import Any
 
@@ -55,13 +56,31 @@ def decode_json(body: bytes, what: str = "reply") -> Any:
     except UnicodeDecodeError:
         raise ReplyError(f"{what} body is not UTF-8 text: {_preview(body)}") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float)
     except (ValueError, RecursionError) as exc:
         if isinstance(exc, RecursionError):
             reason = "nested too deeply"
         else:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise ReplyError(f"{what} body is not valid JSON ({reason}): {_preview(body)}") from None
+    if _SURROGATE_ESCAPE.search(text) and not _encodable(value):
+        raise ReplyError(
+            f"{what} body is not valid JSON (a \\u escape names half a surrogate pair, "
+            f"which is no character): {_preview(body)}"
+        )
+    return value
+
+
+# A \uD800-\uDFFF escape: a pair of them is one character; a lone one cannot be encoded.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def decode_output(body: bytes) -> dict[str, Any]:

@@ -40,6 +40,9 @@ def _loads_optional(text: str | None) -> Any:
 def encode_event(row: EventRow) -> tuple[Any, ...]:
     """Parameters for inserting `row`; its seq is left for SQLite to assign."""
     meta = _dumps(row.meta) if row.meta else _EMPTY_META
+    if row.attempt is not None and not -(2**63) <= row.attempt < 2**63:
+        # SQLite would raise OverflowError inside the writer: refuse this batch alone instead.
+        raise ValueError(f"attempt {row.attempt} does not fit a SQLite integer")
     return (
         row.at,
         row.kind,

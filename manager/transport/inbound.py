@@ -28,14 +28,21 @@ def header_text(headers: Mapping[str, Any] | None, key: str) -> str | None:
     return str(value)
 
 
+_MAX_ATTEMPT = 2**31  # far beyond any retry policy; larger values are noise, not attempts
+
+
 def _header_int(headers: Mapping[str, Any] | None, key: str) -> int | None:
+    """A header as a positive int, or None when absent or not a sensible number."""
     value = (headers or {}).get(key)
     if isinstance(value, bytes | bytearray):
         value = bytes(value).decode("ascii", errors="replace")
-    try:
-        return int(value) if value is not None and not isinstance(value, bool) else None
-    except (TypeError, ValueError):
+    if value is None or isinstance(value, bool):
         return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if 0 < number < _MAX_ATTEMPT else None
 
 
 def reply_event(message: AbstractIncomingMessage, at: float, max_bytes: int) -> StepReplied:

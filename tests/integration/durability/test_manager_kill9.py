@@ -19,15 +19,15 @@ from .helpers import CHILDREN_PER_JOB, check_outcomes, expected_result, read_job
 
 JOBS = 300
 KILLS = 6
+HELD_BACK = 30  # triggers sent only after the last kill: every kill finds unfinished jobs
 OUTCOMES_TIMEOUT_S = 60.0
 TRIGGER_BATCH = 10
 TRIGGER_PAUSE_S = 0.4  # 300 jobs over ~12 s
 
 
-async def trickle(rig, payloads: dict[str, int], reply_to: str) -> None:
-    """Publish the triggers at a steady rate (load, not synchronisation), so jobs keep running
+async def trickle(rig, payloads: dict[str, int], ids: list[str], reply_to: str) -> None:
+    """Publish these triggers at a steady rate (load, not synchronisation), so jobs keep running
     through every kill, and some triggers wait in the queue while no manager is up."""
-    ids = list(payloads)
     for start in range(0, len(ids), TRIGGER_BATCH):
         batch = ids[start : start + TRIGGER_BATCH]
         await asyncio.gather(
@@ -45,7 +45,9 @@ async def test_jobs_survive_repeated_sigkills_of_the_manager(rig):
     await rig.start_worker()
     await rig.start_manager()
     payloads = {str(uuid.uuid4()): n for n in range(JOBS)}
-    publishing = asyncio.create_task(trickle(rig, payloads, outcomes.queue_name))
+    ids = list(payloads)
+    first, last = ids[:-HELD_BACK], ids[-HELD_BACK:]
+    publishing = asyncio.create_task(trickle(rig, payloads, first, outcomes.queue_name))
 
     # Kill points: the first while the first triggers are taken in, the others spread over the
     # run; all before the last jobs end, so every kill hits jobs in flight.
@@ -60,6 +62,7 @@ async def test_jobs_survive_repeated_sigkills_of_the_manager(rig):
         ready = await manager.wait_for_line(r"running jobs recovered")
         recovered.append(int(re.search(r"\((\d+) running jobs recovered", ready).group(1)))
     await publishing
+    await trickle(rig, payloads, last, outcomes.queue_name)
     context = f"seed={seed} kills at {kills}, jobs recovered {recovered}"
     assert [code for _, code in kills] == [-signal.SIGKILL] * KILLS, context
     assert all(done < JOBS for done, _ in kills), f"a kill came after the last outcome: {context}"
