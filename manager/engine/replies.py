@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 from typing import Any
 
 __all__ = ["ReplyError", "split_correlation_id", "decode_json", "decode_output"]
