@@ -23,7 +23,7 @@ import aio_pika
 
 from manager.config import parse_workflows
 from manager.engine import EngineState, JobSubmitted, StepReplied, apply
-from manager.journal import Batch, open_journal
+from manager.journal import open_journal
 from manager.journal.entries import record
 
 WORKFLOW = """
@@ -99,7 +99,7 @@ async def cleanup(prefix: str) -> None:
     connection = await aio_pika.connect("amqp://guest:guest@127.0.0.1:5672/")
     async with connection:
         channel = await connection.channel()
-        for name in ("split", "sum", "title", "work", "wm", "wm.jobs"):
+        for name in ("split", "sum", "title", "work", "wm", "wm.jobs", "wm.dead"):
             await channel.queue_delete(f"{prefix}.{name}")
 
 

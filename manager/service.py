@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import socket
@@ -68,12 +69,17 @@ async def serve(
         sock.close()
         raise
     orchestrator = Orchestrator(workflows, settings, journal)
+    # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
+    # default thresholds the collector ran ~1,000 times replaying a 10,000-job journal and
+    # took a quarter of the CPU per step (measured by the benchmark, bench/README.md).
+    gc.set_threshold(50_000, 20, 100)
     try:
         await orchestrator.start()
     except BaseException:
         sock.close()
         await journal.close()
         raise
+    gc.freeze()  # what recovery built lives as long as the process: stop scanning it
     config = uvicorn.Config(
         create_app(orchestrator), host=host, port=port, log_level="warning", lifespan="off"
     )

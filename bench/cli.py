@@ -1,0 +1,157 @@
+"""`python -m bench`: run every scenario, print one line per figure, optionally update README."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.procs import BenchError
+from bench.profiling import Profile, Recorder, read_profile
+from bench.readme import write_readme
+from bench.recovering import recovery
+from bench.report import Results, machine
+from bench.runs import run_batch
+from bench.scenarios import FULL, QUICK, Plan, fan_out, latency, linear, throughput, warm_up
+from bench.session import BrokerUnreachable, ManagedRun, Session, SessionOptions
+from bench.shapes import wordcount_jobs
+
+__all__ = ["main"]
+
+EXIT_OK = 0  # every figure measured (a missed target does not fail the run)
+EXIT_ERROR = 1  # a job failed or timed out, or a process died: no figures
+EXIT_USAGE = 2
+EXIT_BROKER = 3  # RabbitMQ unreachable
+SCENARIOS = ("throughput", "latency", "linear", "fanout", "recovery")
+
+EPILOG = """\
+examples:
+  python -m bench --quick                      # a small run, well under a minute
+  python -m bench                              # the full run (a few minutes)
+  python -m bench --write-readme --profile bench/profile   # full run, results into README
+
+exit codes: 0 measured (missed targets are reported, not failed), 1 a job failed or timed
+out, 2 bad arguments, 3 RabbitMQ unreachable
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark the workflow manager against a zero-overhead aio-pika driver, "
+        "on the local RabbitMQ, with real manager and pyworker processes.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="a much smaller run, for tests")
+    parser.add_argument(
+        "--write-readme", action="store_true", help="write the results into bench/README.md"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="also run the throughput scenario once more under py-spy, samples into DIR",
+    )
+    parser.add_argument(
+        "--amqp-url", default="amqp://guest:guest@127.0.0.1:5672/", help="RabbitMQ URL"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="pyworker processes (default 1)")
+    parser.add_argument(
+        "--worker-prefetch", type=int, default=100, help="worker prefetch per queue (default 100)"
+    )
+    parser.add_argument(
+        "--only",
+        type=_scenarios,
+        default=SCENARIOS,
+        metavar="LIST",
+        help=f"comma-separated scenarios to run (default: all of {','.join(SCENARIOS)})",
+    )
+    return parser
+
+
+def _scenarios(text: str) -> tuple[str, ...]:
+    chosen = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in chosen if name not in SCENARIOS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"unknown scenario {', '.join(unknown) or text!r} (known: {', '.join(SCENARIOS)})"
+        )
+    return chosen
+
+
+async def _profiled_throughput(run: ManagedRun, plan: Plan, directory: Path) -> Profile:
+    directory.mkdir(parents=True, exist_ok=True)
+    output = directory / "manager-throughput.txt"
+    output.unlink(missing_ok=True)
+    recorder = await Recorder.attach(run.process.pid, output)
+    try:
+        await run_batch(run.driver, wordcount_jobs(plan.throughput_jobs), plan.timeout_s)
+    finally:
+        await recorder.stop()
+    return read_profile(output)
+
+
+async def _run(
+    plan: Plan, options: SessionOptions, only: tuple[str, ...], profile_dir: Path | None
+) -> Results:
+    results = Results()
+    async with Session(options) as session:
+        print(f"queues: {session.prefix}* (deleted at the end)", flush=True)
+        if {"throughput", "latency", "linear"} & set(only):
+            async with session.manager() as run:
+                await warm_up(session, run, plan)
+                if "throughput" in only:
+                    figures, results.throughput = await throughput(session, run, plan)
+                    results.add(figures)
+                if "latency" in only:
+                    results.add(await latency(session, run, plan))
+                if "linear" in only:
+                    results.add(await linear(session, run, plan))
+                if profile_dir is not None:
+                    results.profile = await _profiled_throughput(run, plan, profile_dir)
+        if "fanout" in only:
+            async for figures in fan_out(session, plan):
+                results.add(figures)
+        if "recovery" in only:
+            results.add(await recovery(session, plan.recovery_jobs))
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; returns the exit code."""
+    args = _parser().parse_args(argv)
+    if args.profile is not None and not Recorder.available():
+        print("python -m bench: --profile needs py-spy (pip install py-spy)", file=sys.stderr)
+        return EXIT_USAGE
+    plan = QUICK if args.quick else FULL
+    options = SessionOptions(args.amqp_url, args.workers, args.worker_prefetch)
+    where = machine()
+    print(f"workflow-manager benchmark ({'quick' if args.quick else 'full'} run): {where}")
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(
+            f"warning: load average {load:.1f} before the run: other processes compete for the CPU"
+        )
+    try:
+        results = asyncio.run(_run(plan, options, args.only, args.profile))
+    except BrokerUnreachable as exc:
+        print(f"python -m bench: error: {exc}", file=sys.stderr)
+        return EXIT_BROKER
+    except BenchError as exc:
+        print(f"python -m bench: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    checked = [f for f in results.figures if f.target is not None]
+    passed = sum(f.target.passed for f in checked if f.target)
+    print(f"targets: {passed} of {len(checked)} met")
+    if args.write_readme and args.only != SCENARIOS:
+        print("not writing the README: it takes a run of every scenario", file=sys.stderr)
+    elif args.write_readme:
+        readme = Path(__file__).resolve().parent / "README.md"
+        where = f"{where} (1-minute load average {load:.2f} at the start)"
+        write_readme(readme, where, args.quick, results)
+        print(f"wrote the results into {readme}")
+    return EXIT_OK

@@ -1,0 +1,159 @@
+"""One benchmark run's world: unique queue names, the worker processes, managers, clean-up."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aio_pika
+from aiormq.exceptions import AMQPConnectionError, AMQPError
+
+from bench.baseline import BaselineDriver
+from bench.managed import ManagerDriver
+from bench.procs import BenchError, Child, start_manager, start_workers, wait_for_consumers
+from bench.shapes import STEP_QUEUES, workflow_yaml
+
+__all__ = ["BrokerUnreachable", "ManagedRun", "Session", "SessionOptions"]
+
+
+class BrokerUnreachable(BenchError):
+    """RabbitMQ cannot be reached."""
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """Where the broker is and how the no-op workers run."""
+
+    amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
+    workers: int = 1
+    worker_prefetch: int = 100
+    driver_prefetch: int = 256  # the manager's default prefetch, for the baseline's replies
+
+
+@dataclass
+class ManagedRun:
+    """A manager process on a fresh journal and the driver that triggers its jobs."""
+
+    process: Child
+    driver: ManagerDriver
+    db: Path
+    queue: str
+
+
+class Session:
+    """Owns the run's prefix, temporary directory, connection, workers and the queues to delete."""
+
+    def __init__(self, options: SessionOptions) -> None:
+        self.options = options
+        self.prefix = f"bench{uuid.uuid4().hex[:8]}."
+        self._stack = contextlib.AsyncExitStack()
+        self._queues: dict[str, None] = {}
+        self._managers = 0
+        self._baseline: BaselineDriver | None = None
+        self.workers: list[Child] = []
+        self.tmp = Path()
+        self.connection: aio_pika.abc.AbstractConnection | None = None
+
+    @property
+    def name(self) -> str:
+        """The connection name RabbitMQ shows for this run."""
+        return f"bench {self.prefix}"
+
+    @property
+    def config(self) -> Path:
+        return self.tmp / "workflows.yaml"
+
+    def owns(self, *queues: str) -> None:
+        """Delete these queues when the session ends."""
+        self._queues.update(dict.fromkeys(queues))
+
+    async def __aenter__(self) -> Session:
+        try:
+            self.connection = await aio_pika.connect(
+                self.options.amqp_url, client_properties={"connection_name": self.name}
+            )
+        except (AMQPConnectionError, OSError) as exc:
+            raise BrokerUnreachable(
+                f"cannot reach RabbitMQ at {self.options.amqp_url}: {exc} "
+                "(start it: rabbitmq-server -detached)"
+            ) from exc
+        try:
+            await self._start()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _start(self) -> None:
+        assert self.connection is not None
+        self.tmp = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
+        self.config.write_text(workflow_yaml(self.prefix))
+        steps = [self.prefix + name for name in STEP_QUEUES]
+        self.owns(*steps)
+        self.workers = await start_workers(
+            self.options.workers, self.prefix, self.options.worker_prefetch, self.options.amqp_url
+        )
+        channel = await self.connection.channel()
+        await wait_for_consumers(channel, steps, self.options.workers, timeout_s=60)
+        await channel.close()
+
+    async def baseline(self) -> BaselineDriver:
+        """The zero-overhead driver (opened on first use)."""
+        if self._baseline is None:
+            assert self.connection is not None
+            self.owns(f"{self.prefix}baseline")
+            self._baseline = await BaselineDriver.open(
+                self.connection, self.prefix, self.options.driver_prefetch
+            )
+        return self._baseline
+
+    @contextlib.asynccontextmanager
+    async def manager(self) -> AsyncIterator[ManagedRun]:
+        """A fresh manager (own queue, own journal) for the duration of the block."""
+        assert self.connection is not None
+        self._managers += 1
+        queue = f"{self.prefix}wm{self._managers}"
+        outcomes = f"{queue}.outcomes"
+        self.owns(queue, f"{queue}.jobs", f"{queue}.dead", outcomes)
+        db = self.tmp / f"wm{self._managers}.db"
+        process = await start_manager(self.config, db, queue, self.options.amqp_url)
+        try:
+            driver = await ManagerDriver.open(self.connection, f"{queue}.jobs", outcomes)
+            try:
+                yield ManagedRun(process, driver, db, queue)
+            finally:
+                await driver.close()
+        finally:
+            code = await process.stop()
+        if code != 0:
+            raise BenchError(f"the manager exited with {code}:\n{process.output}")
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            for worker in self.workers:
+                await worker.stop()
+            if self.connection is not None and not self.connection.is_closed:
+                await self.connection.close()
+            await self._delete_queues()
+        finally:
+            await self._stack.aclose()
+
+    async def _delete_queues(self) -> None:
+        """Delete every queue of the run, on a fresh connection (the run's may be gone)."""
+        if not self._queues:
+            return
+        try:
+            connection = await aio_pika.connect(self.options.amqp_url)
+            async with connection:
+                channel = await connection.channel()
+                for name in list(self._queues):
+                    await channel.queue_delete(name)
+                    del self._queues[name]
+        except (AMQPError, OSError) as exc:
+            left = " ".join(self._queues)
+            print(f"warning: could not delete queues ({exc}); left: {left}", file=sys.stderr)

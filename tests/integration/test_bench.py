@@ -1,0 +1,66 @@
+"""The benchmark still works: `python -m bench --quick` measures every figure and cleans up."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER = r"\s+[0-9][0-9,.]* \S+\s+baseline "
+# One pattern per figure; a fan-out figure comes once per fan-out size (at least two of them).
+FIGURES = [
+    r"throughput, [0-9,]+ word-counts jobs",
+    r"throughput, [0-9,]+ word-counts jobs: steps",
+    r"manager CPU per step \(throughput run\)",
+    r"latency, [0-9,]+ jobs one at a time: p50",
+    r"latency, [0-9,]+ jobs one at a time: p99",
+    r"13-step linear, [0-9,]+ jobs",
+    r"recovery, [0-9,]+ running jobs: start until consuming",
+]
+FAN_OUT = ["time", "manager peak RSS", "RSS growth per child", "journal size"]
+
+
+def _queues_left(prefix: str) -> list[str]:
+    listing = subprocess.run(
+        ["rabbitmqctl", "-q", "--no-table-headers", "list_queues", "name"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return [name for name in listing.stdout.split() if name.startswith(prefix)]
+
+
+@pytest.mark.timeout(300)
+def test_the_quick_benchmark_prints_every_figure_and_deletes_its_queues(amqp_url):
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--amqp-url", amqp_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    lines = done.stdout.splitlines()
+    for pattern in FIGURES:
+        matching = [line for line in lines if re.match(pattern + NUMBER, line)]
+        assert len(matching) == 1, f"not one line for {pattern!r}:\n{output}"
+    counts = {
+        what: sum(
+            bool(re.match(rf"fan-out, [0-9,]+ children: {what}{NUMBER}", line)) for line in lines
+        )
+        for what in FAN_OUT
+    }
+    assert min(counts.values()) >= 2 and len(set(counts.values())) == 1, (counts, output)
+    assert re.search(r"^targets: \d+ of \d+ met$", done.stdout, re.MULTILINE), output
+    prefix = re.search(r"^queues: (\S+)\*", done.stdout, re.MULTILINE)
+    assert prefix is not None, output
+    if shutil.which("rabbitmqctl") is not None:
+        assert _queues_left(prefix.group(1)) == []
