@@ -158,6 +158,7 @@ class Orchestrator:
         await self.broker.stop_consuming()
         await self._idle.wait()
         await self.broker.close()
+        self._outbox.flush()
         try:
             await self.journal.close()
         except JournalError as exc:

@@ -14,6 +14,8 @@ __all__ = ["Outbox"]
 
 log = logging.getLogger(__name__)
 
+_LANES = 512
+
 
 class Outbox:
     """Publishes outbound rows (step requests, outcome notices) and records their confirms."""
@@ -31,14 +33,41 @@ class Outbox:
         self._clock = clock
         self._on_fatal = on_fatal
         self._retry_s = retry_s
+        self._confirmed: list[tuple[str, float]] = []
 
     async def publish(self, rows: Iterable[EventRow]) -> None:
-        """Publish rows in parallel; each is marked sent in the journal once confirmed."""
+        """Publish rows in parallel lanes; each is marked sent in the journal once confirmed."""
         rows = list(rows)
-        if rows:
-            await asyncio.gather(*(self._publish_one(row) for row in rows))
+        if len(rows) == 1:
+            await self._publish_one(rows[0])
+            return
+        # A wide fan-out would otherwise hold all its requests in flight at once: each pending
+        # confirm costs kilobytes, and more lanes than this do not publish any faster.
+        queued = iter(rows)
+
+        async def lane() -> None:
+            for row in queued:
+                await self._publish_one(row)
+
+        await asyncio.gather(*(lane() for _ in range(min(_LANES, len(rows)))))
+
+    def flush(self) -> None:
+        """Journal the sent marks not yet written (at shutdown, before the journal closes)."""
+        if not self._confirmed:
+            return
+        confirmed, self._confirmed = self._confirmed, []
+        done = self._journal.append(Batch(sent=confirmed))
+        done.add_done_callback(self._check)
 
     async def _publish_one(self, row: EventRow) -> None:
+        await self._publish_until_confirmed(row)
+        if row.msg_id is not None:
+            if not self._confirmed:
+                # One journal batch for every confirm of this loop tick, not one each.
+                asyncio.get_running_loop().call_soon(self.flush)
+            self._confirmed.append((row.msg_id, self._clock()))
+
+    async def _publish_until_confirmed(self, row: EventRow) -> None:
         meta = row.meta
         queue = meta["queue"]
         redeclare = row.kind == EventKind.DISPATCHED
@@ -65,9 +94,6 @@ class Outbox:
             except BrokerError as exc:
                 log.warning("publish to '%s' failed, retrying: %s", queue, exc)
                 await asyncio.sleep(self._retry_s)
-        if row.msg_id is not None:
-            done = self._journal.append(Batch(sent=[(row.msg_id, self._clock())]))
-            done.add_done_callback(self._check)
 
     def _check(self, done: asyncio.Future[None]) -> None:
         if not done.cancelled() and done.exception() is not None:
