@@ -74,7 +74,8 @@ class Intake:
             await _ack(message)
             return
         log.debug("trigger %s for %s", event.job_id, event.workflow)
-        if await self._answer_finished(event):
+        # Only a sender-chosen id can name a job that already ran; a new id cannot.
+        if message.correlation_id and await self._answer_finished(event):
             await _ack(message)
             return
         commands, outbound = await orchestrator.handle(orchestrator.pinned(event))

@@ -271,9 +271,10 @@ class Orchestrator:
 
     async def submit(self, workflow: str, payload: Any, job_id: str | None = None) -> str:
         """Start a job now (the HTTP API's way in); returns its id or raises a SubmitError."""
+        chosen = job_id is not None  # a new id of ours cannot name an existing job
         job_id = job_id if job_id is not None else self.new_id()
         canonical = _canonical(job_id)
-        if canonical is not None and (
+        if chosen and canonical is not None and (
             canonical in self._state.jobs or await self.journal.job(canonical) is not None
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
