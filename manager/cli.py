@@ -47,6 +47,14 @@ exit codes: 0 ok, 1 job failed or invalid file, 2 bad arguments, 3 broker or API
 """
 
 
+def job_id_arg(text: str) -> str:
+    """An argparse type: a job id as a lower-case hyphenated UUID, or a usage error."""
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a job id (a UUID)") from None
+
+
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     """The argument parser; defaults come from `env` so tests can pass their own."""
     amqp_url = env.get("AMQP_URL") or env.get("AMQP_SERVER") or DEFAULT_AMQP_URL
@@ -101,7 +109,9 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     submit.add_argument(
         "--payload", default="{}", help="the job payload, a JSON object (default: {})"
     )
-    submit.add_argument("--id", dest="job_id", help="job UUID (default: a new one)")
+    submit.add_argument(
+        "--id", dest="job_id", type=job_id_arg, help="job UUID (default: a new one)"
+    )
     submit.add_argument(
         "--wait",
         action="store_true",
@@ -120,7 +130,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         ("retry", "run a failed job again from where it failed"),
     ):
         control = commands.add_parser(action, help=text)
-        control.add_argument("job_id", help="job UUID")
+        control.add_argument("job_id", type=job_id_arg, help="job UUID")
         control.add_argument(
             "--api-url",
             default=env.get("WM_API_URL", DEFAULT_API_URL),
@@ -128,14 +138,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         )
 
     journal = commands.add_parser("journal", help="print a job's journal entries in order")
-    journal.add_argument("job_id", help="job UUID")
+    journal.add_argument("job_id", type=job_id_arg, help="job UUID")
     journal.add_argument(
         "--db", default=env.get("WM_DB", "wm.db"), help="journal file (default: %(default)s)"
     )
     journal.add_argument("--tree", action="store_true", help="include the job's child jobs")
 
     status = commands.add_parser("status", help="show a job's state")
-    status.add_argument("job_id", help="job UUID")
+    status.add_argument("job_id", type=job_id_arg, help="job UUID")
     status.add_argument(
         "--api-url",
         default=env.get("WM_API_URL", DEFAULT_API_URL),
@@ -250,10 +260,7 @@ def _submit(args: argparse.Namespace) -> int:
         return _usage(f"--payload is not valid JSON: {exc}")
     if not isinstance(payload, dict):
         return _usage(f"--payload must be a JSON object, got {type(payload).__name__}")
-    try:
-        job_id = str(uuid.UUID(args.job_id)) if args.job_id else str(uuid.uuid4())
-    except ValueError:
-        return _usage(f"--id {args.job_id!r} is not a UUID")
+    job_id = args.job_id or str(uuid.uuid4())
     last_line = ""
 
     async def show_progress() -> None:
@@ -304,10 +311,7 @@ def _outcome_fields(body: dict[str, Any], status: str) -> dict[str, Any]:
 def _control(args: argparse.Namespace) -> int:
     from manager.client import control_job
 
-    try:
-        job_id = str(uuid.UUID(args.job_id))
-    except ValueError:
-        return _usage(f"{args.job_id!r} is not a job id (a UUID)")
+    job_id = args.job_id
     job = asyncio.run(control_job(args.api_url, job_id, args.command))
     print(f"job {job_id}: {job.get('status')}")
     return EXIT_OK
@@ -317,10 +321,7 @@ def _journal(args: argparse.Namespace) -> int:
     from manager.journal import open_journal
     from manager.journal.inspect import format_events
 
-    try:
-        job_id = str(uuid.UUID(args.job_id))
-    except ValueError:
-        return _usage(f"{args.job_id!r} is not a job id (a UUID)")
+    job_id = args.job_id
     if not os.path.exists(args.db):
         return _usage(f"no journal at {args.db} (use --db)")
 
@@ -368,10 +369,7 @@ def _dead_letters(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from manager.client import fetch_job
 
-    try:
-        job_id = str(uuid.UUID(args.job_id))
-    except ValueError:
-        return _usage(f"{args.job_id!r} is not a job id (a UUID)")
+    job_id = args.job_id
     job = asyncio.run(fetch_job(args.api_url, job_id))
     if args.json:
         print(json.dumps(job, indent=2))

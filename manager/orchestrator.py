@@ -37,6 +37,7 @@ from manager.engine import (
     StartTimer,
     TimerFired,
     apply,
+    canonical_uuid,
 )
 from manager.engine import timers as timer_keys
 from manager.engine.snapshot import forget, restore
@@ -68,13 +69,6 @@ _REJECTIONS: dict[str, type[SubmitError]] = {
     "invalid-payload": InvalidPayload,
 }
 _DAY_S = 86_400.0
-
-
-def _canonical(job_id: Any) -> str | None:
-    try:
-        return str(uuid.UUID(job_id))
-    except (ValueError, AttributeError, TypeError):
-        return None
 
 
 class Orchestrator:
@@ -273,9 +267,11 @@ class Orchestrator:
         """Start a job now (the HTTP API's way in); returns its id or raises a SubmitError."""
         chosen = job_id is not None  # a new id of ours cannot name an existing job
         job_id = job_id if job_id is not None else self.new_id()
-        canonical = _canonical(job_id)
-        if chosen and canonical is not None and (
-            canonical in self._state.jobs or await self.journal.job(canonical) is not None
+        canonical = canonical_uuid(job_id)
+        if (
+            chosen
+            and canonical is not None
+            and (canonical in self._state.jobs or await self.journal.job(canonical) is not None)
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
         commands, outbound = await self.handle(
@@ -305,7 +301,7 @@ class Orchestrator:
 
     async def finished_row(self, job_id: str) -> JobRow | None:
         """The journal row of a job that has ended and left memory, if `job_id` names one."""
-        canonical = _canonical(job_id)
+        canonical = canonical_uuid(job_id)
         if canonical is None or canonical in self._state.jobs:
             return None
         return await self.journal.job(canonical)
@@ -316,7 +312,7 @@ class Orchestrator:
 
     async def cancel(self, job_id: str) -> Job:
         """Cancel a running job; JobNotFound or JobConflict (e.g. it has ended) otherwise."""
-        canonical = _canonical(job_id) or job_id
+        canonical = canonical_uuid(job_id) or job_id
         row = await self.finished_row(canonical)
         if row is not None:
             raise JobConflict(
@@ -326,7 +322,7 @@ class Orchestrator:
 
     async def retry(self, job_id: str) -> Job:
         """Run a failed job again from where it failed; JobNotFound or JobConflict otherwise."""
-        canonical = _canonical(job_id) or job_id
+        canonical = canonical_uuid(job_id) or job_id
         row = await self.finished_row(canonical)
         if row is not None and row.root_id not in self._state.jobs:
             # It has left memory: replay its journal to bring it back, then retry it.

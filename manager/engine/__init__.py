@@ -22,6 +22,7 @@ from manager.engine.events import (
     TimerFired,
 )
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+from manager.engine.transition import canonical_uuid
 
 __all__ = [
     "CancelRequested",
@@ -47,6 +48,7 @@ __all__ = [
     "StepStatus",
     "TimerFired",
     "apply",
+    "canonical_uuid",
     "outcome_body",
     "replay",
 ]

@@ -8,7 +8,6 @@ the engine event it came from, so recovery applies exactly what the live manager
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +26,7 @@ from manager.engine import (
     RetryRequested,
     StepReplied,
     TimerFired,
+    canonical_uuid,
     timers,
 )
 from manager.engine.replies import split_correlation_id
@@ -106,10 +106,7 @@ def _inbound(state: EngineState, event: Event) -> EventRow:
 def _canonical_key(state: EngineState, job_id: str) -> str:
     if job_id in state.jobs:
         return job_id
-    try:
-        return str(uuid.UUID(job_id))
-    except (ValueError, TypeError, AttributeError):
-        return job_id
+    return canonical_uuid(job_id) or job_id
 
 
 def _job_row(state: EngineState, job: Job, final: bool) -> JobRow:
