@@ -23,6 +23,7 @@ EXIT_UNAVAILABLE = 3  # RabbitMQ or the manager's API cannot be reached
 
 DEFAULT_AMQP_URL = "amqp://guest:guest@localhost:5672/"
 DEFAULT_API_URL = "http://127.0.0.1:8080"
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 EPILOG = """\
 examples:
@@ -99,6 +100,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         default="info",
         choices=["debug", "info", "warning", "error"],
         help="debug logs every message (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--loop",
+        default=env.get("WM_LOOP", "auto"),
+        choices=EVENT_LOOPS,
+        help="event loop: auto is uvloop where installed, else asyncio's (env WM_LOOP;"
+        " default: %(default)s)",
     )
 
     validate = commands.add_parser("validate", help="check a workflow file and describe it")
@@ -220,7 +228,7 @@ def _run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from manager.config import load_workflows
     from manager.orchestrator import ManagerSettings
-    from manager.service import serve
+    from manager.service import run, serve
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -233,7 +241,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = ManagerSettings(
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention
     )
-    asyncio.run(serve(workflows, settings, args.db, args.host, args.port))
+    run(serve(workflows, settings, args.db, args.host, args.port), args.loop)
     return EXIT_OK
 
 

@@ -7,6 +7,8 @@ import math
 import re
 from typing import Any
 
+from manager.engine import jsontext
+
 __all__ = ["ReplyError", "split_correlation_id", "decode_json", "decode_output"]
 
 _MAX_PREVIEW = 60
@@ -50,6 +52,10 @@ def _parse_float(text: str) -> float:
 
 def decode_json(body: bytes, what: str = "reply") -> Any:
     """Strictly parse a message body: UTF-8 JSON with no NaN or infinities; ReplyError if not."""
+    value = jsontext.fast_loads(body)
+    if value is not jsontext.UNDECIDED:
+        return value
+    # The stdlib path: its error messages, a BOM, and the checks orjson already made.
     try:
         # Decode explicitly: json.loads(bytes) would also accept UTF-16 and UTF-32.
         text = body.decode("utf-8-sig")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from manager.engine import jsontext
 from manager.journal.records import EventRow, JobRow
 
 __all__ = [
@@ -25,21 +25,17 @@ JOB_COLUMNS = (
 _EMPTY_META = "{}"
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def _dumps_optional(value: Any) -> str | None:
-    return None if value is None else _dumps(value)
+    return None if value is None else jsontext.dumps_text(value)
 
 
 def _loads_optional(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    return None if text is None else jsontext.loads(text)
 
 
 def encode_event(row: EventRow) -> tuple[Any, ...]:
     """Parameters for inserting `row`; its seq is left for SQLite to assign."""
-    meta = _dumps(row.meta) if row.meta else _EMPTY_META
+    meta = jsontext.dumps_text(row.meta) if row.meta else _EMPTY_META
     if row.attempt is not None and not -(2**63) <= row.attempt < 2**63:
         # SQLite would raise OverflowError inside the writer: refuse this batch alone instead.
         raise ValueError(f"attempt {row.attempt} does not fit a SQLite integer")
@@ -69,7 +65,7 @@ def encode_job(row: JobRow) -> tuple[Any, ...]:
         row.status,
         row.submitted_at,
         row.finished_at,
-        _dumps(row.payload),
+        jsontext.dumps_text(row.payload),
         _dumps_optional(row.result),
         _dumps_optional(row.error),
         _dumps_optional(row.snapshot),
@@ -88,7 +84,7 @@ def decode_event(values: Sequence[Any]) -> EventRow:
         attempt=attempt,
         body=body,
         # Most rows carry no meta: skip the JSON parser for them (replay reads many rows).
-        meta={} if meta is None or meta == _EMPTY_META else json.loads(meta),
+        meta={} if meta is None or meta == _EMPTY_META else jsontext.loads(meta),
         msg_id=msg_id,
         seq=seq,
         sent_at=sent_at,
@@ -122,7 +118,7 @@ def decode_job(values: Sequence[Any]) -> JobRow:
         status=status,
         submitted_at=submitted_at,
         finished_at=finished_at,
-        payload=json.loads(payload),
+        payload=jsontext.loads(payload),
         result=_loads_optional(result),
         error=_loads_optional(error),
         snapshot=_loads_optional(snapshot),

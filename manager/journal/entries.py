@@ -7,7 +7,6 @@ the engine event it came from, so recovery applies exactly what the live manager
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +26,7 @@ from manager.engine import (
     StepReplied,
     TimerFired,
     canonical_uuid,
+    jsontext,
     timers,
 )
 from manager.engine.replies import split_correlation_id
@@ -42,7 +42,7 @@ _HEADER_STATUS = "x-status"
 
 def encode_json(value: Any) -> bytes:
     """Compact UTF-8 JSON, as every message body is sent and stored."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return jsontext.dumps(value)
 
 
 def notice_msg_id(job_id: str, reply_to: str) -> str:
@@ -214,7 +214,7 @@ def to_event(row: EventRow) -> Event:
         return JobSubmitted(
             job_id=meta["id"],
             workflow=meta["workflow"],
-            payload=json.loads(row.body or b"{}"),
+            payload=jsontext.loads(row.body or b"{}"),
             at=row.at,
             reply_to=meta.get("reply_to"),
             definition=meta.get("definition"),

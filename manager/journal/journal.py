@@ -14,7 +14,7 @@ from manager.errors import JournalError
 from manager.journal import queries, retention
 from manager.journal.failures import closed_error, read_failure
 from manager.journal.records import Batch, EventRow, JobRow
-from manager.journal.schema import SYNCHRONOUS_MODES, check_file, connect_reader, connect_writer
+from manager.journal.schema import SYNCHRONOUS_MODES, check_file, connect_reader
 from manager.journal.writer import Writer
 
 __all__ = ["Journal", "open_journal"]
@@ -35,13 +35,13 @@ async def open_journal(path: str | Path, *, synchronous: str = "FULL") -> Journa
         )
     # Blocking file checks (quick_check reads the whole file) stay off the event loop.
     create = await asyncio.to_thread(check_file, path)
-    writer_conn = await connect_writer(path, mode, create)
+    writer = await Writer.open(path, mode, create)
     try:
         reader_conn = await connect_reader(path)
     except BaseException:
-        await writer_conn.close()
+        await writer.close()
         raise
-    return Journal(path, mode, writer_conn, reader_conn)
+    return Journal(path, mode, writer, reader_conn)
 
 
 class Journal:
@@ -51,14 +51,13 @@ class Journal:
         self,
         path: Path,
         synchronous: str,
-        writer_conn: aiosqlite.Connection,
+        writer: Writer,
         reader_conn: aiosqlite.Connection,
     ) -> None:
         self.path = path
         self.synchronous = synchronous
-        self._writer_conn = writer_conn
+        self._writer = writer
         self._reader = reader_conn
-        self._writer = Writer(writer_conn, path)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -94,13 +93,13 @@ class Journal:
         if self._closed:
             return
         self._closed = True
-        await self._writer.close()
         try:
             try:
+                await self._writer.stop()
                 await self._reader.close()
             finally:
                 # Closed last: the last connection to close checkpoints the WAL into the file.
-                await self._writer_conn.close()
+                await self._writer.close()
         except sqlite3.Error as exc:
             raise JournalError(f"cannot close the journal at {self.path}: {exc}") from exc
 
@@ -110,10 +109,10 @@ class Journal:
         if not rows:
             return
 
-        async def save(conn: aiosqlite.Connection) -> None:
-            await conn.execute("BEGIN IMMEDIATE")
-            await conn.executemany(_SAVE_DEFINITION, rows)
-            await conn.execute("COMMIT")
+        def save(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(_SAVE_DEFINITION, rows)
+            conn.execute("COMMIT")
 
         await self._writer.run(save)
 

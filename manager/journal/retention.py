@@ -8,7 +8,7 @@ deleted by age.
 
 from __future__ import annotations
 
-import aiosqlite
+import sqlite3
 
 __all__ = ["delete_trees", "delete_orphans", "TREES_PER_TRANSACTION", "ORPHANS_PER_TRANSACTION"]
 
@@ -36,24 +36,23 @@ DELETE FROM events WHERE seq IN (
 """
 
 
-async def delete_trees(conn: aiosqlite.Connection, before: float, limit: int) -> int:
+def delete_trees(conn: sqlite3.Connection, before: float, limit: int) -> int:
     """Delete up to `limit` trees finished before `before` in one transaction; returns how many."""
-    await conn.execute("BEGIN IMMEDIATE")
-    roots = [id_ for (id_,) in await conn.execute_fetchall(_SELECT_TREES, (before, limit))]
+    conn.execute("BEGIN IMMEDIATE")
+    roots = [id_ for (id_,) in conn.execute(_SELECT_TREES, (before, limit))]
     if roots:
         marks = ", ".join("?" * len(roots))
-        await conn.execute(f"DELETE FROM events WHERE root_id IN ({marks})", roots)
-        await conn.execute(
+        conn.execute(f"DELETE FROM events WHERE root_id IN ({marks})", roots)
+        conn.execute(
             f"DELETE FROM jobs WHERE root_id IN ({marks}) OR id IN ({marks})", roots + roots
         )
-    await conn.execute("COMMIT")
+    conn.execute("COMMIT")
     return len(roots)
 
 
-async def delete_orphans(conn: aiosqlite.Connection, before: float, limit: int) -> int:
+def delete_orphans(conn: sqlite3.Connection, before: float, limit: int) -> int:
     """Delete up to `limit` rows outside any tree written before `before`; returns how many."""
-    await conn.execute("BEGIN IMMEDIATE")
-    cursor = await conn.execute(_DELETE_ORPHANS, (before, limit))
-    deleted = cursor.rowcount
-    await conn.execute("COMMIT")
+    conn.execute("BEGIN IMMEDIATE")
+    deleted = conn.execute(_DELETE_ORPHANS, (before, limit)).rowcount
+    conn.execute("COMMIT")
     return deleted

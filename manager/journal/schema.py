@@ -214,23 +214,31 @@ def _check_file(path: Path) -> bool:
     return _inspect(path, header)
 
 
-async def connect_writer(path: Path, synchronous: str, create: bool) -> aiosqlite.Connection:
-    """The connection that writes: WAL mode, the given durability, the schema if `create`."""
-    conn = await _connect(path)
+def connect_writer(path: Path, synchronous: str, create: bool) -> sqlite3.Connection:
+    """The connection that writes: WAL mode, the given durability, the schema if `create`.
+
+    Blocking: call it on the thread that will use the connection (the journal writer's).
+    """
     try:
-        (mode,) = await (await conn.execute("PRAGMA journal_mode = WAL")).fetchone()
+        # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise open_failure(exc, path) from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode.lower() != "wal":
             raise JournalError(
                 f"cannot open the journal at {path}: SQLite refused WAL mode (got {mode!r}); "
                 "put the journal on a local filesystem"
             )
-        await conn.execute(f"PRAGMA synchronous = {synchronous}")
-        await conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES}")
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+        conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES}")
         if create:
             # One transaction: a crash never leaves a half-made schema carrying our id.
-            await conn.executescript("BEGIN IMMEDIATE;" + _DDL + "COMMIT;")
+            conn.executescript("BEGIN IMMEDIATE;" + _DDL + "COMMIT;")
     except BaseException as exc:
-        await conn.close()
+        conn.close()
         if isinstance(exc, sqlite3.Error):
             raise open_failure(exc, path) from exc
         raise

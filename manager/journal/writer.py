@@ -3,6 +3,10 @@
 Batches keep the order of `append()` calls. Other writes (definitions, retention) are queued as
 operations between groups, so they never interleave with a group's transaction. After a failed
 commit the writer is failed for good: every later append fails at once with the same error.
+
+The write connection lives on a thread of its own, and a whole transaction (BEGIN, the inserts,
+COMMIT) is one call to that thread: each DAG level waits for one commit, so each hand-off
+between threads is latency on every job.
 """
 
 from __future__ import annotations
@@ -11,23 +15,24 @@ import asyncio
 import logging
 import sqlite3
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-
-import aiosqlite
 
 from manager.errors import JournalError
 from manager.journal.codec import encode_event, encode_job
 from manager.journal.failures import closed_error, write_failure
 from manager.journal.records import Batch
+from manager.journal.schema import connect_writer
 
 __all__ = ["Writer"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-Operation = Callable[[aiosqlite.Connection], Awaitable[Any]]
+# Runs on the writer's thread with the write connection; it manages its own transaction.
+Operation = Callable[[sqlite3.Connection], Any]
 
 INSERT_EVENT = (
     "INSERT INTO events (at, kind, job_id, root_id, step, attempt, body, meta, msg_id, sent_at)"
@@ -88,6 +93,41 @@ def _segments(group: list[_Pending]) -> list[_Segment]:
     return segments
 
 
+def _write_group(conn: sqlite3.Connection, group: list[_Pending]) -> None:
+    """Write `group` in one transaction (on the writer's thread); rolled back if it fails."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for segment in _segments(group):
+            if segment.events:
+                conn.executemany(INSERT_EVENT, segment.events)
+            if segment.jobs:
+                conn.executemany(UPSERT_JOB, segment.jobs)
+            if segment.sent:
+                conn.executemany(MARK_SENT, segment.sent)
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+def _operate(conn: sqlite3.Connection, run: Operation) -> Any:
+    """Run an operation (on the writer's thread); a transaction it left open is rolled back."""
+    try:
+        return run(conn)
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        # The connection rolls back when closed; the original error is the one to report.
+        log.warning("rollback of the journal failed: %s", exc)
+
+
 def _settle(future: asyncio.Future[Any], error: BaseException | None, result: Any = None) -> None:
     # A caller cancelled while waiting cancels the future; the write itself still happened.
     if future.done():
@@ -99,10 +139,11 @@ def _settle(future: asyncio.Future[Any], error: BaseException | None, result: An
 
 
 class Writer:
-    """Owns the write connection and the one task that uses it."""
+    """Owns the write connection, the thread it lives on, and the one task that feeds it."""
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, executor: ThreadPoolExecutor, path: Path) -> None:
         self._conn = conn
+        self._executor = executor
         self._path = path
         self._loop = asyncio.get_running_loop()
         self._queue: deque[_Pending | _Operation] = deque()
@@ -110,6 +151,7 @@ class Writer:
         self._failure: JournalError | None = None
         self._in_flight: list[asyncio.Future[Any]] = []
         self._closed = False
+        self._released = False  # the connection closed and the thread let go
         self.commits = 0
         self._task = self._loop.create_task(self._run(), name=f"journal writer {path}")
 
@@ -117,6 +159,18 @@ class Writer:
     def failure(self) -> JournalError | None:
         """The error that failed the journal, or None while it is healthy."""
         return self._failure
+
+    @classmethod
+    async def open(cls, path: Path, synchronous: str, create: bool) -> Writer:
+        """Open the write connection on a new writer thread (JournalError if it cannot)."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal-writer")
+        loop = asyncio.get_running_loop()
+        try:
+            conn = await loop.run_in_executor(executor, connect_writer, path, synchronous, create)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(conn, executor, path)
 
     def append(self, batch: Batch) -> asyncio.Future[None]:
         """Queue `batch`; the future resolves once it is committed."""
@@ -153,12 +207,26 @@ class Writer:
         self._wake.set()
         return await future
 
-    async def close(self) -> None:
-        """Write what is queued, then stop the task."""
+    async def stop(self) -> None:
+        """Write what is queued, then stop the task; later appends are refused."""
         self._closed = True
         self._wake.set()
-        # wait(), not await: a task cancelled from outside must not make close() raise.
+        # wait(), not await: a task cancelled from outside must not make stop() raise.
         await asyncio.wait([self._task])
+
+    async def close(self) -> None:
+        """Stop, then close the connection and its thread."""
+        await self.stop()
+        if self._released:
+            return
+        self._released = True
+        try:
+            # Closed on its own thread; as the last connection it checkpoints the WAL.
+            await self._loop.run_in_executor(self._executor, self._conn.close)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot close the journal at {self._path}: {exc}") from exc
+        finally:
+            self._executor.shutdown(wait=False)
 
     def _refusal(self) -> JournalError | None:
         """Why new work is refused at once: the journal is closed or failed."""
@@ -216,19 +284,9 @@ class Writer:
 
     async def _write(self, group: list[_Pending]) -> bool:
         """Write `group` in one transaction; False (and the writer failed) if that failed."""
-        conn = self._conn
         try:
-            await conn.execute("BEGIN IMMEDIATE")
-            for segment in _segments(group):
-                if segment.events:
-                    await conn.executemany(INSERT_EVENT, segment.events)
-                if segment.jobs:
-                    await conn.executemany(UPSERT_JOB, segment.jobs)
-                if segment.sent:
-                    await conn.executemany(MARK_SENT, segment.sent)
-            await conn.execute("COMMIT")
+            await self._loop.run_in_executor(self._executor, _write_group, self._conn, group)
         except sqlite3.Error as exc:
-            await self._rollback()
             self._failure = write_failure(exc, self._path)
             log.error("%s (%d batches not written)", self._failure, len(group))
             return False
@@ -242,23 +300,15 @@ class Writer:
             _settle(item.future, self._failed())
             return
         try:
-            result = await item.run(self._conn)
+            result = await self._loop.run_in_executor(
+                self._executor, _operate, self._conn, item.run
+            )
         except sqlite3.Error as exc:
-            await self._rollback()
             _settle(item.future, write_failure(exc, self._path))
         except Exception as exc:
-            await self._rollback()
             _settle(item.future, exc)
         else:
             _settle(item.future, None, result)
-
-    async def _rollback(self) -> None:
-        try:
-            if self._conn.in_transaction:
-                await self._conn.execute("ROLLBACK")
-        except sqlite3.Error as exc:
-            # The connection rolls back when closed; the original error is the one to report.
-            log.warning("rollback of the journal at %s failed: %s", self._path, exc)
 
     def _fail_queued(self) -> None:
         for future in self._in_flight:

@@ -1,0 +1,61 @@
+"""Compact JSON for message bodies and journal rows: orjson when it agrees with the stdlib.
+
+orjson is several times faster than `json`, and the manager encodes or parses JSON for every
+message it sends, receives and journals. Where the two differ, the stdlib's answer is kept:
+integers wider than 64 bits (orjson refuses to write them and reads them as floats) and dicts
+with non-string keys go through `json`, so no value changes on the way through.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+__all__ = ["UNDECIDED", "dumps", "dumps_text", "loads", "fast_loads"]
+
+# 20 digits in a row may be an integer beyond 64 bits, which orjson would read as a float.
+_LONG_DIGITS = re.compile(rb"\d{20}")
+
+
+def dumps(value: Any) -> bytes:
+    """`value` as compact UTF-8 JSON (TypeError or ValueError if it is not serialisable)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        # orjson's own refusals (big integers, non-string keys) or a genuinely bad value: the
+        # stdlib writes the first two and raises its usual error for the last.
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def dumps_text(value: Any) -> str:
+    """`dumps(value)` as a str, for TEXT columns."""
+    return dumps(value).decode()
+
+
+UNDECIDED: Any = object()
+"""What `fast_loads` returns when only the stdlib can say what the text holds."""
+
+
+def fast_loads(raw: bytes | str) -> Any:
+    """Parse strict JSON (no NaN, UTF-8, no lone surrogates) with orjson, or return UNDECIDED.
+
+    UNDECIDED means orjson refused the text or might read it differently from the stdlib;
+    the caller then parses it with `json`, which also gives the error message.
+    """
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if _LONG_DIGITS.search(raw) is not None:
+        return UNDECIDED
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return UNDECIDED
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON text the way `json.loads` would; raises ValueError when it is not JSON."""
+    value = fast_loads(data)
+    return json.loads(data) if value is UNDECIDED else value
