@@ -1,8 +1,9 @@
 """Between the engine and the journal: what one event and its commands write, and back.
 
 `record` turns an applied event and its commands into one `Batch` (inbound row first, then
-job rows and outbound rows in command order). `to_event` turns a replayable row back into
-the engine event it came from, so recovery applies exactly what the live manager applied.
+job rows and outbound rows in command order; a child job's row only when it ends). `to_event`
+turns a replayable row back into the engine event it came from, so recovery applies exactly
+what the live manager applied.
 """
 
 from __future__ import annotations
@@ -197,6 +198,13 @@ def _record_job(
 ) -> None:
     job = state.jobs[command.job_id]
     final = isinstance(command, JobFinished)
+    if command.parent_id is not None:
+        # A child job is written once, when it ends: a fan-out of N children would otherwise
+        # cost 3N more rows. Its messages (dispatched, replied) are journaled as any step's,
+        # and while it runs it is in memory, where the API reads it.
+        if final:
+            batch.jobs.append(_job_row(state, job, final))
+        return
     batch.jobs.append(_job_row(state, job, final))
     kind = EventKind.FINISHED if final else EventKind.STARTED
     meta: dict[str, Any] = {"status": str(job.status)} if final else {"flow": job.flow.name}

@@ -125,10 +125,6 @@ class Journal:
         """Ids of the running top-level jobs, oldest first."""
         return await self._read("running jobs", queries.running_roots)
 
-    async def running_jobs(self) -> list[str]:
-        """Ids of every running job, children included, oldest first."""
-        return await self._read("running jobs", queries.running_jobs)
-
     async def replay_rows(self, root_ids: Sequence[str]) -> list[EventRow]:
         """The submissions and replies of the trees under `root_ids`, in seq order."""
         ids = list(root_ids)

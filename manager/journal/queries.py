@@ -13,7 +13,6 @@ from manager.journal.records import REPLAYED_KINDS, EventRow, JobRow
 __all__ = [
     "definitions",
     "running_roots",
-    "running_jobs",
     "replay_rows",
     "pending_outbound",
     "job",
@@ -58,14 +57,6 @@ async def running_roots(conn: aiosqlite.Connection) -> list[str]:
     rows = await conn.execute_fetchall(
         "SELECT id FROM jobs WHERE status = 'running' AND parent_id IS NULL"
         " ORDER BY submitted_at, id"
-    )
-    return [id_ for (id_,) in rows]
-
-
-async def running_jobs(conn: aiosqlite.Connection) -> list[str]:
-    """Ids of every running job, children included, oldest first."""
-    rows = await conn.execute_fetchall(
-        "SELECT id FROM jobs WHERE status = 'running' ORDER BY submitted_at, id"
     )
     return [id_ for (id_,) in rows]
 

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import aio_pika
+import aiormq
 from aio_pika.abc import (
     AbstractChannel,
     AbstractIncomingMessage,
@@ -26,6 +27,9 @@ __all__ = ["Broker", "Handler", "mask_url"]
 log = logging.getLogger(__name__)
 
 Handler = Callable[[AbstractIncomingMessage], Awaitable[None]]
+
+BasicProperties = aiormq.spec.Basic.Properties  # pamqp's, as aiormq exports it
+_PERSISTENT = 2  # delivery mode: written to disk by the broker
 
 _CONNECT_ERRORS = (AMQPError, OSError, ConnectionError, asyncio.TimeoutError)
 
@@ -132,17 +136,23 @@ class Broker:
     ) -> None:
         """Publish a persistent JSON message on the default exchange and wait for its confirm."""
         channel = self._require(self._publish_channel)
-        message = aio_pika.Message(
-            body,
+        # Straight to aiormq: an aio_pika.Message per publish costs more CPU than the rest of
+        # aio-pika's publish path, and these messages need none of what it adds.
+        properties = BasicProperties(
             content_type="application/json",
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            delivery_mode=_PERSISTENT,
             correlation_id=correlation_id,
             reply_to=reply_to,
             message_id=message_id,
             headers=dict(headers or {}),
         )
         try:
-            await channel.default_exchange.publish(message, routing_key, mandatory=True)
+            if channel.is_closed:
+                raise RuntimeError(f"{channel!r} is closed")
+            underlay = await channel.get_underlay_channel()
+            await underlay.basic_publish(
+                body, routing_key=routing_key, properties=properties, mandatory=True
+            )
         except PublishError as exc:  # returned by the broker: no queue took it
             raise Unroutable(f"no queue '{routing_key}' exists; the message came back") from exc
         except AMQPError as exc:

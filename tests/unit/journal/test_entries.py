@@ -95,3 +95,24 @@ def test_job_rows_start_running_and_end_with_a_snapshot():
     (job,) = batch.jobs
     assert job.status == "failed" and job.snapshot["status"] == "failed"
     assert job.error == {"step": "split", "message": "bad"}
+
+
+def test_a_child_job_is_written_once_when_it_ends():
+    defs = workflows(FLOW)
+    state = EngineState.from_workflows(defs)
+    apply(state, JobSubmitted(JOB, "w", {}, 1.0))
+    event = StepReplied(cid(JOB, "split"), b'{"items": ["a", "b"]}', 2.0, attempt=1)
+    _, commands = apply(state, event)
+    batch, outbound = record(state, event, commands, "wm")
+    children = state.jobs[JOB].steps["fan"].children
+    # The fan-out writes the children's requests, but no job rows or started rows for them.
+    assert batch.jobs == []
+    assert [r.kind for r in batch.events] == [EventKind.REPLIED] + [EventKind.DISPATCHED] * 2
+    assert [r.job_id for r in outbound] == children
+    event = StepReplied(cid(children[0], "work"), b'{"item": 1}', 3.0)
+    _, commands = apply(state, event)
+    batch, _ = record(state, event, commands, "wm")
+    (row,) = batch.jobs
+    assert (row.id, row.parent_id, row.root_id, row.status) == (children[0], JOB, JOB, "completed")
+    assert row.snapshot["status"] == "completed" and row.result == {"item": 1}
+    assert [r.kind for r in batch.events] == [EventKind.REPLIED]

@@ -57,7 +57,7 @@ async def test_replay_rows_spans_several_id_chunks(journal):
     assert {row.root_id for row in rows} == set(roots[::2])
 
 
-async def test_running_roots_and_running_jobs(journal):
+async def test_running_roots_are_top_level_jobs_oldest_first(journal):
     await journal.append(
         Batch(
             jobs=[
@@ -70,7 +70,6 @@ async def test_running_roots_and_running_jobs(journal):
     )
 
     assert await journal.running_roots() == ["r1", "r2"]
-    assert await journal.running_jobs() == ["r1", "r2", "c1"]
 
 
 async def test_workflow_jobs_buckets_top_level_jobs_finished_since(journal):
