@@ -52,12 +52,12 @@ class Intake:
                 "expected '<job-uuid>:<step-name>'"
             )
             await self._dead_letter(message, reason, self._settings.queue)
-            await _ack(message)
+            self._ack(message)
             return
         orchestrator = self._orchestrator
         event = reply_event(message, orchestrator.now(), self._settings.max_message_bytes)
         _, outbound = await orchestrator.handle(event)
-        await _ack(message)
+        self._ack(message)
         # Shielded: if the connection drops now, aio-pika cancels this handler, but the
         # committed messages still go out once it is back.
         await asyncio.shield(orchestrator.publish(outbound))
@@ -71,18 +71,18 @@ class Intake:
             )
         except TriggerError as exc:
             await self._reject(message, str(exc))
-            await _ack(message)
+            self._ack(message)
             return
         log.debug("trigger %s for %s", event.job_id, event.workflow)
         # Only a sender-chosen id can name a job that already ran; a new id cannot.
         if message.correlation_id and await self._answer_finished(event):
-            await _ack(message)
+            self._ack(message)
             return
         commands, outbound = await orchestrator.handle(orchestrator.pinned(event))
         rejection = next((c for c in commands if isinstance(c, JobRejected)), None)
         if rejection is not None:
             await self._reject(message, rejection.reason)
-        await _ack(message)
+        self._ack(message)
         await asyncio.shield(orchestrator.publish(outbound))  # as in on_reply
 
     async def _answer_finished(self, event: JobSubmitted) -> bool:
@@ -102,6 +102,10 @@ class Intake:
             await orchestrator.journal.append(Batch(events=[notice]))
             await orchestrator.publish([notice])
         return True
+
+    def _ack(self, message: AbstractIncomingMessage) -> None:
+        # Only after the message's effect is committed: a crash before it means redelivery.
+        self._orchestrator.broker.ack(message)
 
     async def _reject(self, message: AbstractIncomingMessage, reason: str) -> None:
         """Dead-letter a trigger that cannot become a job, and tell its sender why."""
@@ -132,10 +136,3 @@ class Intake:
             except BrokerError as exc:
                 log.warning("dead-lettering to '%s' failed, retrying: %s", target, exc)
                 await asyncio.sleep(self._settings.publish_retry_s)
-
-
-async def _ack(message: AbstractIncomingMessage) -> None:
-    try:
-        await message.ack()
-    except Exception as exc:  # noqa: BLE001 - a closed channel redelivers; the engine dedups
-        log.warning("ack of %s failed (it will be redelivered): %s", message.correlation_id, exc)

@@ -21,6 +21,7 @@ from aio_pika.abc import (
 from aiormq.exceptions import AMQPError, PublishError
 
 from manager.errors import BrokerError, Unroutable
+from manager.transport.acks import Acker
 
 __all__ = ["Broker", "Handler", "mask_url"]
 
@@ -54,6 +55,7 @@ class Broker:
         self._publish_channel: AbstractChannel | None = None
         self._consume_channel: AbstractChannel | None = None
         self._consumers: list[tuple[AbstractQueue, str]] = []
+        self._acker = Acker()
 
     def __repr__(self) -> str:
         return f"<Broker {mask_url(self.url)}>"
@@ -105,15 +107,25 @@ class Broker:
                 raise BrokerError(f"cannot declare queue '{name}': {exc}") from exc
 
     async def consume(self, queue: str, handler: Handler) -> None:
-        """Deliver messages of `queue` to `handler`, which acks or rejects each one."""
+        """Deliver messages of `queue` to `handler`, which must `ack()` each one it is done with."""
         channel = self._require(self._consume_channel)
+        acker = self._acker
+
+        async def deliver(message: AbstractIncomingMessage) -> None:
+            acker.received(message)
+            await handler(message)
+
         try:
             # Declared (not fetched passively) so the robust channel restores it on reconnect.
             declared = await channel.declare_queue(queue, durable=True)
-            tag = await declared.consume(handler)
+            tag = await declared.consume(deliver)
         except AMQPError as exc:
             raise BrokerError(f"cannot consume from queue '{queue}': {exc}") from exc
         self._consumers.append((declared, tag))
+
+    def ack(self, message: AbstractIncomingMessage) -> None:
+        """Ack a consumed message (sent at the end of this loop tick, with the others due)."""
+        self._acker.ack(message)
 
     async def stop_consuming(self) -> None:
         """Cancel every consumer; messages in hand are still acked normally."""
@@ -172,6 +184,7 @@ class Broker:
 
     async def close(self) -> None:
         """Close the connection (and its channels)."""
+        await self._acker.drain()
         connection, self._connection = self._connection, None
         self._publish_channel = self._consume_channel = None
         if connection is not None:

@@ -1,0 +1,125 @@
+"""Acking deliveries in batches: one `basic.ack(multiple=True)` per loop tick where possible.
+
+Every reply costs the manager an ack: a frame, a socket write and a broker round of work. Acks
+that become due in the same loop tick go out together: a single multiple-ack covers the run
+of consecutive delivery tags that are all due, and tags above one still in hand are acked one
+by one, so a multiple-ack never covers a message the manager has not finished with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+from typing import Any
+
+from aio_pika.abc import AbstractIncomingMessage
+
+__all__ = ["AckWindow", "Acker"]
+
+log = logging.getLogger(__name__)
+
+
+class AckWindow:
+    """One channel's deliveries in hand, and which acks settle the due ones. Pure."""
+
+    def __init__(self) -> None:
+        self._due: dict[int, bool] = {}  # delivery tag -> may be acked now
+        self._order: list[int] = []  # heap of the tags in `_due` (and some already settled)
+
+    def __len__(self) -> int:
+        return len(self._due)
+
+    def received(self, tag: int) -> None:
+        """A delivery arrived; it is in hand until `due(tag)`."""
+        self._due[tag] = False
+        heapq.heappush(self._order, tag)
+
+    def due(self, tag: int) -> None:
+        """The delivery is done with: ack it at the next `take()`."""
+        if tag in self._due:
+            self._due[tag] = True
+
+    def take(self) -> tuple[int, list[int]]:
+        """(tag for one multiple-ack, or 0; tags to ack one by one), settling every due tag."""
+        up_to = 0
+        while self._order:
+            tag = self._order[0]
+            state = self._due.get(tag)
+            if state is False:
+                break  # still in hand: a multiple-ack must stop below it
+            heapq.heappop(self._order)
+            if state is True:
+                del self._due[tag]
+                up_to = tag
+        singles = sorted(tag for tag, state in self._due.items() if state)
+        for tag in singles:
+            del self._due[tag]
+        return up_to, singles
+
+
+class Acker:
+    """Collects due acks per channel and sends them once per loop tick."""
+
+    def __init__(self) -> None:
+        self._windows: dict[Any, AckWindow] = {}  # aiormq channel -> its window
+        self._scheduled = False
+        self._last: asyncio.Task[None] | None = None  # the latest batch of acks being sent
+
+    def received(self, message: AbstractIncomingMessage) -> None:
+        """Call as each delivery starts being handled (in delivery order)."""
+        window = self._windows.get(message.channel)
+        if window is None:
+            window = self._windows[message.channel] = AckWindow()
+        window.received(_tag(message))
+
+    def ack(self, message: AbstractIncomingMessage) -> None:
+        """Ack `message` at the end of this loop tick, together with the others due."""
+        window = self._windows.get(message.channel)
+        if window is None:
+            return  # its channel is gone: the broker redelivers it, the engine drops the repeat
+        window.due(_tag(message))
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Send every due ack now."""
+        self._scheduled = False
+        for channel, window in list(self._windows.items()):
+            if channel.is_closed:
+                del self._windows[channel]  # its deliveries come again on the new channel
+                continue
+            up_to, singles = window.take()
+            if up_to or singles:
+                # Each batch waits for the one before: a single ack overtaken by a later
+                # multiple-ack covering the same tag would be an unknown tag, a channel error.
+                self._last = asyncio.get_running_loop().create_task(
+                    _send(self._last, channel, up_to, singles)
+                )
+
+    async def drain(self) -> None:
+        """Send what is due and wait until every ack has been written."""
+        self.flush()
+        if self._last is not None:
+            await asyncio.wait([self._last])
+
+
+def _tag(message: AbstractIncomingMessage) -> int:
+    tag = message.delivery_tag
+    assert tag is not None  # only no_ack consumers get messages without one
+    return tag
+
+
+async def _send(
+    previous: asyncio.Task[None] | None, channel: Any, up_to: int, singles: list[int]
+) -> None:
+    if previous is not None:
+        await asyncio.wait([previous])
+    try:
+        if up_to:
+            await channel.basic_ack(up_to, multiple=True)
+        for tag in singles:
+            await channel.basic_ack(tag)
+    except Exception as exc:  # noqa: BLE001 - a closed channel redelivers; the engine dedups
+        log.warning("ack failed (the broker will deliver those messages again): %s", exc)
