@@ -1,6 +1,8 @@
 """Messages in: worker replies and job triggers from RabbitMQ, turned into engine events.
 
-Each message is acked only after its effect is committed to the journal. A message that
+Each message is acked only after its effect is committed to the journal. The requests a reply
+causes are published while that commit is in flight: if the manager dies before the commit,
+the unacked reply comes back and makes the same requests again (same message ids). A message that
 cannot be processed at all is moved to the dead-letter queue with the reason (and a
 rejected trigger's sender is told why), never dropped.
 """
@@ -56,11 +58,11 @@ class Intake:
             return
         orchestrator = self._orchestrator
         event = reply_event(message, orchestrator.now(), self._settings.max_message_bytes)
-        _, outbound = await orchestrator.handle(event)
+        _, sending = await orchestrator.handle_sending(event)
         self._ack(message)
         # Shielded: if the connection drops now, aio-pika cancels this handler, but the
         # committed messages still go out once it is back.
-        await asyncio.shield(orchestrator.publish(outbound))
+        await asyncio.shield(sending)
 
     async def on_trigger(self, message: AbstractIncomingMessage) -> None:
         """A job trigger: start the job (or answer a duplicate), or dead-letter it with why."""
@@ -78,12 +80,19 @@ class Intake:
         if message.correlation_id and await self._answer_finished(event):
             self._ack(message)
             return
-        commands, outbound = await orchestrator.handle(orchestrator.pinned(event))
+        event = orchestrator.pinned(event)
+        if message.correlation_id:
+            # The sender named the job: a redelivery would make the same job and messages.
+            commands, sending = await orchestrator.handle_sending(event)
+        else:
+            # A job id of ours is new each time: nothing goes out before the journal has it.
+            commands, outbound = await orchestrator.handle(event)
+            sending = asyncio.ensure_future(orchestrator.publish(outbound))
         rejection = next((c for c in commands if isinstance(c, JobRejected)), None)
         if rejection is not None:
             await self._reject(message, rejection.reason)
         self._ack(message)
-        await asyncio.shield(orchestrator.publish(outbound))  # as in on_reply
+        await asyncio.shield(sending)  # as in on_reply
 
     async def _answer_finished(self, event: JobSubmitted) -> bool:
         """A trigger for a job that ended and left memory: answer from the journal, once more."""

@@ -219,18 +219,43 @@ class Orchestrator:
         what it must. The append follows `apply` with no await in between, so the journal
         holds events in exactly the order the engine saw them.
         """
+        commands, outbound, committed = self._apply(event)
+        await self._committed(commands, committed)
+        return commands, outbound
+
+    async def handle_sending(self, event: Event) -> tuple[list[Command], asyncio.Future[None]]:
+        """Like `handle`, but the event's messages go out while its commit is in flight.
+
+        Returns once the commit is durable, with the commands and the publishing under way.
+        Only for an event whose message is acked after this returns, and whose redelivery
+        after a crash yields the very same messages (a reply; a trigger naming its own job
+        id): then a crash before the commit just sends them again, with the same message ids.
+        Each level of a DAG saves the wait for one commit.
+        """
+        commands, outbound, committed = self._apply(event)
+        sending = asyncio.ensure_future(self.publish(outbound))
+        await self._committed(commands, committed)
+        return commands, sending
+
+    def _apply(self, event: Event) -> tuple[list[Command], list[EventRow], asyncio.Future[None]]:
+        """Apply and queue the journal write, with no await in between (the journal's order)."""
         _, commands = apply(self._state, event)
         if any(isinstance(c, JobRejected | Refused) for c in commands):
-            return commands, []
+            nothing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            nothing.set_result(None)
+            return commands, [], nothing
         batch, outbound = record(self._state, event, commands, self.settings.queue)
+        return commands, outbound, self.journal.append(batch)
+
+    async def _committed(self, commands: list[Command], committed: asyncio.Future[None]) -> None:
+        """Wait for the journal write, then carry out what the commands ask of the manager."""
         try:
-            await self.journal.append(batch)
+            await committed
         except JournalError as exc:
             self._fail(exc)
             raise
         for command in commands:
             self._carry_out(command)
-        return commands, outbound
 
     def _carry_out(self, command: Command) -> None:
         """What a command asks of the manager itself, once its event is journaled."""

@@ -41,7 +41,7 @@ class Rig:
 
     def __post_init__(self) -> None:
         self.config.write_text(WORKFLOW.replace("{p}", self.prefix))
-        self.queues.update({self.queue, self.trigger_queue})
+        self.queues.update({self.queue, self.trigger_queue, f"{self.queue}.dead"})
         self.queues.update(f"{self.prefix}.{step}" for step in WORKER_STEPS)
 
     @property

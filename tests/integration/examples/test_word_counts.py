@@ -83,7 +83,12 @@ async def test_word_counts_with_the_node_worker(system, unique, node_worker):
         worker_env={"QUEUE_PREFIX": f"{unique}."},
     )
     js = await node_worker(f"{unique}.js-segment-word-counts")
-    outcome = await sys.run("book-word-counts", {"path": str(BOOK)})
+    try:
+        outcome = await sys.run("book-word-counts", {"path": str(BOOK)})
+    finally:
+        # The Python worker still declares its own segment-word-counts queue: not in the
+        # workflow, so the fixture would not delete it.
+        await sys.channel.queue_delete(f"{unique}.segment-word-counts")
     assert outcome.status == "completed", outcome.body
     check(outcome.body)
     # The Python worker has no consumer on that queue: the Node.js worker did the counting.

@@ -59,6 +59,7 @@ async def test_finished_jobs_past_retention_are_deleted(amqp_url, unique, tmp_pa
         connection = await aio_pika.connect(amqp_url)
         async with connection:
             channel = await connection.channel()
-            queues = [settings.queue, f"{settings.queue}.jobs", *step_queues(workflows.values())]
+            queues = [settings.queue, f"{settings.queue}.jobs", f"{settings.queue}.dead"]
+            queues += step_queues(workflows.values())
             for name in queues:
                 await channel.queue_delete(name)
