@@ -56,7 +56,8 @@ class Outbox:
         if not self._confirmed:
             return
         confirmed, self._confirmed = self._confirmed, []
-        done = self._journal.append(Batch(sent=confirmed))
+        # Lazy: a lost mark only means one more publish after a crash, not worth an fsync.
+        done = self._journal.append(Batch(sent=confirmed), lazy=True)
         done.add_done_callback(self._check)
 
     async def _publish_one(self, row: EventRow) -> None:

@@ -80,9 +80,12 @@ class Journal:
         """The write error that failed the journal, or None while it is healthy."""
         return self._writer.failure
 
-    def append(self, batch: Batch) -> asyncio.Future[None]:
-        """Queue `batch`; the future resolves when it is committed (JournalError if not)."""
-        return self._writer.append(batch)
+    def append(self, batch: Batch, *, lazy: bool = False) -> asyncio.Future[None]:
+        """Queue `batch`; the future resolves when it is committed (JournalError if not).
+
+        `lazy`: no hurry (e.g. sent marks): written with the next batch, or within 0.1 s.
+        """
+        return self._writer.append(batch, lazy=lazy)
 
     async def flush(self) -> None:
         """Wait until everything appended so far is committed."""

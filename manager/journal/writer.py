@@ -31,6 +31,9 @@ __all__ = ["Writer"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# How long a lazy batch (sent marks) may wait for company before it is written alone.
+LAZY_DELAY_S = 0.1
+
 # Runs on the writer's thread with the write connection; it manages its own transaction.
 Operation = Callable[[sqlite3.Connection], Any]
 
@@ -148,6 +151,8 @@ class Writer:
         self._loop = asyncio.get_running_loop()
         self._queue: deque[_Pending | _Operation] = deque()
         self._wake = asyncio.Event()
+        self._urgent = False  # something queued must be written now (not only lazy batches)
+        self._lazy_timer: asyncio.TimerHandle | None = None
         self._failure: JournalError | None = None
         self._in_flight: list[asyncio.Future[Any]] = []
         self._closed = False
@@ -172,8 +177,12 @@ class Writer:
             raise
         return cls(conn, executor, path)
 
-    def append(self, batch: Batch) -> asyncio.Future[None]:
-        """Queue `batch`; the future resolves once it is committed."""
+    def append(self, batch: Batch, *, lazy: bool = False) -> asyncio.Future[None]:
+        """Queue `batch`; the future resolves once it is committed.
+
+        A `lazy` batch is not worth a commit of its own: it is written with the next batch
+        that is, or after LAZY_DELAY_S, in its place in the order of appends either way.
+        """
         future: asyncio.Future[None] = self._loop.create_future()
         refusal = self._refusal()
         if refusal is not None:
@@ -194,8 +203,17 @@ class Writer:
             future.set_exception(error)
             return future
         self._queue.append(pending)
-        self._wake.set()
+        if lazy:
+            if self._lazy_timer is None:
+                self._lazy_timer = self._loop.call_later(LAZY_DELAY_S, self._hurry)
+        else:
+            self._hurry()
         return future
+
+    def _hurry(self) -> None:
+        """Write what is queued as soon as the writer is free."""
+        self._urgent = True
+        self._wake.set()
 
     async def run(self, operation: Operation | None) -> Any:
         """Run `operation(conn)` between groups and return its result (None: just wait)."""
@@ -204,7 +222,7 @@ class Writer:
             raise refusal
         future: asyncio.Future[Any] = self._loop.create_future()
         self._queue.append(_Operation(future, operation))
-        self._wake.set()
+        self._hurry()
         return await future
 
     async def stop(self) -> None:
@@ -245,17 +263,19 @@ class Writer:
     async def _run(self) -> None:
         try:
             while self._queue or not self._closed:
-                if not self._queue:
+                if not self._queue or not (self._urgent or self._closed):
                     self._wake.clear()
                     await self._wake.wait()
                     continue
                 if isinstance(self._queue[0], _Operation):
                     operation = self._queue.popleft()
                     self._in_flight = [operation.future]
+                    self._taken()
                     await self._operate(operation)
                 else:
                     group = self._take_group()
                     self._in_flight = [pending.future for pending in group]
+                    self._taken()
                     await self._commit(group)
                 self._in_flight = []
         except BaseException as exc:
@@ -268,6 +288,15 @@ class Writer:
             self._fail_queued()
             if not isinstance(exc, Exception):
                 raise
+
+    def _taken(self) -> None:
+        """Something was taken from the queue: nothing is urgent once it is empty."""
+        if self._queue:
+            return
+        self._urgent = False
+        if self._lazy_timer is not None:
+            self._lazy_timer.cancel()
+            self._lazy_timer = None
 
     def _take_group(self) -> list[_Pending]:
         group: list[_Pending] = []

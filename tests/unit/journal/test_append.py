@@ -157,3 +157,33 @@ async def test_a_cancelled_wait_does_not_cancel_the_write(journal):
     assert [row.kind for row in await journal.events_of("a")] == ["submitted"]
     await journal.append(Batch(events=[replied("a")]))
     assert len(await journal.events_of("a")) == 2
+
+
+async def test_a_lazy_batch_waits_for_company_and_keeps_its_place(journal):
+    await journal.append(Batch(events=[submitted("a"), dispatched("a", "m1")]))
+    commits = journal.commits
+    mark = journal.append(Batch(sent=[("m1", T0 + 5)]), lazy=True)
+    # A later batch repeats m1: the mark was queued first, so it covers only the first row.
+    await journal.append(Batch(events=[dispatched("a", "m1", at=T0 + 6)]))
+    assert mark.done()  # written in the same commit as the batch after it
+    assert journal.commits == commits + 1
+    assert [row.sent_at for row in await journal.events_of("a") if row.msg_id] == [T0 + 5, None]
+
+
+async def test_a_lazy_batch_alone_is_written_within_the_delay(journal):
+    await journal.append(Batch(events=[dispatched("a", "m1")]))
+    commits = journal.commits
+    # Nothing else comes: the writer's own timer writes it (without it, this would hang).
+    await journal.append(Batch(sent=[("m1", T0 + 5)]), lazy=True)
+    assert journal.commits == commits + 1
+    assert await journal.pending_outbound() == []
+
+
+async def test_flush_and_close_write_lazy_batches_at_once(journal):
+    await journal.append(Batch(events=[dispatched("a", "m1"), dispatched("a", "m2")]))
+    first = journal.append(Batch(sent=[("m1", T0)]), lazy=True)
+    await journal.flush()
+    assert first.done() and [row.msg_id for row in await journal.pending_outbound()] == ["m2"]
+    second = journal.append(Batch(sent=[("m2", T0)]), lazy=True)
+    await journal.close()
+    assert second.done() and second.exception() is None
