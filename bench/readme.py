@@ -56,8 +56,9 @@ def _profile(profile: Profile) -> str:
     lines = [
         f"py-spy sampled the manager at 200 Hz during a second throughput run (a separate run: "
         f"sampling slows the process), {every:,} samples: {threads}. py-spy counts a thread "
-        "waiting inside a C call as busy, which overstates the other threads (the journal's "
-        "aiosqlite thread, the default executor): by /proc above, the main thread does most of "
+        "waiting inside a C call as busy, which overstates the other threads (journal-writer, "
+        "waiting on fsync; the journal reader's aiosqlite thread, waiting for queries): by /proc "
+        "above, the main thread does most of "
         f"the work. The tables below are the main thread's {profile.samples:,} samples.",
         "",
         "Self time by layer (the file of the innermost Python frame):",
