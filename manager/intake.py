@@ -2,8 +2,8 @@
 
 Each message is acked only after its effect is committed to the journal. The requests a reply
 causes are published while that commit is in flight: if the manager dies before the commit,
-the unacked reply comes back and makes the same requests again (same message ids). A message that
-cannot be processed at all is moved to the dead-letter queue with the reason (and a
+the unacked reply comes back and makes the same requests again (same message ids). A message
+that cannot be processed at all is moved to the dead-letter queue with the reason (and a
 rejected trigger's sender is told why), never dropped.
 """
 

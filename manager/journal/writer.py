@@ -4,9 +4,10 @@ Batches keep the order of `append()` calls. Other writes (definitions, retention
 operations between groups, so they never interleave with a group's transaction. After a failed
 commit the writer is failed for good: every later append fails at once with the same error.
 
-The write connection lives on a thread of its own, and a whole transaction (BEGIN, the inserts,
-COMMIT) is one call to that thread: each DAG level waits for one commit, so each hand-off
-between threads is latency on every job.
+The write connection (plain sqlite3) lives on a thread of its own, and a whole transaction
+(BEGIN, the inserts, COMMIT) is one call to that thread: every reply's ack waits for a commit,
+and each hand-off between threads adds to that wait. Reads go through aiosqlite, on another
+connection.
 """
 
 from __future__ import annotations

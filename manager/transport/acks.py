@@ -55,6 +55,11 @@ class AckWindow:
         singles = sorted(tag for tag, state in self._due.items() if state)
         for tag in singles:
             del self._due[tag]
+        if len(self._order) > 2 * len(self._due) + 1024:
+            # Singles stay in the heap until they reach its top: behind a delivery held for
+            # long, rebuild it so it does not grow with every ack.
+            self._order = list(self._due)
+            heapq.heapify(self._order)
         return up_to, singles
 
 

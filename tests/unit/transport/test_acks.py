@@ -49,3 +49,15 @@ def test_unknown_tags_are_ignored():
     window = _window(1)
     window.due(99)
     assert window.take() == (0, [])
+
+
+def test_acks_behind_a_held_delivery_do_not_pile_up():
+    window = _window(1)
+    for tag in range(2, 10_002):
+        window.received(tag)
+        window.due(tag)
+        assert window.take() == (0, [tag])
+    assert len(window) == 1
+    assert len(window._order) <= 1 + 2 + 1024  # rebuilt, not one entry per ack ever made
+    window.due(1)
+    assert window.take() == (1, [])
