@@ -296,7 +296,11 @@ class Orchestrator:
         if (
             chosen
             and canonical is not None
-            and (canonical in self._state.jobs or await self.journal.job(canonical) is not None)
+            and (
+                canonical in self._state.jobs
+                or canonical in self._state.gone  # a completed child, its row maybe not yet written
+                or await self.journal.job(canonical) is not None
+            )
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
         commands, outbound = await self.handle(

@@ -133,6 +133,9 @@ class Task(Flow):
     item_list_key: str = Field(alias="itemListKey", min_length=1)
     item_key_override: str | None = Field(default=None, alias="itemKey", min_length=1)
     max_failed_items: int = Field(default=0, ge=0, strict=True)
+    # Children running at once; the next starts as one finishes. It bounds the manager's
+    # memory for a wide fan-out (and what lands on the workers' queues at once).
+    max_in_flight: int = Field(default=1_000, ge=1, strict=True)
 
     @cached_property
     def item_key(self) -> str:

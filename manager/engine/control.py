@@ -25,7 +25,12 @@ class JobControl:
         """The top-level job a request names, or None after refusing it with the reason."""
         job = self.find_job(job_id)
         if job is None:
-            self.commands.append(Refused(job_id, action, f"no job {job_id}", "not-found"))
+            parent = self.parent_of_gone(job_id)
+            if parent is not None:
+                reason = f"job {job_id} is a child of job {parent}; {action} that job"
+                self.commands.append(Refused(job_id, action, reason, "conflict"))
+            else:
+                self.commands.append(Refused(job_id, action, f"no job {job_id}", "not-found"))
             return None
         if job.parent is not None:
             reason = f"job {job.id} is a child of job {job.parent.job_id}; {action} that job"
@@ -89,18 +94,20 @@ class JobControl:
         run.error = None
         run.finished_at = None
         run.round_start = run.attempt
-        children = [self.state.jobs.get(c) for c in run.children or ()]
-        if run.children and run.child_results is not None and all(children):
-            # A fanned-out task step: run its unfinished children again, keep the rest.
+        if run.children and run.child_results is not None:
+            # A fanned-out task step: run its unfinished children again, keep the completed
+            # ones (a started child no longer in memory completed: its result is kept), then
+            # start the ones not started yet as there is room.
             run.status = StepStatus.RUNNING
             run.failed_items = None
-            left = 0
-            for child in children:
-                assert child is not None  # checked by all() above
-                if child.status is not JobStatus.COMPLETED:
+            left = len(run.children) - run.next_child
+            for child_id in run.children[: run.next_child]:
+                child = self.state.jobs.get(child_id)
+                if child is not None and child.status is not JobStatus.COMPLETED:
                     self._revive(child)
                     left += 1
             run.children_left = left
+            self._start_children(job, run, job.workflow.task_by_name[run.spec.task or ""])
             return
         run.status = StepStatus.WAITING
         run.children, run.child_results, run.children_left = None, None, 0

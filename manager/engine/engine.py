@@ -30,6 +30,9 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
     """Apply one event: update `state` in place and return it with the commands to carry out."""
     if not isinstance(event, _EVENTS):
         raise TypeError(f"not an engine event: {event!r}")
+    for job_id in state.departed:
+        state.jobs.pop(job_id, None)
+    state.departed.clear()
     transition = Transition(state, event.at)
     if isinstance(event, JobSubmitted):
         transition.submit(event)

@@ -56,6 +56,7 @@ class StepRun:
     children: list[str] | None = None
     child_results: list[dict[str, Any] | None] | None = None
     children_left: int = 0
+    next_child: int = 0  # children started so far (in element order; at most max_in_flight run)
     failed_items: list[dict[str, Any]] | None = (
         None  # children accepted as failed (max_failed_items)
     )
@@ -131,6 +132,12 @@ class EngineState:
     current: dict[str, str]
     jobs: dict[str, Job] = field(default_factory=dict)
     timers: dict[str, float] = field(default_factory=dict)  # key -> due (unix seconds)
+    # Completed child jobs to drop at the next event: their parent keeps the result, and the
+    # journal their row (written by the caller of `apply`, which still needs them until then).
+    departed: list[str] = field(default_factory=list)
+    # Completed children dropped so far (id -> parent id), until their top-level job leaves
+    # memory: a new job may not take one of these ids.
+    gone: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_workflows(

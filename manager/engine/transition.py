@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from manager.config.models import Flow, Workflow
+from manager.config.models import Flow, Task, Workflow
 from manager.engine import timers
 from manager.engine.commands import (
     Command,
@@ -72,6 +72,10 @@ class Transition(FailureRules, JobControl):
         """A job by id, in any letter case."""
         return self.state.jobs.get(job_id) or self.state.jobs.get(canonical_uuid(job_id) or "")
 
+    def parent_of_gone(self, job_id: str) -> str | None:
+        """The parent of a completed child job that has left memory, if `job_id` names one."""
+        return self.state.gone.get(job_id) or self.state.gone.get(canonical_uuid(job_id) or "")
+
     # -- submissions -------------------------------------------------------------------
 
     def submit(self, event: JobSubmitted) -> None:
@@ -89,6 +93,11 @@ class Transition(FailureRules, JobControl):
         existing = self.state.jobs.get(job_id)
         if existing is not None:
             self._resubmitted(existing, event.reply_to)
+            return
+        parent = self.state.gone.get(job_id)
+        if parent is not None:
+            # A completed child, out of memory while its top-level job runs: the id is taken.
+            self._ignore(job_id, f"job {job_id} completed already, as a child of job {parent}")
             return
         job = self._create_job(workflow, workflow, job_id, event.payload, parent=None)
         if event.reply_to:
@@ -274,10 +283,29 @@ class Transition(FailureRules, JobControl):
             return
         run.child_results = [None] * len(ids)
         run.children_left = len(ids)
-        for index, (child_id, element) in enumerate(zip(ids, items, strict=True)):
-            payload = child_payload(task, data, element)
+        run.next_child = 0
+        self._start_children(job, run, task)
+
+    def _start_children(self, job: Job, run: StepRun, task: Task) -> None:
+        """Start children in element order until `max_in_flight` of them run (or none is left)."""
+        assert run.children is not None and run.input is not None  # set when the step fanned out
+        items = run.input[task.item_list_key]
+        running = run.next_child - (len(run.children) - run.children_left)
+        while run.next_child < len(run.children) and running < task.max_in_flight:
+            index = run.next_child
+            child_id = run.children[index]
+            if child_id in self.state.jobs:
+                self._fail_step(
+                    job,
+                    run,
+                    f"task step '{run.name}': element {index} has id {child_id}, already a job",
+                )
+                return
+            payload = child_payload(task, run.input, items[index])
             link = ParentLink(job.id, run.name, index)
             self._create_job(job.workflow, task, child_id, payload, link)
+            run.next_child += 1
+            running += 1
 
     def _complete_step(self, job: Job, run: StepRun, output: dict[str, Any]) -> None:
         run.status = StepStatus.COMPLETED
@@ -325,8 +353,13 @@ class Transition(FailureRules, JobControl):
             return
         run.child_results[link.index] = child.result
         run.children_left -= 1
-        if run.children_left == 0:
-            task = parent.workflow.task_by_name[run.spec.task or ""]
+        if child.status is JobStatus.COMPLETED:
+            self.state.departed.append(child.id)  # its result is all the parent needs
+            self.state.gone[child.id] = parent.id
+        task = parent.workflow.task_by_name[run.spec.task or ""]
+        if run.children_left > 0:
+            self._start_children(parent, run, task)
+        else:
             output = gather(task, run.child_results)
             if run.failed_items:
                 output["failed_items"] = sorted(run.failed_items, key=lambda f: f["index"])

@@ -52,8 +52,13 @@ def notice_msg_id(job_id: str, reply_to: str) -> str:
 
 
 def _root(state: EngineState, job_id: str | None) -> str | None:
-    job = state.jobs.get(job_id) if job_id else None
-    return root_of(state, job) if job is not None else None
+    if not job_id:
+        return None
+    job = state.jobs.get(job_id)
+    if job is not None:
+        return root_of(state, job)
+    parent = state.gone.get(job_id)  # a completed child, out of memory: through its parent
+    return _root(state, parent) if parent is not None else None
 
 
 def _inbound(state: EngineState, event: Event) -> EventRow:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 
 DIAMOND = """
@@ -78,3 +79,37 @@ async def test_worker_exception_fails_the_job_with_the_step_and_message(system):
     assert job["status"] == "failed"
     assert all(entry["name"] != "after" for entry in job["completed"] + job["running"])
     assert "__end__" not in [entry["name"] for entry in job["completed"]]
+
+
+WINDOWED = """
+workflows:
+  - name: windowed
+    steps:
+      - {name: fan, task: each}
+    tasks:
+      - name: each
+        itemListKey: items
+        max_in_flight: 2
+        steps:
+          - {name: square, queue: "{p}.square"}
+"""
+
+
+async def test_a_task_runs_at_most_max_in_flight_children_at_once(system):
+    sys = await system(WINDOWED, step_queues=["square"])
+    job_id = str(uuid.uuid4())
+    outcome = await sys.run("windowed", {"items": list(range(12))}, job_id)
+    assert outcome.status == "completed", outcome.body
+    assert outcome.body["items"] == [i * i for i in range(12)]
+    # The journal's order: never more than two requests out without their replies.
+    with sqlite3.connect(sys.db) as db:
+        kinds = db.execute(
+            "SELECT kind FROM events WHERE root_id = ? AND step = 'square'"
+            " AND kind IN ('dispatched', 'replied') ORDER BY seq",
+            (job_id,),
+        ).fetchall()
+    outstanding, most = 0, 0
+    for (kind,) in kinds:
+        outstanding += 1 if kind == "dispatched" else -1
+        most = max(most, outstanding)
+    assert len(kinds) == 24 and most == 2

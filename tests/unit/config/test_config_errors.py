@@ -85,7 +85,8 @@ CASES = [
             "wf.yaml:5: workflow 'w', task 't': missing 'itemListKey':"
             " the input key whose list the task runs over, once per item",
             "wf.yaml:6: workflow 'w', task 't': unknown field 'item_list_key'"
-            " (allowed: name, steps, defaults, itemListKey, itemKey, max_failed_items);"
+            " (allowed: name, steps, defaults, itemListKey, itemKey, max_failed_items,"
+            " max_in_flight);"
             " did you mean 'itemListKey'?",
         ],
     ),

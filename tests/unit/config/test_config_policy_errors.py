@@ -205,7 +205,7 @@ CASES = [
             " defaults, tasks, vhosts, timeout, on_error, on_cancel);"
             " to set retry_backoff for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:7: workflow 'w', task 't': unknown field 'timeout' (allowed: name, steps,"
-            " defaults, itemListKey, itemKey, max_failed_items);"
+            " defaults, itemListKey, itemKey, max_failed_items, max_in_flight);"
             " to set timeout for every step of the task, put it under 'defaults:'",
         ],
     ),

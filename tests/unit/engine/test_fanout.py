@@ -392,23 +392,31 @@ def test_nested_tasks_fan_out_twice_and_gather_back():
     assert finished(log).result == {"total": 7}
     book0 = child_id(JOB, "per-book", 0)
     chapter1 = child_id(book0, "per-chapter", 1)
-    assert state.jobs[chapter1].parent.job_id == book0
-    assert state.jobs[chapter1].payload == {"chapter": "c", "title": "A"}
-    assert state.jobs[book0].steps["per-chapter"].output == {"chapters": [2, 1]}
+    assert finished(log, chapter1).parent_id == book0
+    (count1,) = [d for d in dispatches(log) if d.job_id == chapter1]
+    assert count1.body == {"chapter": "c", "title": "A"}
+    (sum0,) = [d for d in dispatches(log) if d.job_id == book0 and d.step == "sum"]
+    assert sum0.body["chapters"] == [2, 1]  # the per-chapter step's gathered output
+    assert finished(log, book0).result == {"book": 3}
     assert {d.workflow for d in dispatches(log)} == {"library"}
     assert sum(d.step == "count" for d in dispatches(log)) == 3
     grandchildren = [c for c in of_type(log, JobStarted) if c.parent_id == book0]
     assert [c.job_id for c in grandchildren] == [child_id(book0, "per-chapter", i) for i in (0, 1)]
-    assert all(j.status is JobStatus.COMPLETED for j in state.jobs.values())
+    # Completed children leave memory (their parents keep the results); the top-level job
+    # stays until the orchestrator has journaled it.
+    assert list(state.jobs) == [JOB] and state.jobs[JOB].status is JobStatus.COMPLETED
+    assert state.gone[chapter1] == book0 and state.gone[book0] == JOB
 
 
-def test_children_are_jobs_in_the_state_with_their_own_results():
+def test_children_are_jobs_with_their_own_results_that_leave_memory_once_completed():
     state = _split()
-    run(state, submit(state, "books", {"sections": ["a"]}), lambda d: {"section": d.step})
-    child = state.jobs[child_id(JOB, "split", 0)]
-    assert child.status is JobStatus.COMPLETED
-    assert child.result == {"section": "work"}
-    assert child.submitted_at == AT_SUBMIT
+    commands = submit(state, "books", {"sections": ["a"]})
+    kid = child_id(JOB, "split", 0)
+    assert state.jobs[kid].submitted_at == AT_SUBMIT
+    log = run(state, commands, lambda d: {"section": d.step})
+    done = finished(log, kid)
+    assert (done.status, done.result, done.parent_id) == ("completed", {"section": "work"}, JOB)
+    assert kid not in state.jobs and state.gone == {kid: JOB}
 
 
 def test_resubmitting_a_child_id_adds_a_reply_to_that_hears_the_childs_outcome():

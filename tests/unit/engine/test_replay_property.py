@@ -76,6 +76,8 @@ def workflows(draw: st.DrawFn) -> Workflow:
         }
         if draw(st.integers(0, 3)) == 0:
             task["itemKey"] = "elem"
+        if draw(st.booleans()):
+            task["max_in_flight"] = draw(st.integers(1, 2))  # children start as others end
         spec["tasks"] = [task]
     return Workflow.model_validate(spec)
 
@@ -204,12 +206,17 @@ def _is_submit(event: Event) -> bool:
 
 
 def _clone_jobs(state: EngineState) -> str:
-    """A cheap but thorough fingerprint of every job's mutable state."""
+    """A cheap but thorough fingerprint of every job's mutable state.
+
+    Completed children due to leave memory at the next event (`state.departed`) count as gone
+    already: any event, noise included, drops them.
+    """
     return repr(
         [
             (j.id, j.status, j.result, j.error, j.reply_to, j.steps_left)
             + tuple((s.status, s.attempt, s.output, s.children_left) for s in j.steps.values())
             for j in state.jobs.values()
+            if j.id not in state.departed
         ]
     )
 

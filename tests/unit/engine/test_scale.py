@@ -13,7 +13,16 @@ from typing import Any
 
 import manager.engine
 from manager.engine import EngineState, JobStatus
-from tests.unit.engine.helpers import JOB, child_id, cid, finished, make_state, reply, submit
+from tests.unit.engine.helpers import (
+    JOB,
+    child_id,
+    cid,
+    finished,
+    make_state,
+    reply,
+    started_children,
+    submit,
+)
 
 FAN = """
 workflows:
@@ -29,6 +38,10 @@ workflows:
         steps:
           - name: work
 """
+
+# Every child started at once, for the cost-per-completion checks below.
+FAN_ALL = FAN.replace("itemListKey: items", "itemListKey: items\n        max_in_flight: 100000")
+WINDOW = 1_000  # the default max_in_flight
 
 ENGINE_DIR = str(Path(manager.engine.__file__).resolve().parent)
 
@@ -65,23 +78,29 @@ def _fan_out_and_finish(state: EngineState, n: int) -> None:
         reply(state, cid(kid, "work"), {"item": index * 2, "k": index})
 
 
-def test_ten_thousand_children_complete():
+def test_ten_thousand_children_complete_with_at_most_a_window_running():
     n = 10_000
     state = make_state(FAN)
     commands = submit(state, "w", {"items": list(range(n))})
-    assert len(state.jobs) == n + 1
-    assert len(commands) == 1 + 2 * n  # JobStarted for the job and each child, then n Dispatches
+    assert len(state.jobs) == WINDOW + 1
+    assert len(commands) == 1 + 2 * WINDOW  # JobStarted for the job and each child, Dispatches
     kids = _ids(n)
-    for index in reversed(range(n)):
+    index_of = {kid: i for i, kid in enumerate(kids)}
+    running = kids[:WINDOW]
+    while running:
+        kid = running.pop()  # the latest started first: out of element order
         assert state.jobs[JOB].steps["fan"].status == "running"
-        reply(state, cid(kids[index], "work"), {"item": -index, "k": index})
+        index = index_of[kid]
+        more = reply(state, cid(kid, "work"), {"item": -index, "k": index})
+        running.extend(started_children(more))
+        assert len(state.jobs) <= WINDOW + 2  # the window, the job, one child leaving
     fan = state.jobs[JOB].steps["fan"]
     assert fan.status == "completed"
     assert fan.output == {"k": 0, "items": [-i for i in range(n)]}
     assert fan.children == kids
     commands = reply(state, cid(JOB, "total"), {"sum": 1})
     assert finished(commands).result == {"sum": 1}
-    assert all(job.status is JobStatus.COMPLETED for job in state.jobs.values())
+    assert list(state.jobs) == [JOB] and state.jobs[JOB].status is JobStatus.COMPLETED
 
 
 def test_engine_work_grows_linearly_with_the_number_of_children():
@@ -96,7 +115,7 @@ def test_engine_work_grows_linearly_with_the_number_of_children():
 def test_one_child_completion_costs_the_same_whatever_the_number_of_siblings():
     costs = []
     for n in (10, 1_000, 4_000):
-        state = make_state(FAN)
+        state = make_state(FAN_ALL)
         submit(state, "w", {"items": list(range(n))})
         kids = _ids(n)
         middle = kids[n // 2]

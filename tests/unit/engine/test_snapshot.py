@@ -34,10 +34,20 @@ def _finished_state():
     return state
 
 
+def _fanned_state():
+    """Two children: the first completed (and gone from memory), the second running."""
+    state = make_state(FLOW)
+    submit(state, "w", {"p": 1})
+    reply(state, cid(JOB, "split"), {"items": [1, 2]})
+    first, second = state.jobs[JOB].steps["fan"].children
+    reply(state, cid(first, "work"), {"item": 10})
+    submit(state, "w", {}, job_id=JOB)  # any next event drops the completed child
+    return state, first, second
+
+
 def test_root_of_a_child_is_its_top_level_job():
-    state = _finished_state()
-    child = state.jobs[state.jobs[JOB].steps["fan"].children[1]]
-    assert root_of(state, child) == JOB
+    state, _, second = _fanned_state()
+    assert root_of(state, state.jobs[second]) == JOB
     assert root_of(state, state.jobs[JOB]) == JOB
 
 
@@ -66,7 +76,7 @@ def test_restored_failed_job_keeps_its_error():
 
 
 def test_forget_drops_the_whole_tree():
-    state = _finished_state()
-    assert len(state.jobs) == 3
-    assert forget(state, state.jobs[JOB]) == 3
-    assert state.jobs == {}
+    state, first, second = _fanned_state()
+    assert set(state.jobs) == {JOB, second} and state.gone == {first: JOB}
+    assert forget(state, state.jobs[JOB]) == 2
+    assert state.jobs == {} and state.gone == {}
