@@ -25,9 +25,9 @@ class JobControl:
         """The top-level job a request names, or None after refusing it with the reason."""
         job = self.find_job(job_id)
         if job is None:
-            parent = self.parent_of_gone(job_id)
-            if parent is not None:
-                reason = f"job {job_id} is a child of job {parent}; {action} that job"
+            root = self.root_of_gone(job_id)
+            if root is not None:
+                reason = f"job {job_id} is a child of job {root}; {action} that job"
                 self.commands.append(Refused(job_id, action, reason, "conflict"))
             else:
                 self.commands.append(Refused(job_id, action, f"no job {job_id}", "not-found"))

@@ -43,10 +43,8 @@ def forget(state: EngineState, job: Job) -> int:
     doomed = [job, *descendants(state, job)]
     for gone in doomed:
         state.jobs.pop(gone.id, None)
-        if state.gone:
-            for run in gone.steps.values():
-                for child_id in run.children or ():
-                    state.gone.pop(child_id, None)
+    for child_id in state.gone_by_root.pop(job.id, ()):
+        state.gone.pop(child_id, None)
     return len(doomed)
 
 

@@ -35,6 +35,7 @@ from manager.engine.fanout import (
     json_type,
 )
 from manager.engine.replies import ReplyError, decode_output, split_correlation_id
+from manager.engine.snapshot import root_of
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 
 __all__ = ["Transition", "canonical_uuid"]
@@ -72,8 +73,8 @@ class Transition(FailureRules, JobControl):
         """A job by id, in any letter case."""
         return self.state.jobs.get(job_id) or self.state.jobs.get(canonical_uuid(job_id) or "")
 
-    def parent_of_gone(self, job_id: str) -> str | None:
-        """The parent of a completed child job that has left memory, if `job_id` names one."""
+    def root_of_gone(self, job_id: str) -> str | None:
+        """The top-level job of a completed child that has left memory, if `job_id` names one."""
         return self.state.gone.get(job_id) or self.state.gone.get(canonical_uuid(job_id) or "")
 
     # -- submissions -------------------------------------------------------------------
@@ -94,10 +95,10 @@ class Transition(FailureRules, JobControl):
         if existing is not None:
             self._resubmitted(existing, event.reply_to)
             return
-        parent = self.state.gone.get(job_id)
-        if parent is not None:
-            # A completed child, out of memory while its top-level job runs: the id is taken.
-            self._ignore(job_id, f"job {job_id} completed already, as a child of job {parent}")
+        root = self.state.gone.get(job_id)
+        if root is not None:
+            # A completed child, out of memory while its top-level job lives: the id is taken.
+            self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
         job = self._create_job(workflow, workflow, job_id, event.payload, parent=None)
         if event.reply_to:
@@ -355,7 +356,9 @@ class Transition(FailureRules, JobControl):
         run.children_left -= 1
         if child.status is JobStatus.COMPLETED:
             self.state.departed.append(child.id)  # its result is all the parent needs
-            self.state.gone[child.id] = parent.id
+            root = root_of(self.state, parent)
+            self.state.gone[child.id] = root
+            self.state.gone_by_root.setdefault(root, []).append(child.id)
         task = parent.workflow.task_by_name[run.spec.task or ""]
         if run.children_left > 0:
             self._start_children(parent, run, task)

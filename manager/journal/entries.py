@@ -57,8 +57,7 @@ def _root(state: EngineState, job_id: str | None) -> str | None:
     job = state.jobs.get(job_id)
     if job is not None:
         return root_of(state, job)
-    parent = state.gone.get(job_id)  # a completed child, out of memory: through its parent
-    return _root(state, parent) if parent is not None else None
+    return state.gone.get(job_id)  # a completed child, out of memory (or None: a stray)
 
 
 def _inbound(state: EngineState, event: Event) -> EventRow:

@@ -405,7 +405,7 @@ def test_nested_tasks_fan_out_twice_and_gather_back():
     # Completed children leave memory (their parents keep the results); the top-level job
     # stays until the orchestrator has journaled it.
     assert list(state.jobs) == [JOB] and state.jobs[JOB].status is JobStatus.COMPLETED
-    assert state.gone[chapter1] == book0 and state.gone[book0] == JOB
+    assert state.gone[chapter1] == JOB and state.gone[book0] == JOB  # by top-level job
 
 
 def test_children_are_jobs_with_their_own_results_that_leave_memory_once_completed():
@@ -417,6 +417,7 @@ def test_children_are_jobs_with_their_own_results_that_leave_memory_once_complet
     done = finished(log, kid)
     assert (done.status, done.result, done.parent_id) == ("completed", {"section": "work"}, JOB)
     assert kid not in state.jobs and state.gone == {kid: JOB}
+    assert state.gone_by_root == {JOB: [kid]}
 
 
 def test_resubmitting_a_child_id_adds_a_reply_to_that_hears_the_childs_outcome():

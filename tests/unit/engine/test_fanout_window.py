@@ -93,5 +93,5 @@ def test_a_completed_child_id_cannot_start_a_new_job_while_its_parent_runs():
     submit(state, "w", {})  # any event: the completed child leaves memory
     assert kids[0] not in state.jobs
     (ignored,) = submit(state, "w", {}, job_id=kids[0])
-    assert "completed already, as a child of job" in ignored.reason
+    assert f"completed already, as a child job of job {JOB}" in ignored.reason
     assert kids[0] not in state.jobs

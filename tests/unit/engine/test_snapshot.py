@@ -79,4 +79,36 @@ def test_forget_drops_the_whole_tree():
     state, first, second = _fanned_state()
     assert set(state.jobs) == {JOB, second} and state.gone == {first: JOB}
     assert forget(state, state.jobs[JOB]) == 2
-    assert state.jobs == {} and state.gone == {}
+    assert state.jobs == {} and state.gone == {} and state.gone_by_root == {}
+
+
+NESTED = """
+workflows:
+  - name: w
+    steps:
+      - {name: outer, task: o}
+    tasks:
+      - name: o
+        itemListKey: groups
+        itemKey: items
+        steps:
+          - {name: inner, task: i}
+      - name: i
+        itemListKey: items
+        steps:
+          - name: work
+"""
+
+
+def test_forget_also_forgets_the_ids_of_grandchildren_that_left_memory():
+    state = make_state(NESTED)
+    submit(state, "w", {"groups": [[1, 2], [3]]})
+    answered = 0
+    while kids := [j.id for j in state.jobs.values() if "work" in j.steps and j.is_running]:
+        reply(state, cid(kids[0], "work"), {"item": 0})
+        answered += 1
+    assert answered == 3
+    submit(state, "w", {}, job_id=JOB)  # any event: the last completed ones leave memory
+    assert list(state.jobs) == [JOB] and len(state.gone) == 5  # 2 children, 3 grandchildren
+    forget(state, state.jobs[JOB])
+    assert state.gone == {} and state.gone_by_root == {}
