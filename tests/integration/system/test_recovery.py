@@ -96,6 +96,8 @@ async def test_journal_command_prints_a_jobs_events_in_order(system):
     await sys_.answer(await sys_.take("hand"), b'{"y": 2}')
     await sys_.answer(await sys_.take("next"), b'{"z": 3}')
     await sys_.next_outcome(outcomes)
+    # The outcome may go out while its commit is in flight: a clean stop writes everything.
+    await sys_.restart()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "manager", "journal", job_id, "--db", str(sys_.db), cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
