@@ -50,7 +50,7 @@ def listen(host: str, port: int) -> socket.socket:
 def run(main: Coroutine[Any, Any, None], event_loop: str = "auto") -> None:
     """Run `main` to the end on uvloop ("auto": where it is installed) or asyncio's own loop.
 
-    uvloop halves the event loop's share of the manager's CPU per message (bench/README.md).
+    uvloop cuts the event loop's own CPU per message (bench/README.md).
     """
     factory: Callable[[], asyncio.AbstractEventLoop] | None = None
     if event_loop != "asyncio":

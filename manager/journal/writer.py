@@ -98,26 +98,22 @@ def _segments(group: list[_Pending]) -> list[_Segment]:
 
 
 def _write_group(conn: sqlite3.Connection, group: list[_Pending]) -> None:
-    """Write `group` in one transaction (on the writer's thread); rolled back if it fails."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        for segment in _segments(group):
-            if segment.events:
-                conn.executemany(INSERT_EVENT, segment.events)
-            if segment.jobs:
-                conn.executemany(UPSERT_JOB, segment.jobs)
-            if segment.sent:
-                conn.executemany(MARK_SENT, segment.sent)
-        conn.execute("COMMIT")
-    except BaseException:
-        _rollback(conn)
-        raise
+    """Write `group` in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    for segment in _segments(group):
+        if segment.events:
+            conn.executemany(INSERT_EVENT, segment.events)
+        if segment.jobs:
+            conn.executemany(UPSERT_JOB, segment.jobs)
+        if segment.sent:
+            conn.executemany(MARK_SENT, segment.sent)
+    conn.execute("COMMIT")
 
 
-def _operate(conn: sqlite3.Connection, run: Operation) -> Any:
-    """Run an operation (on the writer's thread); a transaction it left open is rolled back."""
+def _guarded(conn: sqlite3.Connection, run: Callable[..., T], *args: Any) -> T:
+    """`run(conn, *args)` on the writer's thread; a transaction it left open is rolled back."""
     try:
-        return run(conn)
+        return run(conn, *args)
     except BaseException:
         _rollback(conn)
         raise
@@ -315,7 +311,9 @@ class Writer:
     async def _write(self, group: list[_Pending]) -> bool:
         """Write `group` in one transaction; False (and the writer failed) if that failed."""
         try:
-            await self._loop.run_in_executor(self._executor, _write_group, self._conn, group)
+            await self._loop.run_in_executor(
+                self._executor, _guarded, self._conn, _write_group, group
+            )
         except sqlite3.Error as exc:
             self._failure = write_failure(exc, self._path)
             log.error("%s (%d batches not written)", self._failure, len(group))
@@ -331,7 +329,7 @@ class Writer:
             return
         try:
             result = await self._loop.run_in_executor(
-                self._executor, _operate, self._conn, item.run
+                self._executor, _guarded, self._conn, item.run
             )
         except sqlite3.Error as exc:
             _settle(item.future, write_failure(exc, self._path))

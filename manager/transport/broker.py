@@ -158,18 +158,16 @@ class Broker:
             message_id=message_id,
             headers=dict(headers or {}),
         )
+        if channel.is_closed:
+            raise BrokerError(f"publishing to queue '{routing_key}' failed: the channel is closed")
         try:
-            if channel.is_closed:
-                raise RuntimeError(f"{channel!r} is closed")
             underlay = await channel.get_underlay_channel()
             await underlay.basic_publish(
                 body, routing_key=routing_key, properties=properties, mandatory=True
             )
         except PublishError as exc:  # returned by the broker: no queue took it
             raise Unroutable(f"no queue '{routing_key}' exists; the message came back") from exc
-        except AMQPError as exc:
-            raise BrokerError(f"publishing to queue '{routing_key}' failed: {exc}") from exc
-        except RuntimeError as exc:  # aio-pika raises it on a closed channel
+        except (AMQPError, RuntimeError) as exc:
             raise BrokerError(f"publishing to queue '{routing_key}' failed: {exc}") from exc
 
     async def publish_message(self, routing_key: str, message: aio_pika.Message) -> None:
