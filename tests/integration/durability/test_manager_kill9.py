@@ -23,15 +23,21 @@ HELD_BACK = 30  # triggers sent only after the last kill: every kill finds unfin
 OUTCOMES_TIMEOUT_S = 60.0
 TRIGGER_BATCH = 10
 TRIGGER_PAUSE_S = 0.4  # 300 jobs over ~12 s
+# Each batch's 100 child steps, 50 at a time, take about one pause: jobs are in flight through
+# the whole run (a fast manager would otherwise finish a batch long before the next one).
+CHILD_DELAY_S = 0.2
 
 
-async def trickle(rig, payloads: dict[str, int], ids: list[str], reply_to: str) -> None:
+async def trickle(rig, payloads: dict[str, int], ids: list[str], to: str) -> None:
     """Publish these triggers at a steady rate (load, not synchronisation), so jobs keep running
     through every kill, and some triggers wait in the queue while no manager is up."""
     for start in range(0, len(ids), TRIGGER_BATCH):
         batch = ids[start : start + TRIGGER_BATCH]
         await asyncio.gather(
-            *(rig.trigger("chaos-counts", {"n": payloads[i]}, i, reply_to) for i in batch)
+            *(
+                rig.trigger("chaos-counts", {"n": payloads[i], "delay_s": CHILD_DELAY_S}, i, to)
+                for i in batch
+            )
         )
         await asyncio.sleep(TRIGGER_PAUSE_S)
 
