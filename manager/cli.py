@@ -228,7 +228,7 @@ def _run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from manager.config import load_workflows
     from manager.orchestrator import ManagerSettings
-    from manager.service import run, serve
+    from manager.server import run, serve
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

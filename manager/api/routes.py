@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from manager.api import views
 from manager.api.errors import unknown_workflow
-from manager.api.inputs import canonical_uuid, parse_payload, resolve_job_id
+from manager.api.inputs import parse_job_id, parse_payload, resolve_job_id
 from manager.api.models import (
     ErrorBody,
     Health,
@@ -152,7 +152,7 @@ async def job_detail(
     now: Now,
 ) -> JSONResponse:
     """One job or child job: its steps by state, and its result or error once it has ended."""
-    key = canonical_uuid(job_id, "job id")
+    key = parse_job_id(job_id, "job id")
     job = await service.find_job(key)
     if job is None:
         message = f"no job {key} (running jobs are listed at /api/jobs)"
@@ -173,7 +173,7 @@ async def cancel_job(
     now: Now,
 ) -> JSONResponse:
     """Cancel a running job: no more dispatches for it or its children; on_cancel runs."""
-    job = await service.cancel(canonical_uuid(job_id, "job id"))
+    job = await service.cancel(parse_job_id(job_id, "job id"))
     return _job_response(job, now())
 
 
@@ -190,7 +190,7 @@ async def retry_job(
     now: Now,
 ) -> JSONResponse:
     """Run a failed job again from where it failed: completed steps keep their outputs."""
-    job = await service.retry(canonical_uuid(job_id, "job id"))
+    job = await service.retry(parse_job_id(job_id, "job id"))
     return _job_response(job, now())
 
 

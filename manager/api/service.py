@@ -1,4 +1,4 @@
-"""What the API needs of the orchestrator, as a Protocol: tests pass a fake with a real engine."""
+"""What the API needs of the orchestrator, as a Protocol (the orchestrator is the one there is)."""
 
 from __future__ import annotations
 

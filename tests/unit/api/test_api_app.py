@@ -15,7 +15,7 @@ async def test_healthz_ok_when_connected(client):
 
 
 async def test_healthz_503_when_disconnected(client, service):
-    service.connected = False
+    service.transport.connected = False
     response = await client.get("/healthz")
     assert response.status_code == 503
     assert response.json() == {"status": "disconnected"}
@@ -48,11 +48,11 @@ async def test_wrong_method_is_405_with_an_error_body(client, method, path, allo
 
 
 async def test_a_bug_is_500_with_an_error_body_and_no_details(service, clock):
-    service.state = None  # any route reading jobs now raises AttributeError
+    service.workflows = None  # any route reading the workflows now raises AttributeError
     app = create_app(service, clock=clock)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://manager") as http:
-        response = await http.get("/api/jobs")
+        response = await http.get("/api/workflows")
     assert response.status_code == 500
     assert response.json() == {
         "error": "internal error in workflow-manager; see its log for details",
