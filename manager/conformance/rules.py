@@ -160,10 +160,13 @@ def _answers(what: str) -> Callable[[Exchange, Expect], str | None]:
 @_failing
 def _concurrency(batch: Batch, expect: Expect) -> str | None:
     sent = {request.correlation_id: request for request in batch.sent}
+    nameless = sum(reply.correlation_id is None for reply in batch.replies)
+    if nameless:
+        return f"{nameless} of {len(batch.replies)} replies have no correlation_id"
     counts = Counter(reply.correlation_id for reply in batch.replies)
     strangers = [cid for cid in counts if cid not in sent]
     if strangers:
-        return f"{len(strangers)} repl(ies) carry a correlation_id no request had: {strangers[0]!r}"
+        return f"{len(strangers)} replies carry a correlation_id no request had: {strangers[0]!r}"
     twice = [cid for cid, count in counts.items() if count > 1]
     if twice:
         return f"{len(twice)} request(s) answered more than once, e.g. {twice[0]!r}"
@@ -177,7 +180,8 @@ def _concurrency(batch: Batch, expect: Expect) -> str | None:
 
 @_failing
 def _redelivery(observation: RedeliveryObservation, _expect: Expect) -> str | None:
-    first = _first(observation.first, "the first copy")
+    _first(observation.first, "the first copy")
+    wanted = observation.first.sent.correlation_id
     if not observation.redelivered:
         raise NotCheckable(
             "the kit could not take the copy back to requeue it (a consumer of higher "
@@ -188,10 +192,10 @@ def _redelivery(observation: RedeliveryObservation, _expect: Expect) -> str | No
             "the redelivered copy (same message_id, redelivered flag set) got no reply within "
             f"{observation.first.timeout_s:g}s: answer it again, do not drop it as a duplicate"
         )
-    if observation.again[0].correlation_id != first.correlation_id:
+    if observation.again[0].correlation_id != wanted:
         return (
             f"the reply to the redelivered copy has correlation_id "
-            f"{observation.again[0].correlation_id!r}; expected {first.correlation_id!r}"
+            f"{observation.again[0].correlation_id!r}; expected {wanted!r}"
         )
     return None
 
