@@ -31,6 +31,10 @@ __all__ = [
     "ack_order",
 ]
 
+# How long the kit watches for a failed request to come back after its x-error reply: a worker
+# that requeues it does so right after replying, so this is plenty, and it is what a passing
+# worker costs.
+REQUEUE_WATCH_S = 0.5
 _RETRY_ATTEMPT = 2  # the basic request claims a retry, so an echoed constant 1 is caught
 
 
@@ -99,20 +103,23 @@ async def failure(session: Session) -> FailureObservation:
     """A request with the failing input; then whether it comes back to the worker's queue.
 
     After a reply, a marker message published behind it shows that anything requeued before it
-    has been seen. Without a reply, the kit waits for the request itself: a worker that requeues
-    it forever sends it round again at once. A request that comes back is acked by the kit, so
-    the kit leaves no loop behind.
+    has been seen, and the kit watches REQUEUE_WATCH_S longer for a requeue still on its way.
+    Without a reply, it waits for the request itself: a worker that requeues it forever sends it
+    round again at once. A request that comes back is acked by the kit, so no loop is left.
     """
     failing_input = session.settings.failing_input or {}
     exchange = await _exchange(session, "failure", session.request(failing_input))
     message_id = exchange.sent.message_id
     marker = f"conformance-marker:{uuid.uuid4()}"
+    timeout_s = session.settings.timeout_s
     async with session.grab() as grab:
         if exchange.replies:
             await session.put(session.settings.queue, b"{}", message_id=marker)
-            await grab.take(lambda m: m.message_id == marker, session.settings.timeout_s)
-        else:
-            await grab.take(lambda m: m.message_id == message_id, session.settings.timeout_s)
+            await grab.take(lambda m: m.message_id == marker, timeout_s)
+        if not grab.seen(lambda m: m.message_id == message_id):
+            # A requeue the worker sends after its reply may still be on its way: watch a while.
+            watch_s = min(REQUEUE_WATCH_S, timeout_s) if exchange.replies else timeout_s
+            await grab.take(lambda m: m.message_id == message_id, watch_s)
         for message in grab.held:
             if message.message_id in (message_id, marker):
                 grab.keep(message)

@@ -4,7 +4,8 @@
 
 BROKEN picks the bug: `ack-first` (acks the request, then replies), `fixed-queue` (replies to a
 queue of its own instead of reply_to), `no-correlation` (replies without correlation_id),
-`requeue-failures` (answers a failing input with nack requeue=true, forever). Otherwise each is
+`requeue-failures` (answers a failing input with nack requeue=true, forever),
+`reply-and-requeue` (replies x-error to a failing input, then requeues it too). Otherwise each is
 an echo worker as the conformance kit's --echo expects (aio-pika alone, no project code).
 """
 
@@ -21,7 +22,7 @@ import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from aio_pika.exceptions import DeliveryError
 
-BUGS = ("ack-first", "fixed-queue", "no-correlation", "requeue-failures")
+BUGS = ("ack-first", "fixed-queue", "no-correlation", "requeue-failures", "reply-and-requeue")
 
 
 def _echo(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -54,7 +55,9 @@ async def _handle(bug: str, channel: AbstractChannel, message: AbstractIncomingM
         if bug != "ack-first":
             await message.nack(requeue=True)
         return
-    if bug != "ack-first":
+    if bug == "reply-and-requeue" and "x-error" in headers:
+        await message.nack(requeue=True)
+    elif bug != "ack-first":
         await message.ack()
 
 

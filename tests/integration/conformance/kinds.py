@@ -52,4 +52,5 @@ BROKEN_WORKERS = (
     (_broken("fixed-queue"), {"reply-to", "json-reply", "attempt-echo"}),
     (_broken("no-correlation"), {"reply-to", "concurrency", "redelivery"}),
     (_broken("requeue-failures"), {"error-reply"}),
+    (_broken("reply-and-requeue"), {"error-reply"}),
 )
