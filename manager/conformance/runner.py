@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 
@@ -128,5 +129,6 @@ async def run_conformance(
     except _BROKER_ERRORS as exc:
         raise BrokerError(f"RabbitMQ failed during the checks: {exc}") from exc
     finally:
-        await connection.close()
+        with contextlib.suppress(*_BROKER_ERRORS):
+            await connection.close()
     return Report(settings.queue, verdicts, time.monotonic() - started_s)

@@ -162,7 +162,7 @@ def test_error_reply(replies, requeued, status, reason):
     ("refused", "replies", "status", "reason"),
     [
         ([reply()], [reply()], Status.PASS, "only after the broker confirmed"),
-        ([reply()], [], Status.FAIL, "the request was lost: the broker refused its reply"),
+        ([reply()], [], Status.FAIL, "the request was lost when the broker refused its reply"),
         ([], [], Status.FAIL, "no reply reached reply_to within 2s"),
     ],
 )
