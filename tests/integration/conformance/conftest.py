@@ -28,9 +28,10 @@ async def start_worker(amqp_url: str, unique: str) -> AsyncIterator[StartWorker]
         return queue, process
 
     yield start
+    for _queue, process in started:  # first, so a broker hiccup here cannot leave them running
+        await process.stop()
     connection = await aio_pika.connect(amqp_url)
     async with connection:
         channel = await connection.channel()
-        for queue, process in started:
-            await process.stop()
+        for queue, _process in started:
             await channel.queue_delete(queue)
