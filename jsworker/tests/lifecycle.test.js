@@ -53,12 +53,7 @@ test('the echo example: echoes, fails on "fail": true, prints "listening on QUEU
 });
 
 test('the echo example exits 1 with a clear message when RabbitMQ cannot be reached', async (t) => {
-  const echo = new NodeProcess(
-    (await import('node:child_process')).spawn(process.execPath, [ECHO], {
-      env: { ...process.env, QUEUE: unique('down'), AMQP_URL: 'amqp://guest:secret@127.0.0.1:1/' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
-  );
+  const echo = NodeProcess.spawn(ECHO, { QUEUE: unique('down'), AMQP_URL: 'amqp://guest:secret@127.0.0.1:1/' });
   t.after(() => echo.kill());
   assert.equal(await echo.exited, 1);
   const output = echo.lines.join('\n');

@@ -9,13 +9,18 @@ export class NodeProcess {
   lines = [];
   #waiters = [];
 
-  /** Start `node script` with `env` added; resolves once a line matches `ready`. */
-  static async start(script, env, ready = /listening on/) {
+  /** Spawn `node script` with `env` added to this process's environment. */
+  static spawn(script, env) {
     const child = spawn(process.execPath, [script], {
       env: { ...process.env, AMQP_URL, QUEUE_PREFIX: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const running = new NodeProcess(child);
+    return new NodeProcess(child);
+  }
+
+  /** Spawn `node script` and resolve once it prints a line matching `ready`. */
+  static async start(script, env, ready = /listening on/) {
+    const running = NodeProcess.spawn(script, env);
     await running.waitFor(ready);
     return running;
   }
@@ -30,7 +35,11 @@ export class NodeProcess {
 
   #add(line) {
     this.lines.push(line);
-    this.#waiters = this.#waiters.filter(({ pattern, resolve }) => !(pattern.test(line) && (resolve(line), true)));
+    this.#waiters = this.#waiters.filter(({ pattern, resolve }) => {
+      if (!pattern.test(line)) return true;
+      resolve(line);
+      return false;
+    });
   }
 
   /** The first line matching `pattern`, seen or to come. */
