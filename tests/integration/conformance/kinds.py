@@ -33,8 +33,8 @@ class WorkerKind:
 # Echo workers that follow the protocol: the kit must PASS every rule for each.
 GOOD_WORKERS = (
     WorkerKind("pyworker", (PYTHON, "-m", "pyworker", "examples/echo/echo.py:worker")),
+    WorkerKind("jsworker", ("node", "jsworker/examples/echo.js")),
     # More rows as the other workers land, e.g.:
-    # WorkerKind("jsworker", ("node", "jsworker/examples/echo.js")),
     # WorkerKind("goworker", ("go", "run", "./examples/echo"), cwd="goworker"),
     # WorkerKind("exec", (PYTHON, "-m", "pyworker", "exec", "{queue}", "--", "sh",
     #                     "examples/exec/echo.sh")),
