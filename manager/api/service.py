@@ -29,7 +29,17 @@ class JobService(Protocol):
 
     @property
     def connected(self) -> bool:
-        """True while connected to the broker."""
+        """True while connected to the broker, with the manager's consumers in place."""
+        ...
+
+    @property
+    def disconnected_for_s(self) -> float | None:
+        """Seconds since the broker connection was lost; None while connected."""
+        ...
+
+    @property
+    def failure(self) -> BaseException | None:
+        """Why the manager stopped taking work (its journal failed), or None."""
         ...
 
     async def submit(self, workflow: str, payload: Any, job_id: str | None = None) -> str:
