@@ -2,7 +2,8 @@
 
 The order is fixed: run the handler, publish the reply with publisher confirms, and only when
 the broker has accepted the reply, ack the request. If the reply cannot be published the request
-is not acked, so RabbitMQ delivers it again.
+is not acked, so RabbitMQ delivers it again. A reply or ack lost to a broker outage is counted
+in the `Outage` (reported once, when the outage ends), not logged per request.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from concurrent.futures import Executor
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
-from aio_pika.exceptions import AMQPError, DeliveryError, PublishError
+from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryError, PublishError
 from pydantic import ValidationError
 
 from pyworker.context import StepContext
 from pyworker.errors import ProtocolError
 from pyworker.handlers import StepHandler
+from pyworker.outage import Outage, is_disconnect
 from pyworker.protocol import (
     CONTENT_TYPE,
     HEADER_ERROR,
@@ -29,13 +31,17 @@ from pyworker.protocol import (
     result_reply,
 )
 
-__all__ = ["handle_delivery", "REFUSED_REPLY_DELAY_S"]
+__all__ = ["handle_delivery", "REFUSED_REPLY_DELAY_S", "HELD_REPLIES", "HELD_ACKS"]
 
 log = logging.getLogger(__name__)
 
 # Wait this long before requeueing a request whose reply the broker refused (e.g. a full reply
 # queue), so a persistent refusal does not become a hot redelivery loop.
 REFUSED_REPLY_DELAY_S = 1.0
+
+# What an outage holds back, as counted in the Outage's end-of-outage line.
+HELD_REPLIES = "replies not sent (requests to be redelivered)"
+HELD_ACKS = "acks not sent (requests to be redelivered)"
 
 
 def context_of(message: AbstractIncomingMessage, queue: str) -> StepContext:
@@ -82,11 +88,17 @@ async def _publish(channel: AbstractChannel, reply: Reply, reply_to: str, ctx: S
     await channel.default_exchange.publish(message, routing_key=reply_to, mandatory=True)
 
 
-async def _settle(message: AbstractIncomingMessage, ctx: StepContext, *, ack: bool) -> None:
+async def _settle(
+    message: AbstractIncomingMessage, ctx: StepContext, outage: Outage, *, ack: bool
+) -> None:
     try:
         await (message.ack() if ack else message.nack(requeue=True))
     except (AMQPError, ConnectionError, RuntimeError) as exc:
         # The channel is gone; RabbitMQ requeues every unacked request of a closed channel.
+        if is_disconnect(exc):
+            outage.held(HELD_ACKS)
+            log.debug("%s not settled (%s); it will be redelivered", ctx.log_fields, exc)
+            return
         log.warning(
             "%s could not settle the request (%s); it will be redelivered", ctx.log_fields, exc
         )
@@ -97,12 +109,17 @@ async def handle_delivery(
     handler: StepHandler,
     channel: AbstractChannel,
     executor: Executor,
+    outage: Outage,
 ) -> None:
-    """Run `handler` on one request, publish its reply (or x-error) to `reply_to`, then ack."""
+    """Run `handler` on one request, publish its reply (or x-error) to `reply_to`, then ack.
+
+    A reply that cannot be published because the connection is lost is counted in `outage`;
+    the request stays unacked, so RabbitMQ delivers it again once the worker is back.
+    """
     ctx = context_of(message, handler.queue)
     if not message.reply_to:
         log.warning("%s request has no reply_to; nothing to answer, acking it", ctx.log_fields)
-        await _settle(message, ctx, ack=True)
+        await _settle(message, ctx, outage, ack=True)
         return
     again = " (redelivered)" if ctx.redelivered else ""
     log.debug("%s received on %r%s", ctx.log_fields, handler.queue, again)
@@ -126,9 +143,13 @@ async def handle_delivery(
             REFUSED_REPLY_DELAY_S,
         )
         await asyncio.sleep(REFUSED_REPLY_DELAY_S)
-        await _settle(message, ctx, ack=False)
+        await _settle(message, ctx, outage, ack=False)
         return
-    except (TimeoutError, AMQPError, ConnectionError) as exc:
+    except (TimeoutError, AMQPError, ConnectionError, ChannelInvalidStateError) as exc:
+        if is_disconnect(exc):
+            outage.held(HELD_REPLIES)
+            log.debug("%s reply not sent (%s); it will be redelivered", ctx.log_fields, exc)
+            return
         log.warning("%s reply not sent (%s); the request will be redelivered", ctx.log_fields, exc)
         return
-    await _settle(message, ctx, ack=True)
+    await _settle(message, ctx, outage, ack=True)

@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-import aio_pika
 from aio_pika.abc import (
     AbstractIncomingMessage,
     AbstractQueue,
@@ -28,6 +27,7 @@ from pyworker.delivery import handle_delivery
 from pyworker.draining import InFlight, wait_until_idle
 from pyworker.errors import BrokerError, SettingsError, StepDefinitionError, WorkerStateError
 from pyworker.handlers import StepHandler, check_queue_name, inspect_handler
+from pyworker.outage import Outage, connect, quiet_disconnect_noise
 from pyworker.settings import (
     WorkerSettings,
     mask_url,
@@ -91,6 +91,7 @@ class Worker:
         self._consumers: dict[str, tuple[AbstractQueue, str]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._in_flight = InFlight()
+        self._outage = Outage("RabbitMQ connection", logger=log)
         self._stop_requested = asyncio.Event()
         self._stopped = asyncio.Event()
 
@@ -157,6 +158,11 @@ class Worker:
         return self._state is _State.RUNNING
 
     @property
+    def connected(self) -> bool:
+        """False while RabbitMQ is unreachable (the worker reconnects by itself)."""
+        return self.running and self._outage.connected
+
+    @property
     def in_flight(self) -> int:
         """How many requests are being handled right now."""
         return len(self._in_flight)
@@ -206,17 +212,15 @@ class Worker:
 
     async def _connect(self, url: str, handlers: list[StepHandler]) -> None:
         name = self._settings.name or f"pyworker {socket.gethostname()} pid={os.getpid()}"
+        quiet_disconnect_noise()  # the Outage logs one line per outage instead of aio-pika's
+        self._outage = Outage("RabbitMQ connection", logger=log)
         try:
-            self._connection = await aio_pika.connect_robust(
-                url, client_properties={"connection_name": name}
-            )
+            self._connection = await connect(url, name=name, outage=self._outage)
         except (AMQPError, OSError) as exc:
             raise BrokerError(
                 f"cannot connect to RabbitMQ at {mask_url(url)}: {exc or type(exc).__name__} "
                 "(is it running? set the URL with --amqp-url or $AMQP_URL)"
             ) from exc
-        self._connection.close_callbacks.add(self._on_connection_lost)
-        self._connection.reconnect_callbacks.add(self._on_reconnected)
         sync_steps = sum(not h.is_async for h in handlers)
         self._executor = ThreadPoolExecutor(
             max_workers=max(1, sync_steps * self._settings.prefetch), thread_name_prefix="pyworker"
@@ -235,19 +239,12 @@ class Worker:
             where = f"declaring/consuming queue {queue!r}" if queue else "opening a channel"
             raise BrokerError(f"RabbitMQ refused {where}: {exc}") from exc
 
-    def _on_connection_lost(self, _connection: object, exc: BaseException | None = None) -> None:
-        if self._state is _State.RUNNING:
-            log.warning("lost the connection to RabbitMQ (%s); reconnecting", exc)
-
-    def _on_reconnected(self, _connection: object) -> None:
-        log.info("reconnected to RabbitMQ; consuming %s again", ", ".join(self._consumers))
-
     async def _on_message(self, handler: StepHandler, message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
         if self._channel is None or self._executor is None or task is None:
             return  # closed already: RabbitMQ requeued this request with the channel
         with self._in_flight.track(task):
-            await handle_delivery(message, handler, self._channel, self._executor)
+            await handle_delivery(message, handler, self._channel, self._executor, self._outage)
 
     async def stop(self) -> None:
         """Stop consuming, let in-flight handlers finish and reply, then disconnect.
@@ -284,6 +281,7 @@ class Worker:
             await asyncio.sleep(0)
 
     async def _close(self) -> None:
+        self._outage.close()  # closing on purpose: no outage to report
         channel, connection, executor = self._channel, self._connection, self._executor
         self._channel = self._connection = self._executor = None
         self._consumers.clear()
