@@ -2,8 +2,9 @@
 
 The order is fixed: run the handler, publish the reply with publisher confirms, and only when
 the broker has accepted the reply, ack the request. If the reply cannot be published the request
-is not acked, so RabbitMQ delivers it again. A reply or ack lost to a broker outage is counted
-in the `Outage` (reported once, when the outage ends), not logged per request.
+is not acked, so RabbitMQ delivers it again. A request whose connection was lost while it ran
+is not answered at all (RabbitMQ redelivers it): `handle_delivery` returns False and the worker
+counts it in its Outage, so nothing is logged per request for a lost connection.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from pyworker.context import StepContext
 from pyworker.errors import ProtocolError
 from pyworker.handlers import StepHandler
-from pyworker.outage import Outage, is_disconnect
+from pyworker.outage import is_disconnect
 from pyworker.protocol import (
     CONTENT_TYPE,
     HEADER_ERROR,
@@ -31,17 +32,13 @@ from pyworker.protocol import (
     result_reply,
 )
 
-__all__ = ["handle_delivery", "REFUSED_REPLY_DELAY_S", "HELD_REPLIES", "HELD_ACKS"]
+__all__ = ["handle_delivery", "REFUSED_REPLY_DELAY_S"]
 
 log = logging.getLogger(__name__)
 
 # Wait this long before requeueing a request whose reply the broker refused (e.g. a full reply
 # queue), so a persistent refusal does not become a hot redelivery loop.
 REFUSED_REPLY_DELAY_S = 1.0
-
-# What an outage holds back, as counted in the Outage's end-of-outage line.
-HELD_REPLIES = "replies not sent (requests to be redelivered)"
-HELD_ACKS = "acks not sent (requests to be redelivered)"
 
 
 def context_of(message: AbstractIncomingMessage, queue: str) -> StepContext:
@@ -88,20 +85,27 @@ async def _publish(channel: AbstractChannel, reply: Reply, reply_to: str, ctx: S
     await channel.default_exchange.publish(message, routing_key=reply_to, mandatory=True)
 
 
-async def _settle(
-    message: AbstractIncomingMessage, ctx: StepContext, outage: Outage, *, ack: bool
-) -> None:
+def _channel_closed(message: AbstractIncomingMessage) -> bool:
+    """Whether the channel the request came on is closed (aio-pika raises on reading it)."""
+    try:
+        return bool(message.channel.is_closed)
+    except ChannelInvalidStateError:
+        return True
+
+
+async def _settle(message: AbstractIncomingMessage, ctx: StepContext, *, ack: bool) -> bool:
+    """Ack (or requeue) the request; False if the connection was lost first."""
     try:
         await (message.ack() if ack else message.nack(requeue=True))
     except (AMQPError, ConnectionError, RuntimeError) as exc:
         # The channel is gone; RabbitMQ requeues every unacked request of a closed channel.
         if is_disconnect(exc):
-            outage.held(HELD_ACKS)
             log.debug("%s not settled (%s); it will be redelivered", ctx.log_fields, exc)
-            return
+            return False
         log.warning(
             "%s could not settle the request (%s); it will be redelivered", ctx.log_fields, exc
         )
+    return True
 
 
 async def handle_delivery(
@@ -109,21 +113,23 @@ async def handle_delivery(
     handler: StepHandler,
     channel: AbstractChannel,
     executor: Executor,
-    outage: Outage,
-) -> None:
+) -> bool:
     """Run `handler` on one request, publish its reply (or x-error) to `reply_to`, then ack.
 
-    A reply that cannot be published because the connection is lost is counted in `outage`;
-    the request stays unacked, so RabbitMQ delivers it again once the worker is back.
+    Returns False when the request was left unanswered or unsettled because the connection was
+    lost (RabbitMQ redelivers it once the worker is back); True otherwise.
     """
     ctx = context_of(message, handler.queue)
     if not message.reply_to:
         log.warning("%s request has no reply_to; nothing to answer, acking it", ctx.log_fields)
-        await _settle(message, ctx, outage, ack=True)
-        return
+        return await _settle(message, ctx, ack=True)
     again = " (redelivered)" if ctx.redelivered else ""
     log.debug("%s received on %r%s", ctx.log_fields, handler.queue, again)
     reply = await _outcome(handler, message.body, ctx, executor)
+    if _channel_closed(message):
+        # Lost with its connection: RabbitMQ redelivers it, so a reply now would be a duplicate.
+        log.debug("%s its channel closed while it ran; not replying", ctx.log_fields)
+        return False
     try:
         await _publish(channel, reply, message.reply_to, ctx)
     except PublishError as exc:
@@ -143,13 +149,11 @@ async def handle_delivery(
             REFUSED_REPLY_DELAY_S,
         )
         await asyncio.sleep(REFUSED_REPLY_DELAY_S)
-        await _settle(message, ctx, outage, ack=False)
-        return
+        return await _settle(message, ctx, ack=False)
     except (TimeoutError, AMQPError, ConnectionError, ChannelInvalidStateError) as exc:
         if is_disconnect(exc):
-            outage.held(HELD_REPLIES)
             log.debug("%s reply not sent (%s); it will be redelivered", ctx.log_fields, exc)
-            return
+            return False
         log.warning("%s reply not sent (%s); the request will be redelivered", ctx.log_fields, exc)
-        return
-    await _settle(message, ctx, outage, ack=True)
+        return True
+    return await _settle(message, ctx, ack=True)

@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# How the end-of-outage line counts the requests a lost connection interrupted.
+HELD_UNANSWERED = "requests interrupted (RabbitMQ redelivers them)"
+
 
 class _State(enum.Enum):
     NEW = "new"
@@ -215,12 +218,14 @@ class Worker:
         quiet_disconnect_noise()  # the Outage logs one line per outage instead of aio-pika's
         self._outage = Outage("RabbitMQ connection", logger=log)
         try:
-            self._connection = await connect(url, name=name, outage=self._outage)
+            self._connection = await connect(url, name=name)
         except (AMQPError, OSError) as exc:
             raise BrokerError(
                 f"cannot connect to RabbitMQ at {mask_url(url)}: {exc or type(exc).__name__} "
                 "(is it running? set the URL with --amqp-url or $AMQP_URL)"
             ) from exc
+        self._connection.close_callbacks.add(self._on_connection_lost)
+        self._connection.reconnect_callbacks.add(self._on_reconnected)
         sync_steps = sum(not h.is_async for h in handlers)
         self._executor = ThreadPoolExecutor(
             max_workers=max(1, sync_steps * self._settings.prefetch), thread_name_prefix="pyworker"
@@ -239,12 +244,29 @@ class Worker:
             where = f"declaring/consuming queue {queue!r}" if queue else "opening a channel"
             raise BrokerError(f"RabbitMQ refused {where}: {exc}") from exc
 
+    def _on_connection_lost(self, connection: object, exc: BaseException | None = None) -> None:
+        if not getattr(connection, "close_called", False):  # not closed on purpose by stop()
+            self._outage.lost(exc)
+
+    def _on_reconnected(self, _connection: object) -> None:
+        # aio-pika calls this once channels, queues and consumers are restored.
+        self._outage.restored()
+
     async def _on_message(self, handler: StepHandler, message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
         if self._channel is None or self._executor is None or task is None:
             return  # closed already: RabbitMQ requeued this request with the channel
         with self._in_flight.track(task):
-            await handle_delivery(message, handler, self._channel, self._executor, self._outage)
+            try:
+                answered = await handle_delivery(message, handler, self._channel, self._executor)
+            except asyncio.CancelledError:
+                if (
+                    self._state is _State.RUNNING
+                ):  # not stop(): the channel went with the connection
+                    self._outage.held(HELD_UNANSWERED)
+                raise
+        if not answered:  # counted once per outage rather than logged per request
+            self._outage.held(HELD_UNANSWERED)
 
     async def stop(self) -> None:
         """Stop consuming, let in-flight handlers finish and reply, then disconnect.
