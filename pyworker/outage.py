@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -395,6 +396,9 @@ _PER_ATTEMPT_TEMPLATES = (
 # OSError covers ConnectionError (refused, reset) and aiormq's connection errors;
 # ChannelInvalidStateError is what a channel of a closed connection raises.
 _DISCONNECT_ERRORS = (OSError, ChannelInvalidStateError, asyncio.CancelledError)
+# aiormq's RuntimeError for a channel opened on a closed connection (a robust channel restoring
+# itself on the dead transport): "<Connection: "amqp://..." at 0x7f...> closed".
+_CONNECTION_CLOSED = re.compile(r"<\w*Connection\b.*> closed", re.DOTALL)
 
 
 def is_disconnect(exc: BaseException | None) -> bool:
@@ -402,6 +406,8 @@ def is_disconnect(exc: BaseException | None) -> bool:
     opposed to a bug or a refusal that retrying cannot fix (bad credentials)."""
     if exc is None or isinstance(exc, AuthenticationError):
         return False
+    if isinstance(exc, RuntimeError) and _CONNECTION_CLOSED.fullmatch(str(exc)):
+        return True
     return isinstance(exc, _DISCONNECT_ERRORS)
 
 

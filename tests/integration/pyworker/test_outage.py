@@ -50,8 +50,12 @@ class Replies:
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def on_message(self, message: AbstractIncomingMessage) -> None:
+        body = json.loads(message.body)
         async with self._changed:
-            self.by_id.setdefault(str(message.correlation_id), []).append(json.loads(message.body))
+            answers = self.by_id.setdefault(str(message.correlation_id), [])
+            # A reply redelivered to us (our ack was lost in the outage) is not a second answer.
+            if not (message.redelivered and body in answers):
+                answers.append(body)
             self._changed.notify_all()
         await message.ack()
 

@@ -297,6 +297,11 @@ def test_the_filter_drops_disconnect_noise_only(rec, kept):
         (AuthenticationError("ACCESS_REFUSED"), False),
         (ChannelNotFoundEntity(404, "NOT_FOUND"), False),
         (RuntimeError("bug"), False),
+        (
+            RuntimeError('<Connection: "amqp://guest:******@127.0.0.1:5672/" at 0x7f6d> closed'),
+            True,
+        ),
+        (RuntimeError("<Connection> closed? no: a bug"), False),
         (None, False),
     ],
 )
