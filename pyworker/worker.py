@@ -56,6 +56,10 @@ class _State(enum.Enum):
 class Worker:
     """Serves step handlers: consumes each step's queue and replies to the manager.
 
+    It rides out broker outages: it reconnects promptly by itself (`pyworker.outage`), logs one
+    line when the connection is lost and one when it is back, and leaves the requests an
+    outage interrupted to RabbitMQ's redelivery.
+
     Args:
         amqp_url: Broker URL. Default: $AMQP_URL, then $AMQP_SERVER, then
             `amqp://guest:guest@localhost:5672/` (read when the worker starts).
