@@ -229,6 +229,27 @@ async def test_publishers_wait_for_the_connection_on_an_event(tracked):
     await asyncio.wait_for(waiter, 1)
 
 
+async def test_a_single_timer_writes_the_reminders_while_an_event_loop_runs():
+    reminded = asyncio.Event()
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "still down" in record.getMessage():
+                reminded.set()
+
+    logger = logging.getLogger("test.outage.timer")
+    logger.addHandler(watch := Watch())
+    try:
+        outage = Outage("link", logger=logger, remind_every_s=0.05)
+        outage.lost("gone")
+
+        await asyncio.wait_for(reminded.wait(), 5)
+        outage.restored()
+    finally:
+        logger.removeHandler(watch)
+    assert outage.connected
+
+
 # -- the log filter -------------------------------------------------------------------------
 
 
