@@ -17,6 +17,7 @@ of either):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -189,7 +190,12 @@ async def connect(
     )
     if outage is not None:
         outage.watch(connection)
-    await connection.connect(timeout=timeout_s)
+    try:
+        await connection.connect(timeout=timeout_s)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await connection.close()  # no reconnect loop left behind a failed first attempt
+        raise
     return connection
 
 
