@@ -2,7 +2,9 @@
 
 The order is fixed: run the handler, publish the reply with publisher confirms, and only when
 the broker has accepted the reply, ack the request. If the reply cannot be published the request
-is not acked, so RabbitMQ delivers it again.
+is not acked, so RabbitMQ delivers it again. A request whose connection was lost while it ran
+is not answered at all (RabbitMQ redelivers it): `handle_delivery` returns False and the worker
+counts it in its Outage, so nothing is logged per request for a lost connection.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from concurrent.futures import Executor
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
-from aio_pika.exceptions import AMQPError, DeliveryError, PublishError
+from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryError, PublishError
 from pydantic import ValidationError
 
 from pyworker.context import StepContext
 from pyworker.errors import ProtocolError
 from pyworker.handlers import StepHandler
+from pyworker.outage import is_disconnect
 from pyworker.protocol import (
     CONTENT_TYPE,
     HEADER_ERROR,
@@ -82,14 +85,27 @@ async def _publish(channel: AbstractChannel, reply: Reply, reply_to: str, ctx: S
     await channel.default_exchange.publish(message, routing_key=reply_to, mandatory=True)
 
 
-async def _settle(message: AbstractIncomingMessage, ctx: StepContext, *, ack: bool) -> None:
+def _channel_closed(message: AbstractIncomingMessage) -> bool:
+    """Whether the channel the request came on is closed (aio-pika raises on reading it)."""
+    try:
+        return bool(message.channel.is_closed)
+    except ChannelInvalidStateError:
+        return True
+
+
+async def _settle(message: AbstractIncomingMessage, ctx: StepContext, *, ack: bool) -> bool:
+    """Ack (or requeue) the request; False if the connection was lost first."""
     try:
         await (message.ack() if ack else message.nack(requeue=True))
     except (AMQPError, ConnectionError, RuntimeError) as exc:
         # The channel is gone; RabbitMQ requeues every unacked request of a closed channel.
+        if is_disconnect(exc):
+            log.debug("%s not settled (%s); it will be redelivered", ctx.log_fields, exc)
+            return False
         log.warning(
             "%s could not settle the request (%s); it will be redelivered", ctx.log_fields, exc
         )
+    return True
 
 
 async def handle_delivery(
@@ -97,16 +113,23 @@ async def handle_delivery(
     handler: StepHandler,
     channel: AbstractChannel,
     executor: Executor,
-) -> None:
-    """Run `handler` on one request, publish its reply (or x-error) to `reply_to`, then ack."""
+) -> bool:
+    """Run `handler` on one request, publish its reply (or x-error) to `reply_to`, then ack.
+
+    Returns False when the request was left unanswered or unsettled because the connection was
+    lost (RabbitMQ redelivers it once the worker is back); True otherwise.
+    """
     ctx = context_of(message, handler.queue)
     if not message.reply_to:
         log.warning("%s request has no reply_to; nothing to answer, acking it", ctx.log_fields)
-        await _settle(message, ctx, ack=True)
-        return
+        return await _settle(message, ctx, ack=True)
     again = " (redelivered)" if ctx.redelivered else ""
     log.debug("%s received on %r%s", ctx.log_fields, handler.queue, again)
     reply = await _outcome(handler, message.body, ctx, executor)
+    if _channel_closed(message):
+        # Lost with its connection: RabbitMQ redelivers it, so a reply now would be a duplicate.
+        log.debug("%s its channel closed while it ran; not replying", ctx.log_fields)
+        return False
     try:
         await _publish(channel, reply, message.reply_to, ctx)
     except PublishError as exc:
@@ -126,9 +149,11 @@ async def handle_delivery(
             REFUSED_REPLY_DELAY_S,
         )
         await asyncio.sleep(REFUSED_REPLY_DELAY_S)
-        await _settle(message, ctx, ack=False)
-        return
-    except (TimeoutError, AMQPError, ConnectionError) as exc:
+        return await _settle(message, ctx, ack=False)
+    except (TimeoutError, AMQPError, ConnectionError, ChannelInvalidStateError) as exc:
+        if is_disconnect(exc):
+            log.debug("%s reply not sent (%s); it will be redelivered", ctx.log_fields, exc)
+            return False
         log.warning("%s reply not sent (%s); the request will be redelivered", ctx.log_fields, exc)
-        return
-    await _settle(message, ctx, ack=True)
+        return True
+    return await _settle(message, ctx, ack=True)

@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-import aio_pika
 from aio_pika.abc import (
     AbstractIncomingMessage,
     AbstractQueue,
@@ -28,6 +27,7 @@ from pyworker.delivery import handle_delivery
 from pyworker.draining import InFlight, wait_until_idle
 from pyworker.errors import BrokerError, SettingsError, StepDefinitionError, WorkerStateError
 from pyworker.handlers import StepHandler, check_queue_name, inspect_handler
+from pyworker.outage import Outage, connect, quiet_disconnect_noise
 from pyworker.settings import (
     WorkerSettings,
     mask_url,
@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# How the end-of-outage line counts the requests a lost connection interrupted.
+HELD_UNANSWERED = "requests interrupted (RabbitMQ redelivers them)"
+
 
 class _State(enum.Enum):
     NEW = "new"
@@ -52,6 +55,10 @@ class _State(enum.Enum):
 
 class Worker:
     """Serves step handlers: consumes each step's queue and replies to the manager.
+
+    It rides out broker outages: it reconnects promptly by itself (`pyworker.outage`), logs one
+    line when the connection is lost and one when it is back, and leaves the requests an
+    outage interrupted to RabbitMQ's redelivery.
 
     Args:
         amqp_url: Broker URL. Default: $AMQP_URL, then $AMQP_SERVER, then
@@ -91,6 +98,7 @@ class Worker:
         self._consumers: dict[str, tuple[AbstractQueue, str]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._in_flight = InFlight()
+        self._outage = Outage("RabbitMQ connection", logger=log)
         self._stop_requested = asyncio.Event()
         self._stopped = asyncio.Event()
 
@@ -157,6 +165,11 @@ class Worker:
         return self._state is _State.RUNNING
 
     @property
+    def connected(self) -> bool:
+        """False while RabbitMQ is unreachable (the worker reconnects by itself)."""
+        return self.running and self._outage.connected
+
+    @property
     def in_flight(self) -> int:
         """How many requests are being handled right now."""
         return len(self._in_flight)
@@ -206,10 +219,10 @@ class Worker:
 
     async def _connect(self, url: str, handlers: list[StepHandler]) -> None:
         name = self._settings.name or f"pyworker {socket.gethostname()} pid={os.getpid()}"
+        quiet_disconnect_noise()  # the Outage logs one line per outage instead of aio-pika's
+        self._outage = Outage("RabbitMQ connection", logger=log)
         try:
-            self._connection = await aio_pika.connect_robust(
-                url, client_properties={"connection_name": name}
-            )
+            self._connection = await connect(url, name=name)
         except (AMQPError, OSError) as exc:
             raise BrokerError(
                 f"cannot connect to RabbitMQ at {mask_url(url)}: {exc or type(exc).__name__} "
@@ -235,19 +248,29 @@ class Worker:
             where = f"declaring/consuming queue {queue!r}" if queue else "opening a channel"
             raise BrokerError(f"RabbitMQ refused {where}: {exc}") from exc
 
-    def _on_connection_lost(self, _connection: object, exc: BaseException | None = None) -> None:
-        if self._state is _State.RUNNING:
-            log.warning("lost the connection to RabbitMQ (%s); reconnecting", exc)
+    def _on_connection_lost(self, connection: object, exc: BaseException | None = None) -> None:
+        if not getattr(connection, "close_called", False):  # not closed on purpose by stop()
+            self._outage.lost(exc)
 
     def _on_reconnected(self, _connection: object) -> None:
-        log.info("reconnected to RabbitMQ; consuming %s again", ", ".join(self._consumers))
+        # aio-pika calls this once channels, queues and consumers are restored.
+        self._outage.restored()
 
     async def _on_message(self, handler: StepHandler, message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
         if self._channel is None or self._executor is None or task is None:
             return  # closed already: RabbitMQ requeued this request with the channel
         with self._in_flight.track(task):
-            await handle_delivery(message, handler, self._channel, self._executor)
+            try:
+                answered = await handle_delivery(message, handler, self._channel, self._executor)
+            except asyncio.CancelledError:
+                if (
+                    self._state is _State.RUNNING
+                ):  # not stop(): the channel went with the connection
+                    self._outage.held(HELD_UNANSWERED)
+                raise
+        if not answered:  # counted once per outage rather than logged per request
+            self._outage.held(HELD_UNANSWERED)
 
     async def stop(self) -> None:
         """Stop consuming, let in-flight handlers finish and reply, then disconnect.
@@ -284,6 +307,7 @@ class Worker:
             await asyncio.sleep(0)
 
     async def _close(self) -> None:
+        self._outage.close()  # closing on purpose: no outage to report
         channel, connection, executor = self._channel, self._connection, self._executor
         self._channel = self._connection = self._executor = None
         self._consumers.clear()

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.stops_broker
 @pytest.mark.timeout(170)
 async def test_jobs_complete_across_a_broker_restart(rig):
     outcomes = await rig.outcome_queue()

@@ -44,9 +44,11 @@ async def test_consumers_resume_after_the_broker_closes_the_connection(amqp_url,
     async with worker:
         await caller.request(queue, {"before": True})
         assert (await caller.reply()).body == {"before": True}
+        assert worker.connected
 
         if not await asyncio.to_thread(_close_connection, name):
             pytest.skip("rabbitmqctl does not see this test's broker connection")
         await caller.request(queue, {"after": True})
 
         assert (await caller.reply(timeout_s=60)).body == {"after": True}
+        assert worker.connected
