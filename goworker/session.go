@@ -29,7 +29,8 @@ type session struct {
 	conn      *amqp.Connection
 	ch        *amqp.Channel
 	consumers []consumer
-	lost      chan error // receives why the session ended, once, unless it was closed by us
+	lost      chan error    // receives why the session ended, once, unless it was closed by us
+	done      chan struct{} // closed when the session ends, lost or closed by us
 	lostFlag  atomic.Bool
 }
 
@@ -60,7 +61,7 @@ func openSession(s settings, steps []step, logf func(string, ...any)) (*session,
 		}
 		return nil, err
 	}
-	sess := &session{conn: conn, lost: make(chan error, 1)}
+	sess := &session{conn: conn, lost: make(chan error, 1), done: make(chan struct{})}
 	if err := sess.setUp(s, steps, logf); err != nil {
 		conn.Close() //nolint:errcheck // already failing
 		return nil, err
@@ -109,6 +110,7 @@ func (sess *session) watch() {
 	chClosed := sess.ch.NotifyClose(make(chan *amqp.Error, 1))
 	cancelled := sess.ch.NotifyCancel(make(chan string, len(sess.consumers)+1))
 	go func() {
+		defer close(sess.done)
 		var cause error
 		select {
 		case e, ok := <-connClosed:
@@ -147,8 +149,16 @@ func (sess *session) publishConfirmed(routingKey string, msg amqp.Publishing) (b
 	if err != nil {
 		return false, err
 	}
-	if confirm.Wait() {
-		return true, nil
+	// Wait is not trusted alone: amqp091-go 1.5.0 can leave a confirm pending forever when
+	// the connection drops as the reply is published (seen in the reconnect test).
+	acked := make(chan bool, 1)
+	go func() { acked <- confirm.Wait() }()
+	select {
+	case ok := <-acked:
+		if ok {
+			return true, nil
+		}
+	case <-sess.done:
 	}
 	if sess.ch.IsClosed() { // pending confirms are released as nacks when the channel closes
 		return false, errChannelClosed
