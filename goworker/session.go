@@ -1,7 +1,6 @@
 package goworker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -29,8 +28,8 @@ type session struct {
 	conn      *amqp.Connection
 	ch        *amqp.Channel
 	consumers []consumer
-	lost      chan error    // receives why the session ended, once, unless it was closed by us
-	done      chan struct{} // closed when the session ends, lost or closed by us
+	confirms  *confirmer
+	lost      chan error // receives why the session ended, once, unless it was closed by us
 	lostFlag  atomic.Bool
 }
 
@@ -61,7 +60,7 @@ func openSession(s settings, steps []step, logf func(string, ...any)) (*session,
 		}
 		return nil, err
 	}
-	sess := &session{conn: conn, lost: make(chan error, 1), done: make(chan struct{})}
+	sess := &session{conn: conn, lost: make(chan error, 1)}
 	if err := sess.setUp(s, steps, logf); err != nil {
 		conn.Close() //nolint:errcheck // already failing
 		return nil, err
@@ -79,6 +78,7 @@ func (sess *session) setUp(s settings, steps []step, logf func(string, ...any)) 
 	if err := ch.Confirm(false); err != nil {
 		return fmt.Errorf("enabling publisher confirms: %w", err)
 	}
+	sess.confirms = newConfirmer(ch)
 	if err := ch.Qos(s.prefetch, 0, false); err != nil {
 		return fmt.Errorf("setting the prefetch to %d: %w", s.prefetch, err)
 	}
@@ -110,7 +110,6 @@ func (sess *session) watch() {
 	chClosed := sess.ch.NotifyClose(make(chan *amqp.Error, 1))
 	cancelled := sess.ch.NotifyCancel(make(chan string, len(sess.consumers)+1))
 	go func() {
-		defer close(sess.done)
 		var cause error
 		select {
 		case e, ok := <-connClosed:
@@ -144,26 +143,7 @@ func (sess *session) isLost() bool { return sess.lostFlag.Load() }
 // publishConfirmed publishes on the default exchange (mandatory) and waits for the confirm:
 // true when the broker acked it, false when it nacked it.
 func (sess *session) publishConfirmed(routingKey string, msg amqp.Publishing) (bool, error) {
-	confirm, err := sess.ch.PublishWithDeferredConfirmWithContext(
-		context.Background(), "", routingKey, true, false, msg)
-	if err != nil {
-		return false, err
-	}
-	// Wait is not trusted alone: amqp091-go 1.5.0 can leave a confirm pending forever when
-	// the connection drops as the reply is published (seen in the reconnect test).
-	acked := make(chan bool, 1)
-	go func() { acked <- confirm.Wait() }()
-	select {
-	case ok := <-acked:
-		if ok {
-			return true, nil
-		}
-	case <-sess.done:
-	}
-	if sess.ch.IsClosed() { // pending confirms are released as nacks when the channel closes
-		return false, errChannelClosed
-	}
-	return false, nil
+	return sess.confirms.publish(routingKey, msg)
 }
 
 // cancelConsumers stops the deliveries; each consumer's channel closes once its buffered
