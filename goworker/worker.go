@@ -42,23 +42,29 @@ func (w *Worker) Step(queue string, handler Handler) {
 	if w.stepErr != nil {
 		return
 	}
-	switch {
-	case w.running:
-		w.stepErr = &StepDefinitionError{fmt.Sprintf("cannot add step %q: the worker is running", queue)}
-	case checkQueueName(queue) != nil:
-		w.stepErr = checkQueueName(queue)
-	case handler == nil:
-		w.stepErr = &StepDefinitionError{fmt.Sprintf("step %q: the handler is nil", queue)}
+	if w.stepErr = w.checkStep(queue, handler); w.stepErr == nil {
+		w.steps = append(w.steps, step{queue, handler})
+	}
+}
+
+// checkStep is why queue and handler cannot be registered, or nil.
+func (w *Worker) checkStep(queue string, handler Handler) error {
+	if w.running {
+		return &StepDefinitionError{fmt.Sprintf("cannot add step %q: the worker is running", queue)}
+	}
+	if err := checkQueueName(queue); err != nil {
+		return err
+	}
+	if handler == nil {
+		return &StepDefinitionError{fmt.Sprintf("step %q: the handler is nil", queue)}
 	}
 	for _, st := range w.steps {
-		if w.stepErr == nil && st.queue == queue {
-			w.stepErr = &StepDefinitionError{fmt.Sprintf(
+		if st.queue == queue {
+			return &StepDefinitionError{fmt.Sprintf(
 				"step %q is registered twice; each queue has one handler per worker", queue)}
 		}
 	}
-	if w.stepErr == nil {
-		w.steps = append(w.steps, step{queue, handler})
-	}
+	return nil
 }
 
 // Ready is closed once the worker consumes every step queue for the first time.

@@ -17,8 +17,10 @@ GOWORKER_DIR = ROOT / "goworker"
 GO_EXAMPLE_DIR = ROOT / "examples" / "word-counts" / "go"
 # Where golang-github-rabbitmq-amqp091-go-dev puts the library; the go.mod files replace to it.
 AMQP091_SRC = Path("/usr/share/gocode/src/github.com/rabbitmq/amqp091-go")
+X_TEXT_SRC = Path("/usr/share/gocode/src/golang.org/x/text")  # golang-golang-x-text-dev
 SETUP_HINT = (
-    "run scripts/setup.sh (apt-get install golang-go golang-github-rabbitmq-amqp091-go-dev)"
+    "run scripts/setup.sh (apt-get install golang-go golang-github-rabbitmq-amqp091-go-dev "
+    "golang-golang-x-text-dev)"
 )
 
 
@@ -35,12 +37,13 @@ def go_env() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def go() -> str:
-    """Path of `go`, once the packaged amqp091-go source is known to be there."""
+    """Path of `go`, once the packaged Go sources the modules replace to are known to be there."""
     path = shutil.which("go")
     if path is None:
         _missing(f"`go` is not installed; {SETUP_HINT}")
-    if not (AMQP091_SRC / "go.mod").is_file():
-        _missing(f"amqp091-go is not installed at {AMQP091_SRC}; {SETUP_HINT}")
+    for source in (AMQP091_SRC, X_TEXT_SRC):
+        if not (source / "go.mod").is_file():
+            _missing(f"{source.name} is not installed at {source}; {SETUP_HINT}")
     return path
 
 
