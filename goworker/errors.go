@@ -21,11 +21,13 @@ import (
 // SettingsError reports an invalid option or environment variable.
 type SettingsError struct{ Message string }
 
+// Error returns the message.
 func (e *SettingsError) Error() string { return e.Message }
 
 // StepDefinitionError reports an invalid Step registration.
 type StepDefinitionError struct{ Message string }
 
+// Error returns the message.
 func (e *StepDefinitionError) Error() string { return e.Message }
 
 // BrokerError reports that RabbitMQ cannot be reached or refused an operation at start-up.
@@ -34,6 +36,7 @@ type BrokerError struct {
 	Err     error
 }
 
+// Error returns the message.
 func (e *BrokerError) Error() string { return e.Message }
 
 // Unwrap gives the AMQP or network error behind the BrokerError.
@@ -42,6 +45,7 @@ func (e *BrokerError) Unwrap() error { return e.Err }
 // InvalidRequestError reports a request body that is not a UTF-8 JSON object.
 type InvalidRequestError struct{ Message string }
 
+// Error returns the message.
 func (e *InvalidRequestError) Error() string { return e.Message }
 
 // ErrorType names the error in the x-error-type header.
@@ -50,6 +54,7 @@ func (e *InvalidRequestError) ErrorType() string { return "InvalidRequest" }
 // InvalidResultError reports a handler result that cannot be encoded as a JSON object.
 type InvalidResultError struct{ Message string }
 
+// Error returns the message.
 func (e *InvalidResultError) Error() string { return e.Message }
 
 // ErrorType names the error in the x-error-type header.
@@ -61,6 +66,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error returns the message.
 func (e *PanicError) Error() string { return fmt.Sprint(e.Value) }
 
 // ErrorType names the error in the x-error-type header.
@@ -72,6 +78,7 @@ type StepError struct {
 	Message string
 }
 
+// Error returns the message.
 func (e *StepError) Error() string { return e.Message }
 
 // ErrorType names the error in the x-error-type header.

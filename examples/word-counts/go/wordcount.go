@@ -43,6 +43,7 @@ func segmentWordCounts(data map[string]any) (map[string]any, error) {
 // InvalidInput is an input the step cannot process; its message goes back in x-error.
 type InvalidInput struct{ Message string }
 
+// Error returns the message.
 func (e *InvalidInput) Error() string { return e.Message }
 
 // pythonLower lowercases as Python's str.lower() does where Go's strings.ToLower differs:
