@@ -34,6 +34,13 @@ fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm || echo "setup: Node.js missing; the JS worker test will be skipped" >&2
 fi
+if ! command -v go >/dev/null 2>&1 \
+  || [ ! -f /usr/share/gocode/src/github.com/rabbitmq/amqp091-go/go.mod ] \
+  || [ ! -f /usr/share/gocode/src/golang.org/x/text/go.mod ]; then
+  # goworker builds offline against Debian's Go toolchain and packaged libraries.
+  apt_install golang-go golang-github-rabbitmq-amqp091-go-dev golang-golang-x-text-dev \
+    || echo "setup: Go or its packaged libraries are missing; the Go worker tests will be skipped" >&2
+fi
 if command -v npm >/dev/null 2>&1; then
   # jsworker and the example's JavaScript worker: their locked dependencies, from the registry.
   for dir in jsworker examples/word-counts/js; do

@@ -34,8 +34,14 @@ class WorkerKind:
 GOOD_WORKERS = (
     WorkerKind("pyworker", (PYTHON, "-m", "pyworker", "examples/echo/echo.py:worker")),
     WorkerKind("jsworker", ("node", "jsworker/examples/echo.js")),
+    WorkerKind(
+        "goworker",
+        # Built, then exec'd: `go run` would keep SIGTERM from the worker it starts.
+        ("sh", "-c", 'go build -o "$0" ./examples/echo && exec "$0"', "/tmp/{queue}-goecho"),
+        env={"GOPROXY": "off", "GOSUMDB": "off"},  # Debian's packaged sources, offline
+        cwd="goworker",
+    ),
     # More rows as the other workers land, e.g.:
-    # WorkerKind("goworker", ("go", "run", "./examples/echo"), cwd="goworker"),
     # WorkerKind("exec", (PYTHON, "-m", "pyworker", "exec", "{queue}", "--", "sh",
     #                     "examples/exec/echo.sh")),
 )
