@@ -18,7 +18,7 @@ from aio_pika.exceptions import AMQPError, DeliveryError, PublishError
 from pydantic import ValidationError
 
 from pyworker.context import StepContext
-from pyworker.errors import ProtocolError
+from pyworker.errors import ProtocolError, StepError
 from pyworker.handlers import StepHandler
 from pyworker.protocol import (
     CONTENT_TYPE,
@@ -59,7 +59,7 @@ async def _outcome(
         reply = result_reply(await handler.invoke(data, ctx, executor), ctx.attempt)
     except Exception as exc:  # every failure of a step is reported to the manager, never raised
         reply = error_reply(exc, ctx.attempt)
-        expected = isinstance(exc, ProtocolError | ValidationError)
+        expected = isinstance(exc, ProtocolError | StepError | ValidationError)
         log.warning(
             "%s failed: %s",
             ctx.log_fields,
