@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from manager.bridge.cli import add_bridge_parser, bridge_command
 from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
 
 __all__ = ["main", "build_parser"]
@@ -36,6 +37,7 @@ examples:
   workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager dead-letters list --limit 20
   workflow-manager dead-letters replay --id 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10:book-split
+  API_TOKEN=s3cret workflow-manager bridge --config workflows.yaml
 
 environment:
   AMQP_URL (or AMQP_SERVER)  RabbitMQ URL            (default amqp://guest:guest@localhost:5672/)
@@ -161,6 +163,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     status.add_argument("--json", action="store_true", help="print the raw JSON")
     _add_dead_letters_parser(commands, amqp_url, queue)
+    add_bridge_parser(commands, env, amqp_url)
     return parser
 
 
@@ -222,6 +225,8 @@ def _run(args: argparse.Namespace) -> int:
         return _control(args)
     if args.command == "dead-letters":
         return _dead_letters(args)
+    if args.command == "bridge":
+        return bridge_command(args)
     return _status(args)
 
 
