@@ -24,7 +24,7 @@ import aio_pika
 from manager.config import parse_workflows
 from manager.engine import EngineState, JobSubmitted, StepReplied, apply
 from manager.journal import open_journal
-from manager.journal.entries import record
+from manager.recorder import record
 
 WORKFLOW = """
 workflows:
@@ -58,13 +58,13 @@ async def build_journal(path: Path, prefix: str, jobs: int, children: int) -> fl
         at = 1_700_000_000.0 + n
         for event in (
             JobSubmitted(job_id, "shape", {"n": n}, at, definition=wf.content_hash),
-            StepReplied(f"{job_id}:split", items, at + 0.5),
+            StepReplied(job_id, "split", items, at + 0.5),
         ):
             _, commands = apply(state, event)
-            batch, outbound = record(state, event, commands, f"{prefix}.wm")
+            result = record(event, commands, f"{prefix}.wm")
             # Pretend every request was confirmed, so the restart re-publishes nothing.
-            batch.sent.extend((row.msg_id, at) for row in outbound if row.msg_id)
-            journal.append(batch)
+            result.batch.sent.extend((m.message_id, at) for m in result.outbound if m.message_id)
+            journal.append(result.batch)
         if n % 500 == 0:
             await journal.flush()
     await journal.close()

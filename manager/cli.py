@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from manager.bridge.cli import add_bridge_parser, bridge_command
+from manager.conformance.command import add_conformance_parser, run_conformance_command
 from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
 
 __all__ = ["main", "build_parser"]
@@ -38,6 +39,7 @@ examples:
   workflow-manager dead-letters list --limit 20
   workflow-manager dead-letters replay --id 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10:book-split
   API_TOKEN=s3cret workflow-manager bridge --config workflows.yaml
+  workflow-manager conformance my-step-queue --input '{"text": "hi"}' --failing-input '{}'
 
 environment:
   AMQP_URL (or AMQP_SERVER)  RabbitMQ URL            (default amqp://guest:guest@localhost:5672/)
@@ -164,6 +166,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print the raw JSON")
     _add_dead_letters_parser(commands, amqp_url, queue)
     add_bridge_parser(commands, env, amqp_url)
+    add_conformance_parser(commands, amqp_url)
     return parser
 
 
@@ -227,13 +230,15 @@ def _run(args: argparse.Namespace) -> int:
         return _dead_letters(args)
     if args.command == "bridge":
         return bridge_command(args)
+    if args.command == "conformance":
+        return run_conformance_command(args)
     return _status(args)
 
 
 def _serve(args: argparse.Namespace) -> int:
     from manager.config import load_workflows
     from manager.orchestrator import ManagerSettings
-    from manager.service import run, serve
+    from manager.server import run, serve
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -11,9 +11,8 @@ from typing import Any
 
 import aio_pika
 import httpx
-from aiormq.exceptions import AMQPError
 
-from manager.errors import ApiUnreachable, BrokerError, ManagerError
+from manager.errors import ApiUnreachable, ManagerError
 from manager.transport import (
     DEFAULT_QUEUE,
     HEADER_STATUS,
@@ -21,6 +20,7 @@ from manager.transport import (
     header_text,
     trigger_queue,
 )
+from manager.transport.errors import broker_errors
 
 __all__ = ["Outcome", "submit_job", "fetch_job", "control_job", "progress_line"]
 
@@ -46,10 +46,8 @@ async def submit_job(
     progress_every_s: float = 0.5,
 ) -> Outcome | None:
     """Publish a trigger for `workflow`; with `wait`, return the outcome message when it comes."""
-    try:
+    with broker_errors("cannot connect to RabbitMQ"):
         connection = await aio_pika.connect(amqp_url, timeout=10)
-    except (TimeoutError, AMQPError, OSError) as exc:
-        raise BrokerError(f"cannot connect to RabbitMQ: {exc}") from exc
     async with connection:
         channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
         reply_queue = await channel.declare_queue(exclusive=True) if wait else None
@@ -61,12 +59,10 @@ async def submit_job(
             reply_to=reply_queue.name if reply_queue else None,
             headers={TRIGGER_WORKFLOW_HEADER: workflow},
         )
-        try:
+        with broker_errors(
+            f"cannot publish to '{trigger_queue(queue)}' (is the manager running?)"
+        ):
             await channel.default_exchange.publish(message, trigger_queue(queue), mandatory=True)
-        except AMQPError as exc:
-            raise BrokerError(
-                f"cannot publish to '{trigger_queue(queue)}' (is the manager running?): {exc}"
-            ) from exc
         if reply_queue is None:
             return None
         return await _await_outcome(reply_queue, job_id, on_progress, progress_every_s)

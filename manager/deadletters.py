@@ -16,9 +16,10 @@ from typing import Any
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
-from aiormq.exceptions import AMQPError, ChannelNotFoundEntity, DeliveryError, PublishError
+from aiormq.exceptions import ChannelNotFoundEntity
 
-from manager.errors import BrokerError, Unroutable
+from manager.errors import BrokerError
+from manager.textline import body_preview, one_line
 from manager.transport import (
     DEFAULT_QUEUE,
     HEADER_DEAD_FROM,
@@ -28,6 +29,7 @@ from manager.transport import (
     header_text,
     mask_url,
 )
+from manager.transport.errors import AMQP_ERRORS, broker_errors
 
 __all__ = [
     "DeadLetter",
@@ -39,7 +41,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_ERRORS = (AMQPError, OSError, RuntimeError, TimeoutError)
 _CONNECT_TIMEOUT_S = 10.0
 _GET_TIMEOUT_S = 10.0
 # Set by RabbitMQ itself when it dead-letters (a policy's delivery-limit or TTL) or redelivers:
@@ -48,12 +49,6 @@ _BROKER_HEADERS = ("x-death", "x-delivery-count")
 _BROKER_HEADER_PREFIXES = ("x-first-death-", "x-last-death-")
 _REASON_CHARS = 60
 _BODY_CHARS = 60
-_ESCAPES = {code: f"\\x{code:02x}" for code in range(32)} | {
-    ord("\n"): "\\n",
-    ord("\r"): "\\r",
-    ord("\t"): "\\t",
-    0x7F: "\\x7f",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,10 +147,8 @@ async def _dead_queue(
     amqp_url: str, name: str
 ) -> AsyncIterator[tuple[AbstractChannel, AbstractQueue]]:
     """A confirming channel and the existing queue `name`; aio-pika errors become BrokerError."""
-    try:
+    with broker_errors(f"cannot connect to RabbitMQ at {mask_url(amqp_url)}"):
         connection = await aio_pika.connect(amqp_url, timeout=_CONNECT_TIMEOUT_S)
-    except _ERRORS as exc:
-        raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(amqp_url)}: {exc}") from exc
     try:
         async with connection:
             channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
@@ -169,7 +162,7 @@ async def _dead_queue(
             yield channel, queue
     except BrokerError:
         raise
-    except _ERRORS as exc:
+    except AMQP_ERRORS as exc:
         raise BrokerError(
             f"RabbitMQ failed while handling the dead letters in '{name}': {exc}"
         ) from exc
@@ -188,7 +181,7 @@ async def _put_back(last: AbstractIncomingMessage | None) -> None:
         # nack, not reject: RabbitMQ 4 does not count a nack against a quorum queue's
         # delivery-limit, so listing never wears a dead letter out.
         await last.nack(multiple=True, requeue=True)
-    except _ERRORS as exc:  # the channel is gone: the broker requeues them itself
+    except AMQP_ERRORS as exc:  # the channel is gone: the broker requeues them itself
         log.debug("requeueing dead letters failed (the broker will): %s", exc)
 
 
@@ -261,36 +254,25 @@ async def _replay(
             dead,
         )
         return False
-    try:
+    with broker_errors(
+        f"RabbitMQ did not confirm replaying dead letter {letter.correlation_id!r} to "
+        f"'{letter.source_queue}' (it stays in '{dead}'; {done} replayed before it)",
+        returned=f"cannot replay dead letter {letter.correlation_id!r}: no queue "
+        f"'{letter.source_queue}' exists (it stays in '{dead}'; {done} replayed before it)",
+    ):
         await channel.default_exchange.publish(
             copy_message(message, letter.headers), letter.source_queue, mandatory=True
         )
-    except PublishError as exc:
-        raise Unroutable(
-            f"cannot replay dead letter {letter.correlation_id!r}: no queue "
-            f"'{letter.source_queue}' exists (it stays in '{dead}'; {done} replayed before it)"
-        ) from exc
-    except DeliveryError as exc:
-        raise BrokerError(
-            f"RabbitMQ did not confirm replaying dead letter {letter.correlation_id!r} to "
-            f"'{letter.source_queue}' (it stays in '{dead}'; {done} replayed before it): {exc}"
-        ) from exc
     await message.ack()
     return True
 
 
 def _line(text: str | None, width: int) -> str:
-    if text is None:
-        return "-"
-    text = text.translate(_ESCAPES)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return "-" if text is None else one_line(text, width)
 
 
 def _preview(body: bytes) -> str:
-    try:
-        return _line(body.decode("utf-8"), _BODY_CHARS)
-    except UnicodeDecodeError:
-        return f"<{len(body)} bytes, not UTF-8>"
+    return body_preview(body, _BODY_CHARS)
 
 
 def format_dead_letters(letters: Sequence[DeadLetter]) -> str:

@@ -1,12 +1,15 @@
-"""The driver loop: events through the pure engine, into the journal, commands out.
+"""The driver: each message through the pipeline, transport to journal to publish.
 
-This is the one place that wires the engine to the journal, the broker and the timers.
-For each event (a message from `manager.intake`, a request from the API, a timer): apply
-it, append it and its effects to the journal, and once that group is committed publish the
-outbound messages (each marked sent in the journal when the broker confirms it). A crash at
-any point loses nothing: an unacked message is redelivered (and the engine ignores what it
-has seen), an unconfirmed outbound message is published again by recovery. Recovery
-replays the journal of the running jobs through the same engine.
+    transport ─▶ intake ─▶ orchestrator ─▶ engine ─▶ recorder ─▶ journal ─▶ outbox ─▶ transport
+    (Delivery)   (event)   (this module)   (commands) (rows, messages) (commit) (publish, confirm)
+
+For each event (a delivery read by `manager.intake`, a request from the API, a timer): apply
+it, record its commands as a journal batch and outbound messages, append the batch, and
+publish the messages once it is committed (or while it commits, when a crash would make the
+very same messages again). No stage calls back into the one before it. A crash at any point
+loses nothing: an unacked message is redelivered (and the engine ignores what it has seen),
+an unconfirmed outbound message is published again by recovery, which replays the journal of
+the running jobs through the same engine.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from manager import intake
 from manager.config import Workflow
 from manager.engine import (
     CancelRequested,
@@ -28,19 +32,19 @@ from manager.engine import (
     Event,
     Ignored,
     Job,
+    JobArchived,
     JobFinished,
-    JobRejected,
     JobStarted,
     JobSubmitted,
-    Refused,
     RetryRequested,
     StartTimer,
     TimerFired,
     apply,
     canonical_uuid,
+    replay,
 )
 from manager.engine import timers as timer_keys
-from manager.engine.snapshot import forget, restore
+from manager.engine.snapshot import restore
 from manager.errors import (
     DuplicateJob,
     InvalidJobId,
@@ -51,13 +55,19 @@ from manager.errors import (
     SubmitError,
     UnknownWorkflow,
 )
-from manager.intake import Intake
-from manager.journal import EventRow, JobRow, Journal
-from manager.journal.entries import record, to_event
+from manager.journal import Batch, JobRow, Journal
 from manager.outbox import Outbox
+from manager.recorder import (
+    Record,
+    finished_notice,
+    pending_message,
+    record,
+    rejection_notice,
+    to_event,
+)
 from manager.settings import ManagerSettings, step_queues
 from manager.timekeeper import Timekeeper
-from manager.transport import Broker, dead_letter_queue, trigger_queue
+from manager.transport import Delivery, Outbound, Transport, dead_letter_queue, trigger_queue
 
 __all__ = ["ManagerSettings", "Orchestrator", "step_queues"]
 
@@ -72,28 +82,30 @@ _DAY_S = 86_400.0
 
 
 class Orchestrator:
-    """Runs jobs: owns the engine state, the journal, the broker connection and the timers."""
+    """Runs jobs: owns the engine state and the timers; drives the pipeline for each event."""
 
     def __init__(
         self,
         workflows: Mapping[str, Workflow],
         settings: ManagerSettings,
         journal: Journal,
+        transport: Transport,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         self.workflows = dict(workflows)
         self.settings = settings
         self.journal = journal
+        self.transport = transport
         self.now = clock
         self.new_id = new_id
-        self.broker = Broker(settings.amqp_url, settings.prefetch)
         self.failed = asyncio.Event()
         self.failure: BaseException | None = None
         self._state = EngineState.from_workflows(self.workflows)
-        self._outbox = Outbox(self.broker, journal, clock, self._fail, settings.publish_retry_s)
+        self._outbox = Outbox(transport, journal, clock, self._fail, settings.publish_retry_s)
         self._timers = Timekeeper(clock, self._timer_due)
-        self._intake = Intake(self)
+        # Rows of jobs that ended, until their batch is committed: they may have left memory.
+        self._ended: dict[str, JobRow] = {}
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -111,8 +123,13 @@ class Orchestrator:
 
     @property
     def connected(self) -> bool:
-        """True while connected to RabbitMQ."""
-        return self.broker.connected
+        """True while the broker connection is up, with the manager's consumers in place."""
+        return self.transport.connected
+
+    @property
+    def disconnected_for_s(self) -> float | None:
+        """Seconds since the broker connection was lost, or None while connected."""
+        return self.transport.down_for_s
 
     # -- life cycle --------------------------------------------------------------------
 
@@ -120,9 +137,9 @@ class Orchestrator:
         """Recover from the journal, connect, publish what was pending, then start consuming."""
         started = time.perf_counter()
         pending = await self._recover()
-        await self.broker.connect()
+        await self.transport.connect()
         queue = self.settings.queue
-        await self.broker.declare(
+        await self.transport.declare(
             [
                 queue,
                 trigger_queue(queue),
@@ -131,11 +148,11 @@ class Orchestrator:
             ]
         )
         await self._outbox.publish(pending)
-        self.broker.watch(self._restored)
+        self.transport.watch(self._restored)
         for key, due_at in self._state.timers.items():
             self._timers.arm(key, due_at)
-        await self.broker.consume(queue, self._tracked(self._intake.on_reply))
-        await self.broker.consume(trigger_queue(queue), self._tracked(self._intake.on_trigger))
+        await self.transport.consume(queue, self._tracked(self.on_reply))
+        await self.transport.consume(trigger_queue(queue), self._tracked(self.on_trigger))
         self._retention = asyncio.create_task(self._keep_retention(), name="retention")
         log.info(
             "consuming replies on '%s' and triggers on '%s' (%d running jobs recovered, "
@@ -149,9 +166,9 @@ class Orchestrator:
         if self._retention is not None:
             self._retention.cancel()
         self._timers.close()  # journaled: the next start arms them again
-        await self.broker.stop_consuming()
+        await self.transport.stop_consuming()
         await self._idle.wait()
-        await self.broker.close()
+        await self.transport.close()
         self._outbox.flush()
         try:
             await self.journal.close()
@@ -166,8 +183,8 @@ class Orchestrator:
             log.critical("stopping: %s", exc)
         self.failed.set()
 
-    async def _recover(self) -> list[EventRow]:
-        """Rebuild running jobs by replaying their journal; returns outbound rows to re-publish."""
+    async def _recover(self) -> list[Outbound]:
+        """Rebuild running jobs by replaying their journal; returns messages to re-publish."""
         await self.journal.save_definitions(
             (wf.content_hash, wf.name, wf.model_dump_json(by_alias=True, exclude_defaults=True))
             for wf in self.workflows.values()
@@ -176,9 +193,8 @@ class Orchestrator:
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
         self._state = EngineState.from_workflows(self.workflows, pinned)
         roots = await self.journal.running_roots()
-        for row in await self.journal.replay_rows(roots):
-            apply(self._state, to_event(row))
-        return await self.journal.pending_outbound()
+        replay(self._state, map(to_event, await self.journal.replay_rows(roots)))
+        return [pending_message(row) for row in await self.journal.pending_outbound()]
 
     async def _restored(self) -> None:
         """After a reconnect: publish what the journal holds as unconfirmed.
@@ -186,10 +202,10 @@ class Orchestrator:
         aio-pika cancels the handlers in flight when the connection drops; one cancelled
         after its commit leaves its messages journaled but unpublished, until now.
         """
-        pending = await self.journal.pending_outbound()
+        pending = [pending_message(row) for row in await self.journal.pending_outbound()]
         if pending:
             log.info("re-publishing %d unconfirmed messages after the reconnect", len(pending))
-        await self._tracked(self.publish)(pending)
+        await self._tracked(self._outbox.publish)(pending)
 
     def _tracked(self, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Wrap a handler so stop() can wait for the work in hand; a journal failure stops us."""
@@ -210,52 +226,108 @@ class Orchestrator:
 
         return run
 
-    # -- events ------------------------------------------------------------------------
+    # -- messages in ---------------------------------------------------------------------
 
-    async def handle(self, event: Event) -> tuple[list[Command], list[EventRow]]:
-        """Apply an event and journal it with its effects (unless it was refused).
+    async def on_reply(self, delivery: Delivery) -> None:
+        """A worker's reply: journal its effect, ack it, publish what it caused."""
+        log.debug("reply %s %d bytes", delivery.correlation_id, len(delivery.body))
+        event = intake.reply_event(delivery, self.now(), self.settings.max_message_bytes)
+        if isinstance(event, intake.Undeliverable):
+            await self._outbox.dead_letter(delivery, self._dead_letters, event.reason)
+            self.transport.ack(delivery)
+            return
+        # A redelivered reply makes the very same requests (same message ids): send them now.
+        _, sending = await self._process(event, early=True)
+        self.transport.ack(delivery)  # only after the commit: a crash before means redelivery
+        # Shielded: if the connection drops now, aio-pika cancels this handler, but the
+        # committed messages still go out once it is back.
+        await asyncio.shield(sending)
 
-        Returns the commands and the outbound rows, to publish once the caller has acked
-        what it must. The append follows `apply` with no await in between, so the journal
-        holds events in exactly the order the engine saw them.
+    async def on_trigger(self, delivery: Delivery) -> None:
+        """A job trigger: start the job (or answer a duplicate), or dead-letter it with why."""
+        event = intake.trigger_event(
+            delivery, self.now(), self.new_id(), self.settings.max_message_bytes
+        )
+        if isinstance(event, intake.Undeliverable):
+            await self._reject(delivery, event.reason)
+            if delivery.reply_to:
+                await self._outbox.publish(
+                    [rejection_notice(delivery.reply_to, delivery.correlation_id, event.reason)]
+                )
+            self.transport.ack(delivery)
+            return
+        log.debug("trigger %s for %s", event.job_id, event.workflow)
+        # Only a sender-chosen id can name a job that already ran; a new id cannot.
+        named = bool(delivery.correlation_id)
+        if named and await self._answer_finished(event):
+            self.transport.ack(delivery)
+            return
+        # A job id of ours is new each time: nothing goes out before the journal has it. The
+        # sender's own id makes a redelivery yield the same job and messages: send them now.
+        result, sending = await self._process(self.pinned(event), early=named)
+        if result.rejected is not None:
+            await self._reject(delivery, result.rejected.reason)  # its answer is in `sending`
+        self.transport.ack(delivery)
+        await asyncio.shield(sending)  # as in on_reply
+
+    async def _answer_finished(self, event: JobSubmitted) -> bool:
+        """A trigger for a job that ended and left memory: answer from the journal, once more."""
+        row = await self.finished_row(event.job_id)
+        if row is None:
+            return False
+        log.info("duplicate trigger for finished job=%s", row.id)
+        if event.reply_to:
+            entry, notice = finished_notice(row, event.reply_to, event.at)
+            await self.journal.append(Batch(events=[entry]))
+            await self._outbox.publish([notice])
+        return True
+
+    async def _reject(self, delivery: Delivery, reason: str) -> None:
+        """Dead-letter a trigger that cannot become a job."""
+        log.warning("trigger rejected: job=%s reason=%s", delivery.correlation_id, reason)
+        await self._outbox.dead_letter(delivery, self._dead_letters, reason)
+
+    @property
+    def _dead_letters(self) -> str:
+        return dead_letter_queue(self.settings.queue)
+
+    # -- the pipeline --------------------------------------------------------------------
+
+    async def _process(self, event: Event, *, early: bool = False) -> tuple[Record, asyncio.Future]:
+        """Engine, recorder, journal, outbox: returns once the event's batch is committed.
+
+        Returns the record and the publishing of its messages, under way. `early`: the
+        messages go out while the commit is in flight (see `on_reply`). The append follows
+        `apply` with no await in between, so the journal holds events in the engine's order.
         """
-        commands, outbound, committed = self._apply(event)
-        await self._committed(commands, committed)
-        return commands, outbound
-
-    async def handle_sending(self, event: Event) -> tuple[list[Command], asyncio.Future[None]]:
-        """Like `handle`, but the event's messages go out while its commit is in flight.
-
-        Returns once the commit is durable, with the commands and the publishing under way.
-        Only for an event whose message is acked after this returns, and whose redelivery
-        after a crash yields the very same messages (a reply; a trigger naming its own job
-        id): then a crash before the commit just sends them again, with the same message ids.
-        Each level of a DAG saves the wait for one commit.
-        """
-        commands, outbound, committed = self._apply(event)
-        sending = asyncio.ensure_future(self.publish(outbound))
-        await self._committed(commands, committed)
-        return commands, sending
-
-    def _apply(self, event: Event) -> tuple[list[Command], list[EventRow], asyncio.Future[None]]:
-        """Apply and queue the journal write, with no await in between (the journal's order)."""
         _, commands = apply(self._state, event)
-        if any(isinstance(c, JobRejected | Refused) for c in commands):
-            nothing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            nothing.set_result(None)
-            return commands, [], nothing
-        batch, outbound = record(self._state, event, commands, self.settings.queue)
-        return commands, outbound, self.journal.append(batch)
-
-    async def _committed(self, commands: list[Command], committed: asyncio.Future[None]) -> None:
-        """Wait for the journal write, then carry out what the commands ask of the manager."""
+        result = record(event, commands, self.settings.queue)
+        if result.rejected is not None or result.refused is not None:
+            return result, self._send(result.outbound)  # nothing to journal
+        committed = self.journal.append(result.batch)
+        for row in result.ended:
+            self._ended[row.id] = row
+        sending = self._send(result.outbound) if early else None
         try:
             await committed
         except JournalError as exc:
             self._fail(exc)
             raise
+        finally:
+            for row in result.ended:
+                if self._ended.get(row.id) is row:
+                    del self._ended[row.id]
         for command in commands:
             self._carry_out(command)
+        return result, sending if sending is not None else self._send(result.outbound)
+
+    def _send(self, messages: list[Outbound]) -> asyncio.Future[None]:
+        """Publish `messages` in the background (a finished future when there are none)."""
+        if not messages:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        return asyncio.ensure_future(self._outbox.publish(messages))
 
     def _carry_out(self, command: Command) -> None:
         """What a command asks of the manager itself, once its event is journaled."""
@@ -265,13 +337,8 @@ class Orchestrator:
         elif isinstance(command, CancelTimer):
             self._timers.cancel(command.key)
         elif isinstance(command, JobFinished) and command.parent_id is None:
-            job = self._state.jobs.get(command.job_id)
-            if job is not None and job.is_settled:
-                forget(self._state, job)  # its snapshot is in the journal now
-
-    async def publish(self, rows: Iterable[EventRow]) -> None:
-        """Publish outbound rows with confirms; each is marked sent in the journal."""
-        await self._outbox.publish(rows)
+            # Its snapshot is committed now: the engine may let it go.
+            apply(self._state, JobArchived(command.job_id, self.now()))
 
     def pinned(self, event: JobSubmitted) -> JobSubmitted:
         """Pin a new submission to today's definition, so a replay runs the same one."""
@@ -283,8 +350,8 @@ class Orchestrator:
         task.add_done_callback(_log_crash)
 
     async def _on_timer(self, key: str) -> None:
-        _, outbound = await self.handle(TimerFired(key, self.now()))
-        await self.publish(outbound)
+        _, sending = await self._process(TimerFired(key, self.now()))
+        await sending
 
     # -- the API's requests --------------------------------------------------------------
 
@@ -299,17 +366,17 @@ class Orchestrator:
             and (
                 canonical in self._state.jobs
                 or canonical in self._state.gone  # a completed child, its row maybe not yet written
-                or await self.journal.job(canonical) is not None
+                or await self.finished_row(canonical) is not None
             )
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
-        commands, outbound = await self.handle(
+        result, sending = await self._process(
             self.pinned(JobSubmitted(job_id, workflow, payload, self.now()))
         )
-        for command in commands:
-            if isinstance(command, JobRejected):
-                raise _REJECTIONS.get(command.kind, SubmitError)(command.reason)
-        await self.publish(outbound)
+        if result.rejected is not None:
+            rejected = result.rejected
+            raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
+        await sending
         return canonical or job_id
 
     async def find_job(self, job_id: str) -> Job | None:
@@ -317,7 +384,7 @@ class Orchestrator:
         job = self._state.jobs.get(job_id)
         if job is not None:
             return job
-        row = await self.journal.job(job_id)
+        row = self._ended.get(job_id) or await self.journal.job(job_id)
         if row is None or row.snapshot is None:
             return None
         workflow = self._state.definitions.get(row.definition)
@@ -333,7 +400,7 @@ class Orchestrator:
         canonical = canonical_uuid(job_id)
         if canonical is None or canonical in self._state.jobs:
             return None
-        return await self.journal.job(canonical)
+        return self._ended.get(canonical) or await self.journal.job(canonical)
 
     async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
         """Top-level jobs of a workflow by status (finished ones since `finished_since`)."""
@@ -355,19 +422,23 @@ class Orchestrator:
         row = await self.finished_row(canonical)
         if row is not None and row.root_id not in self._state.jobs:
             # It has left memory: replay its journal to bring it back, then retry it.
-            for event_row in await self.journal.replay_rows([row.root_id]):
-                apply(self._state, to_event(event_row))
+            rows = await self.journal.replay_rows([row.root_id])
+            if row.root_id not in self._state.jobs:
+                replay(self._state, map(to_event, rows))
         return await self._control(RetryRequested(canonical, self.now()))
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
         job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory
-        commands, outbound = await self.handle(event)
-        refused = next((c for c in commands if isinstance(c, Refused)), None)
+        result, sending = await self._process(event)
+        refused = result.refused
         if refused is not None or job is None:
+            if job is not None and job.parent is None:
+                # Brought back for a retry it cannot have: it goes again.
+                apply(self._state, JobArchived(job.id, self.now()))
             reason = refused.reason if refused else f"no job {event.job_id}"
             kind = refused.kind if refused else "not-found"
             raise (JobNotFound if kind == "not-found" else JobConflict)(reason)
-        await self.publish(outbound)
+        await sending
         return job
 
     # -- retention ---------------------------------------------------------------------

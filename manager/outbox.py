@@ -1,14 +1,19 @@
-"""Publishing journaled outbound messages: until the broker confirms, then marked as sent."""
+"""Publishing: outbound messages until the broker confirms them, then marked sent in the journal.
+
+One retry policy for everything the manager publishes (step requests, outcome notices, dead
+letters): a broker error means the connection is down or going down, so the message waits and
+goes out again once it is back. Nothing is dropped but a notice no queue can ever take.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from manager.errors import BrokerError, Unroutable
-from manager.journal import Batch, EventKind, EventRow, Journal
-from manager.transport import Broker
+from manager.journal import Batch, Journal
+from manager.transport import Delivery, Outbound, Transport
 
 __all__ = ["Outbox"]
 
@@ -18,38 +23,52 @@ _LANES = 512
 
 
 class Outbox:
-    """Publishes outbound rows (step requests, outcome notices) and records their confirms."""
+    """Publishes outbound messages with confirms and records each confirm in the journal."""
 
     def __init__(
         self,
-        broker: Broker,
+        transport: Transport,
         journal: Journal,
         clock: Callable[[], float],
         on_fatal: Callable[[BaseException], None],
         retry_s: float = 1.0,
     ) -> None:
-        self._broker = broker
+        self._transport = transport
         self._journal = journal
         self._clock = clock
         self._on_fatal = on_fatal
         self._retry_s = retry_s
         self._confirmed: list[tuple[str, float]] = []
+        self.held = 0  # publishes that had to wait for the broker (for the outage's summary)
 
-    async def publish(self, rows: Iterable[EventRow]) -> None:
-        """Publish rows in parallel lanes; each is marked sent in the journal once confirmed."""
-        rows = list(rows)
-        if len(rows) == 1:
-            await self._publish_one(rows[0])
+    async def publish(self, messages: Iterable[Outbound]) -> None:
+        """Publish messages in parallel lanes; each journaled one is marked sent once confirmed."""
+        messages = list(messages)
+        if len(messages) == 1:
+            await self._publish_one(messages[0])
             return
         # A wide fan-out would otherwise hold all its requests in flight at once: each pending
         # confirm costs kilobytes, and more lanes than this do not publish any faster.
-        queued = iter(rows)
+        queued = iter(messages)
 
         async def lane() -> None:
-            for row in queued:
-                await self._publish_one(row)
+            for message in queued:
+                await self._publish_one(message)
 
-        await asyncio.gather(*(lane() for _ in range(min(_LANES, len(rows)))))
+        await asyncio.gather(*(lane() for _ in range(min(_LANES, len(messages)))))
+
+    async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
+        """Keep a message that cannot be processed in `queue`, with the reason."""
+
+        async def send() -> None:
+            try:
+                await self._transport.dead_letter(delivery, queue, reason)
+            except Unroutable:
+                await self._transport.declare([queue])  # deleted under us: make it again
+                await self._transport.dead_letter(delivery, queue, reason)
+
+        await self._until_sent(send)
+        log.warning("dead-lettered a message from '%s': %s", delivery.queue, reason)
 
     def flush(self) -> None:
         """Journal the sent marks not yet written (at shutdown, before the journal closes)."""
@@ -60,48 +79,42 @@ class Outbox:
         done = self._journal.append(Batch(sent=confirmed), lazy=True)
         done.add_done_callback(self._check)
 
-    async def _publish_one(self, row: EventRow) -> None:
-        await self._publish_until_confirmed(row)
-        if row.msg_id is not None:
+    async def _publish_one(self, message: Outbound) -> None:
+        await self._until_sent(lambda: self._send(message))
+        if message.message_id is not None:
             if not self._confirmed:
                 # One journal batch for every confirm of this loop tick, not one each.
                 asyncio.get_running_loop().call_soon(self.flush)
-            self._confirmed.append((row.msg_id, self._clock()))
+            self._confirmed.append((message.message_id, self._clock()))
 
-    async def _publish_until_confirmed(self, row: EventRow) -> None:
-        meta = row.meta
-        queue = meta["queue"]
-        redeclare = row.kind == EventKind.DISPATCHED
+    async def _send(self, message: Outbound) -> None:
+        """Publish once; an unroutable step request gets its queue back and goes again."""
+        try:
+            await self._transport.publish(message)
+        except Unroutable as exc:
+            if not message.step_request:
+                # A notice to a reply queue that is gone: nobody can receive it, ever.
+                log.warning("dropped a message for '%s': %s", message.queue, exc)
+                return
+            # A step queue deleted under us: declare it again so the request waits there.
+            log.warning("step queue '%s' vanished; declaring it again", message.queue)
+            await self._transport.declare([message.queue])
+            await self._transport.publish(message)
+
+    async def _until_sent(self, send: Callable[[], Awaitable[None]]) -> None:
+        """Call `send` until it succeeds: a broker error waits and tries again."""
+        waited = False
         while True:
             try:
-                await self._broker.publish(
-                    queue,
-                    row.body or b"",
-                    correlation_id=meta.get("cid"),
-                    reply_to=meta.get("reply_to"),
-                    headers=meta.get("headers"),
-                    message_id=row.msg_id,
-                )
-                break
-            except Unroutable as exc:
-                if not redeclare:
-                    # A notice to a reply queue that is gone: nobody can receive it, ever.
-                    log.warning("dropped %s for '%s': %s", row.kind, queue, exc)
-                    break
-                # A step queue deleted under us: declare it again so the request waits there.
-                log.warning("step queue '%s' vanished; declaring it again", queue)
-                redeclare = False
-                await self._redeclare(queue)
+                await send()
+                return
             except BrokerError as exc:
-                log.warning("publish to '%s' failed, retrying: %s", queue, exc)
+                if not waited:
+                    waited = True
+                    self.held += 1
+                    log.debug("publish held back until the broker is back: %s", exc)
                 await asyncio.sleep(self._retry_s)
 
     def _check(self, done: asyncio.Future[None]) -> None:
         if not done.cancelled() and done.exception() is not None:
             self._on_fatal(done.exception())  # type: ignore[arg-type]
-
-    async def _redeclare(self, queue: str) -> None:
-        try:
-            await self._broker.declare([queue])
-        except BrokerError as exc:
-            log.warning("declaring '%s' failed: %s", queue, exc)

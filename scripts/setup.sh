@@ -34,6 +34,15 @@ fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm || echo "setup: Node.js missing; the JS worker test will be skipped" >&2
 fi
+if command -v npm >/dev/null 2>&1; then
+  # jsworker and the example's JavaScript worker: their locked dependencies, from the registry.
+  for dir in jsworker examples/word-counts/js; do
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || {
+      echo "setup: npm ci failed in $dir" >&2
+      exit 1
+    }
+  done
+fi
 
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -32,7 +32,10 @@ Paths and field names match the older Go tool's API, so its clients keep working
 _TAGS = [
     {"name": "workflows", "description": "Workflow definitions, and starting jobs."},
     {"name": "jobs", "description": "Running and finished jobs."},
-    {"name": "health", "description": "Liveness for load balancers and orchestrators."},
+    {
+        "name": "health",
+        "description": "Broker connection (`/healthz`) and readiness to take work (`/readyz`).",
+    },
 ]
 
 

@@ -5,23 +5,17 @@ Each function raises `fastapi.HTTPException(400)` with a message saying what was
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from fastapi import HTTPException
 
+from manager.engine.ids import canonical_uuid
+from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_json
 
-__all__ = ["parse_payload", "canonical_uuid", "resolve_job_id"]
+__all__ = ["parse_payload", "parse_job_id", "resolve_job_id"]
 
 _EXAMPLE_ID = "3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"
-_JSON_TYPES = {
-    list: "a list",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-}
 
 
 def _bad_request(message: str) -> HTTPException:
@@ -37,7 +31,7 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     except ReplyError as exc:
         raise _bad_request(str(exc)) from None
     if not isinstance(value, dict):
-        kind = "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
+        kind = json_type(value)
         raise _bad_request(
             f"request body must be a JSON object (the job payload), got {kind}; "
             'wrap it in an object, e.g. {"items": [...]}'
@@ -45,12 +39,12 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     return value
 
 
-def canonical_uuid(value: str, what: str) -> str:
-    """`value` as a lower-case hyphenated UUID; `what` names where it came from, for the error."""
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        raise _bad_request(f"{what} {value!r} is not a UUID (e.g. {_EXAMPLE_ID})") from None
+def parse_job_id(value: str, what: str) -> str:
+    """`value` as a canonical job id (a UUID); `what` names where it came from, for the error."""
+    canonical = canonical_uuid(value)
+    if canonical is None:
+        raise _bad_request(f"{what} {value!r} is not a UUID (e.g. {_EXAMPLE_ID})")
+    return canonical
 
 
 def resolve_job_id(query_id: str | None, payload: dict[str, Any]) -> str | None:
@@ -58,11 +52,11 @@ def resolve_job_id(query_id: str | None, payload: dict[str, Any]) -> str | None:
 
     When both are given they must name the same UUID (in any letter case).
     """
-    from_query = canonical_uuid(query_id, "query parameter 'id'") if query_id is not None else None
+    from_query = parse_job_id(query_id, "query parameter 'id'") if query_id is not None else None
     body_id = payload.get("id")
     from_body = None
     if isinstance(body_id, str):
-        from_body = canonical_uuid(body_id, "body field 'id' (taken as the job id)")
+        from_body = parse_job_id(body_id, "body field 'id' (taken as the job id)")
     if from_query and from_body and from_query != from_body:
         raise _bad_request(
             f"two different job ids: query parameter 'id' is {query_id!r} but body field 'id' "

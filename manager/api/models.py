@@ -115,6 +115,14 @@ class JobDetail(BaseModel):
 
 
 class Health(BaseModel):
-    """Whether the manager is connected to RabbitMQ."""
+    """Whether the manager is connected to RabbitMQ; `since`: seconds it has been disconnected."""
 
     status: Literal["ok", "disconnected"]
+    since: float | None = Field(default=None, description="Seconds since the connection was lost.")
+
+
+class Readiness(BaseModel):
+    """Whether the manager can take work now, and if not, why."""
+
+    status: Literal["ready", "not-ready"]
+    reasons: list[str] = Field(default_factory=list)

@@ -14,12 +14,13 @@ from fastapi.responses import JSONResponse
 
 from manager.api import views
 from manager.api.errors import unknown_workflow
-from manager.api.inputs import canonical_uuid, parse_payload, resolve_job_id
+from manager.api.inputs import parse_job_id, parse_payload, resolve_job_id
 from manager.api.models import (
     ErrorBody,
     Health,
     JobDetail,
     JobIds,
+    Readiness,
     SubmitResponse,
     WorkflowJobs,
     WorkflowSummary,
@@ -152,7 +153,7 @@ async def job_detail(
     now: Now,
 ) -> JSONResponse:
     """One job or child job: its steps by state, and its result or error once it has ended."""
-    key = canonical_uuid(job_id, "job id")
+    key = parse_job_id(job_id, "job id")
     job = await service.find_job(key)
     if job is None:
         message = f"no job {key} (running jobs are listed at /api/jobs)"
@@ -173,7 +174,7 @@ async def cancel_job(
     now: Now,
 ) -> JSONResponse:
     """Cancel a running job: no more dispatches for it or its children; on_cancel runs."""
-    job = await service.cancel(canonical_uuid(job_id, "job id"))
+    job = await service.cancel(parse_job_id(job_id, "job id"))
     return _job_response(job, now())
 
 
@@ -190,7 +191,7 @@ async def retry_job(
     now: Now,
 ) -> JSONResponse:
     """Run a failed job again from where it failed: completed steps keep their outputs."""
-    job = await service.retry(canonical_uuid(job_id, "job id"))
+    job = await service.retry(parse_job_id(job_id, "job id"))
     return _job_response(job, now())
 
 
@@ -207,7 +208,27 @@ def _job_response(job: Job, now: float) -> JSONResponse:
     responses={503: {"model": Health, "description": "Not connected to the broker."}},
 )
 async def health(service: Service) -> Any:
-    """200 while connected to the broker, else 503."""
+    """200 while connected to the broker (consumers in place); else 503, with for how long."""
     if service.connected:
-        return {"status": "ok"}
-    return JSONResponse({"status": "disconnected"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+    since = round(service.disconnected_for_s or 0.0, 3)
+    return JSONResponse({"status": "disconnected", "since": since}, status_code=503)
+
+
+@router.get(
+    "/readyz",
+    tags=["health"],
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "Not ready to take work; see reasons."}},
+)
+async def ready(service: Service) -> Any:
+    """200 when the manager can take work: broker connected and journal writable; else 503."""
+    reasons = []
+    if not service.connected:
+        since = service.disconnected_for_s or 0.0
+        reasons.append(f"not connected to RabbitMQ (for {since:.1f}s)")
+    if service.failure is not None:
+        reasons.append(f"stopped taking work: {service.failure}")
+    if reasons:
+        return JSONResponse({"status": "not-ready", "reasons": reasons}, status_code=503)
+    return {"status": "ready", "reasons": []}

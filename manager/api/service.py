@@ -1,4 +1,4 @@
-"""What the API needs of the orchestrator, as a Protocol: tests pass a fake with a real engine."""
+"""What the API needs of the orchestrator, as a Protocol (the orchestrator is the one there is)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,17 @@ class JobService(Protocol):
 
     @property
     def connected(self) -> bool:
-        """True while connected to the broker."""
+        """True while connected to the broker, with the manager's consumers in place."""
+        ...
+
+    @property
+    def disconnected_for_s(self) -> float | None:
+        """Seconds since the broker connection was lost; None while connected."""
+        ...
+
+    @property
+    def failure(self) -> BaseException | None:
+        """Why the manager stopped taking work (its journal failed), or None."""
         ...
 
     async def submit(self, workflow: str, payload: Any, job_id: str | None = None) -> str:

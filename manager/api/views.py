@@ -19,7 +19,6 @@ __all__ = [
     "END",
     "iso_utc",
     "workflow_summaries",
-    "workflow_jobs",
     "running_job_ids",
     "job_detail",
     "step_entry",
@@ -28,8 +27,6 @@ __all__ = [
 
 START = "__start__"
 END = "__end__"
-
-_FAILED = (JobStatus.FAILED, JobStatus.CANCELLED)
 
 
 def iso_utc(at: float) -> str:
@@ -55,24 +52,6 @@ def workflow_summaries(
         for name, workflow in workflows.items()
         for vhost in (workflow.vhosts or ("",))
     ]
-
-
-def workflow_jobs(name: str, jobs: Iterable[Job], now: float, interval_s: float) -> dict[str, Any]:
-    """Top-level jobs of workflow `name`: running, and finished no earlier than `now - interval_s`.
-
-    `completed` holds jobs that completed; `failed` those that failed or were cancelled.
-    Each list is in submission order.
-    """
-    cutoff = now - interval_s
-    body: dict[str, list[str]] = {"running": [], "completed": [], "failed": []}
-    for job in jobs:
-        if job.parent is not None or job.workflow.name != name:
-            continue
-        if job.is_running:
-            body["running"].append(job.id)
-        elif job.finished_at is not None and job.finished_at >= cutoff:
-            body["failed" if job.status in _FAILED else "completed"].append(job.id)
-    return body
 
 
 def running_job_ids(jobs: Iterable[Job]) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""The pure engine: events in, commands out. Imports nothing but the stdlib and manager.config."""
+"""The pure engine: events in, commands out. No I/O, clock or randomness.
+
+Imports the stdlib, `manager.config` and orjson (through `jsontext`, for speed) only.
+"""
 
 from manager.engine.commands import (
     CancelTimer,
@@ -11,18 +14,21 @@ from manager.engine.commands import (
     NotifyOutcome,
     Refused,
     StartTimer,
+    Subject,
 )
-from manager.engine.engine import apply, outcome_body, replay
+from manager.engine.engine import apply, replay
 from manager.engine.events import (
     CancelRequested,
     Event,
+    JobArchived,
     JobSubmitted,
     RetryRequested,
     StepReplied,
     TimerFired,
 )
+from manager.engine.failures import outcome_body
+from manager.engine.ids import canonical_uuid
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
-from manager.engine.transition import canonical_uuid
 
 __all__ = [
     "CancelRequested",
@@ -33,6 +39,7 @@ __all__ = [
     "Event",
     "Ignored",
     "Job",
+    "JobArchived",
     "JobFinished",
     "JobRejected",
     "JobStarted",
@@ -46,6 +53,7 @@ __all__ = [
     "StepReplied",
     "StepRun",
     "StepStatus",
+    "Subject",
     "TimerFired",
     "apply",
     "canonical_uuid",

@@ -1,4 +1,8 @@
-"""Commands: what the engine wants done, as its output. Adapters carry them out."""
+"""Commands: what the engine wants done, as its output. Adapters carry them out.
+
+Each command carries everything the stages after the engine need (the journal's rows, the
+messages to publish), so nothing reads the engine's state after `apply`.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "Command",
+    "Subject",
     "Dispatch",
     "JobStarted",
     "JobFinished",
@@ -20,10 +25,22 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class Subject:
+    """The job an event concerned (None: none) and its top-level job: where the journal files it.
+
+    Always the first command of an event that was not refused or rejected.
+    """
+
+    job_id: str | None
+    root_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Dispatch:
     """Publish a step request to `queue`; `workflow` is the top-level workflow's name."""
 
     job_id: str
+    root_id: str
     step: str
     queue: str
     correlation_id: str
@@ -39,33 +56,49 @@ class Dispatch:
 
 @dataclass(frozen=True, slots=True)
 class JobStarted:
-    """A job (or child job, when `parent_id` is set) began."""
+    """A job (or child job, when `parent_id` is set) began, or began again after a retry.
+
+    `definition` is the content hash of the workflow it runs; `flow` the workflow's or task's
+    name; `submitted_at` when it was first submitted.
+    """
 
     job_id: str
+    root_id: str
     workflow: str
+    definition: str
+    flow: str
     parent_id: str | None
+    payload: dict[str, Any]
+    submitted_at: float
     at: float
 
 
 @dataclass(frozen=True, slots=True)
 class JobFinished:
-    """A job ended; `status` is completed, failed or cancelled."""
+    """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
     job_id: str
+    root_id: str
     workflow: str
+    definition: str
+    flow: str
     status: str
     result: dict[str, Any] | None
     error: dict[str, Any] | None
     parent_id: str | None
+    payload: dict[str, Any]
+    submitted_at: float
     at: float
+    snapshot: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class NotifyOutcome:
-    """Tell a trigger's `reply_to` how its job ended (`status`: completed, failed or rejected)."""
+    """Tell a trigger's `reply_to` how its job ended (`status`: completed, failed or cancelled)."""
 
     reply_to: str
     job_id: str
+    root_id: str
     status: str
     body: dict[str, Any]
 
@@ -118,7 +151,8 @@ class Refused:
 
 
 Command = (
-    Dispatch
+    Subject
+    | Dispatch
     | JobStarted
     | JobFinished
     | NotifyOutcome

@@ -1,19 +1,15 @@
 """Job control: cancelling a running job, and retrying a failed one from where it failed.
 
-A mixin of the engine's `_Transition`, like `manager.engine.failures`.
+A part of the engine's `Transition` (see `manager.engine.work`), like `manager.engine.failures`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from manager.engine import timers
-from manager.engine.commands import JobStarted, Refused
+from manager.engine.commands import Refused
 from manager.engine.snapshot import forget
 from manager.engine.state import Job, JobStatus, StepRun, StepStatus
-
-if TYPE_CHECKING:
-    from manager.engine.transition import Transition
+from manager.engine.work import Work
 
 __all__ = ["JobControl"]
 
@@ -21,9 +17,10 @@ __all__ = ["JobControl"]
 class JobControl:
     """Cancel and retry requests."""
 
-    def _control_target(self: Transition, job_id: str, action: str) -> Job | None:
+    def _control_target(self: Work, job_id: str, action: str) -> Job | None:
         """The top-level job a request names, or None after refusing it with the reason."""
         job = self.find_job(job_id)
+        self.concerns(job)
         if job is None:
             root = self.root_of_gone(job_id)
             if root is not None:
@@ -38,7 +35,7 @@ class JobControl:
             return None
         return job
 
-    def cancel(self: Transition, job_id: str) -> None:
+    def cancel(self: Work, job_id: str) -> None:
         """Stop a running job and its children; its on_cancel steps run."""
         job = self._control_target(job_id, "cancel")
         if job is None:
@@ -49,7 +46,7 @@ class JobControl:
             return
         self._cancel_job(job, "cancelled on request", True)
 
-    def retry(self: Transition, job_id: str) -> None:
+    def retry(self: Work, job_id: str) -> None:
         """Run a failed job again: completed steps and children keep their outputs."""
         job = self._control_target(job_id, "retry")
         if job is None:
@@ -66,7 +63,7 @@ class JobControl:
         if job.workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job.id), self.at + job.workflow.timeout)
 
-    def _revive(self: Transition, job: Job) -> None:
+    def _revive(self: Work, job: Job) -> None:
         """Make a failed or cancelled job run again from where it stopped."""
         for name in [n for n in job.steps if n not in job.flow.step_index]:
             # The branch that ran is history; it runs again if need be. Its task steps'
@@ -77,8 +74,7 @@ class JobControl:
                     forget(self.state, child)
         job.branch, job.branch_input, job.branch_left = None, None, 0
         job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
-        parent_id = job.parent.job_id if job.parent else None
-        self.commands.append(JobStarted(job.id, job.workflow.name, parent_id, self.at))
+        self.commands.append(self.started(job))
         for run in job.steps.values():
             if run.status is not StepStatus.COMPLETED:
                 self._revive_step(job, run)
@@ -90,7 +86,7 @@ class JobControl:
             if run.status is StepStatus.WAITING and run.waiting_on == 0:
                 self.ready.append((job, run))
 
-    def _revive_step(self: Transition, job: Job, run: StepRun) -> None:
+    def _revive_step(self: Work, job: Job, run: StepRun) -> None:
         run.error = None
         run.finished_at = None
         run.round_start = run.attempt

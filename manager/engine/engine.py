@@ -8,31 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from manager.engine.commands import Command
+from manager.engine.commands import Command, JobRejected, Refused
 from manager.engine.events import (
     CancelRequested,
     Event,
+    JobArchived,
     JobSubmitted,
     RetryRequested,
     StepReplied,
     TimerFired,
 )
-from manager.engine.failures import outcome_body
 from manager.engine.state import EngineState
 from manager.engine.transition import Transition
 
-__all__ = ["apply", "replay", "outcome_body"]
+__all__ = ["apply", "replay"]
 
-_EVENTS = (JobSubmitted, StepReplied, TimerFired, CancelRequested, RetryRequested)
+_EVENTS = (JobSubmitted, StepReplied, TimerFired, CancelRequested, RetryRequested, JobArchived)
 
 
 def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]:
-    """Apply one event: update `state` in place and return it with the commands to carry out."""
+    """Apply one event: update `state` in place and return it with the commands to carry out.
+
+    Unless the event was refused or rejected, the first command is its `Subject`.
+    """
     if not isinstance(event, _EVENTS):
         raise TypeError(f"not an engine event: {event!r}")
-    for job_id in state.departed:
-        state.jobs.pop(job_id, None)
-    state.departed.clear()
     transition = Transition(state, event.at)
     if isinstance(event, JobSubmitted):
         transition.submit(event)
@@ -42,10 +42,16 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
         transition.timer_fired(event.key)
     elif isinstance(event, CancelRequested):
         transition.cancel(event.job_id)
-    else:
+    elif isinstance(event, RetryRequested):
         transition.retry(event.job_id)
+    else:
+        transition.archive(event.job_id)
+        return state, transition.commands
     transition.drain()
-    return state, transition.commands
+    commands = transition.commands
+    if not (commands and isinstance(commands[0], JobRejected | Refused)):
+        commands.insert(0, transition.subject)
+    return state, commands
 
 
 def replay(state: EngineState, events: Iterable[Event]) -> EngineState:

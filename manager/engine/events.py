@@ -12,6 +12,7 @@ __all__ = [
     "TimerFired",
     "CancelRequested",
     "RetryRequested",
+    "JobArchived",
 ]
 
 
@@ -33,13 +34,22 @@ class JobSubmitted:
 
 @dataclass(frozen=True, slots=True)
 class StepReplied:
-    """A worker answered a step: the raw body, plus the `x-error` and `x-attempt` headers if set."""
+    """A worker answered `step` of `job_id`: the raw body, its `x-error` and `x-attempt` headers.
 
-    correlation_id: str
+    The job id is as the reply's correlation id wrote it (any letter case).
+    """
+
+    job_id: str
+    step: str
     body: bytes
     at: float
     error: str | None = None
     attempt: int | None = None
+
+    @property
+    def correlation_id(self) -> str:
+        """The reply's correlation id, `<job-id>:<step>`, for messages about it."""
+        return f"{self.job_id}:{self.step}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,4 +76,15 @@ class RetryRequested:
     at: float
 
 
-Event = JobSubmitted | StepReplied | TimerFired | CancelRequested | RetryRequested
+@dataclass(frozen=True, slots=True)
+class JobArchived:
+    """A settled top-level job's final snapshot is in the journal: memory may let it go.
+
+    Not journaled itself: it changes nothing a replay of a running job could need.
+    """
+
+    job_id: str
+    at: float
+
+
+Event = JobSubmitted | StepReplied | TimerFired | CancelRequested | RetryRequested | JobArchived

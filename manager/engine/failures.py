@@ -1,28 +1,29 @@
 """What the engine does when things go wrong: retries, timeouts, failed jobs and their branches.
 
-A mixin of the engine's `_Transition`: it uses the transition's state, clock (`at`),
-command list and step machinery, and adds the failure rules on top.
+A part of the engine's `Transition` (see `manager.engine.work`): it uses the transition's
+state, clock (`at`), command list and step machinery, and adds the failure rules on top.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from manager.engine import timers
-from manager.engine.commands import CancelTimer, Ignored, JobFinished, NotifyOutcome, StartTimer
+from manager.engine.commands import CancelTimer, Ignored, NotifyOutcome, StartTimer
+from manager.engine.snapshot import root_of
 from manager.engine.state import Job, JobStatus, StepRun, StepStatus
-
-if TYPE_CHECKING:
-    from manager.engine.transition import Transition
+from manager.engine.work import Work
 
 __all__ = ["FailureRules", "outcome_body"]
 
 
-def outcome_body(job: Job) -> dict[str, Any]:
-    """What a trigger's `reply_to` receives when `job` ends: its result, or its error."""
-    if job.status is JobStatus.COMPLETED:
-        return job.result or {}
-    return {"error": job.error}
+def outcome_body(
+    status: str, result: dict[str, Any] | None, error: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What a trigger's `reply_to` receives when its job ends: the result, or the error."""
+    if status == JobStatus.COMPLETED:
+        return result or {}
+    return {"error": error}
 
 
 class FailureRules:
@@ -30,26 +31,27 @@ class FailureRules:
 
     # -- timers ------------------------------------------------------------------------
 
-    def _start_timer(self: Transition, key: str, due_at: float) -> None:
+    def _start_timer(self: Work, key: str, due_at: float) -> None:
         self.state.timers[key] = due_at
         self.commands.append(StartTimer(key, due_at))
 
-    def _cancel_timer(self: Transition, key: str) -> None:
+    def _cancel_timer(self: Work, key: str) -> None:
         if self.state.timers.pop(key, None) is not None:
             self.commands.append(CancelTimer(key))
 
-    def _clear_step_timers(self: Transition, job: Job, run: StepRun) -> None:
+    def _clear_step_timers(self: Work, job: Job, run: StepRun) -> None:
         """Drop the step's reply deadline and any pending retry wait."""
         self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
         self._cancel_timer(timers.retry_due(job.id, run.name, run.attempt + 1))
 
-    def timer_fired(self: Transition, key: str) -> None:
+    def timer_fired(self: Work, key: str) -> None:
         """A timer came due: a reply deadline, the end of a retry wait, or a job deadline."""
+        parsed = timers.parse(key)
+        job = self.state.jobs.get(parsed.job_id) if parsed else None
+        self.concerns(job, parsed.job_id if parsed else None)
         if self.state.timers.pop(key, None) is None:
             self.commands.append(Ignored(key, "timer was cancelled or already handled"))
             return
-        parsed = timers.parse(key)
-        job = self.state.jobs.get(parsed.job_id) if parsed else None
         if parsed is None or job is None:
             self.commands.append(Ignored(key, "timer names no job in memory"))
             return
@@ -68,7 +70,7 @@ class FailureRules:
 
     # -- failed attempts and steps -----------------------------------------------------
 
-    def _attempt_failed(self: Transition, job: Job, run: StepRun, message: str) -> None:
+    def _attempt_failed(self: Work, job: Job, run: StepRun, message: str) -> None:
         """One attempt failed: wait and try again if the step's policy allows, else fail it."""
         self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
         policy = job.workflow.policy(job.flow_of(run.name), run.name)
@@ -84,7 +86,7 @@ class FailureRules:
         else:
             self._start_timer(timers.retry_due(job.id, run.name, run.attempt + 1), self.at + wait_s)
 
-    def _fail_step(self: Transition, job: Job, run: StepRun, message: str) -> None:
+    def _fail_step(self: Work, job: Job, run: StepRun, message: str) -> None:
         run.status = StepStatus.FAILED
         run.error = message
         run.finished_at = self.at
@@ -96,7 +98,7 @@ class FailureRules:
 
     # -- failed and cancelled jobs -----------------------------------------------------
 
-    def _fail_job(self: Transition, job: Job, error: dict[str, Any]) -> None:
+    def _fail_job(self: Work, job: Job, error: dict[str, Any]) -> None:
         job.status = JobStatus.FAILED
         job.error = error
         job.finished_at = self.at
@@ -109,7 +111,7 @@ class FailureRules:
         else:
             self._settle(job)
 
-    def _cancel_job(self: Transition, job: Job, message: str, with_branch: bool) -> None:
+    def _cancel_job(self: Work, job: Job, message: str, with_branch: bool) -> None:
         job.status = JobStatus.CANCELLED
         job.error = {"step": None, "message": message}
         job.finished_at = self.at
@@ -119,13 +121,13 @@ class FailureRules:
         else:
             self._settle(job)
 
-    def _stop_work(self: Transition, job: Job) -> None:
+    def _stop_work(self: Work, job: Job) -> None:
         """No more dispatches for a job that ended early: drop its timers, cancel its children."""
         self._cancel_timer(timers.job_timeout(job.id))
         for run in job.steps.values():
             self._stop_step(job, run)
 
-    def _stop_step(self: Transition, job: Job, run: StepRun) -> None:
+    def _stop_step(self: Work, job: Job, run: StepRun) -> None:
         """Drop a step's timers and cancel its running children."""
         if run.status in (StepStatus.RUNNING, StepStatus.RETRYING):
             self._clear_step_timers(job, run)
@@ -136,7 +138,7 @@ class FailureRules:
 
     # -- on_error / on_cancel ----------------------------------------------------------
 
-    def _start_branch(self: Transition, job: Job, kind: str, data: dict[str, Any]) -> None:
+    def _start_branch(self: Work, job: Job, kind: str, data: dict[str, Any]) -> None:
         flow = job.workflow.branches.get(kind)
         if flow is None:
             self._settle(job)
@@ -150,21 +152,19 @@ class FailureRules:
             if run.waiting_on == 0:
                 self.ready.append((job, run))
 
-    def _end_branch(self: Transition, job: Job) -> None:
+    def _end_branch(self: Work, job: Job) -> None:
         job.branch_left = 0
         for run in job.steps.values():
             self._stop_step(job, run)  # a branch task step's children too
         self._settle(job)
 
-    def _settle(self: Transition, job: Job) -> None:
+    def _settle(self: Work, job: Job) -> None:
         """The job is over, branch included: report it, notify its senders, tell its parent."""
-        parent_id = job.parent.job_id if job.parent else None
-        self.commands.append(
-            JobFinished(
-                job.id, job.workflow.name, job.status, job.result, job.error, parent_id, self.at
-            )
-        )
-        for reply_to in job.reply_to:
-            self.commands.append(NotifyOutcome(reply_to, job.id, job.status, outcome_body(job)))
+        self.commands.append(self.finished(job))
+        if job.reply_to:
+            root_id = root_of(self.state, job)
+            body = outcome_body(job.status, job.result, job.error)
+            for reply_to in job.reply_to:
+                self.commands.append(NotifyOutcome(reply_to, job.id, root_id, job.status, body))
         if job.parent is not None and job.status is not JobStatus.CANCELLED:
             self._child_finished(job)

@@ -6,22 +6,13 @@ import uuid
 from typing import Any
 
 from manager.config.models import Task
+from manager.engine.jsontext import json_type
 
-__all__ = ["FanOutError", "item_list", "child_ids", "child_payload", "gather", "json_type"]
+__all__ = ["FanOutError", "item_list", "child_ids", "child_payload", "gather"]
 
 
 class FanOutError(Exception):
     """A task step cannot fan out; the message is the step's error, written for the user."""
-
-
-def json_type(value: Any) -> str:
-    """How a JSON reader would name `value`'s type: an object, a list, null, a number..."""
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return "a number"
-    return names.get(type(value), type(value).__name__)
 
 
 def item_list(task: Task, step: str, data: dict[str, Any]) -> list[Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["UNDECIDED", "dumps", "dumps_text", "loads", "fast_loads"]
+__all__ = ["UNDECIDED", "dumps", "dumps_text", "loads", "fast_loads", "json_type"]
 
 # 20 digits in a row may be an integer beyond 64 bits, which orjson would read as a float.
 _LONG_DIGITS = re.compile(rb"\d{20}")
@@ -61,3 +61,15 @@ def loads(data: bytes | str) -> Any:
     """Parse JSON text the way `json.loads` would; raises ValueError when it is not JSON."""
     value = fast_loads(data)
     return json.loads(data) if value is UNDECIDED else value
+
+
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+
+
+def json_type(value: Any) -> str:
+    """How a JSON reader would name `value`'s type: an object, a list, null, a number..."""
+    if value is None:
+        return "null"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "a number"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)

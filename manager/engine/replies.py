@@ -1,4 +1,4 @@
-"""Reading a worker's reply: the correlation id and the body. Pure."""
+"""Reading a worker's reply body as JSON, strictly. Pure."""
 
 from __future__ import annotations
 
@@ -8,29 +8,15 @@ import re
 from typing import Any
 
 from manager.engine import jsontext
+from manager.engine.jsontext import json_type
 
-__all__ = ["ReplyError", "split_correlation_id", "decode_json", "decode_output"]
+__all__ = ["ReplyError", "decode_json", "decode_output"]
 
 _MAX_PREVIEW = 60
-_KINDS = {
-    "list": "a list",
-    "str": "a string",
-    "int": "a number",
-    "float": "a number",
-    "bool": "a boolean",
-}
 
 
 class ReplyError(Exception):
     """A reply body is not a JSON object; the message says what it was instead."""
-
-
-def split_correlation_id(correlation_id: str) -> tuple[str, str] | None:
-    """`<job-uuid>:<step-name>` as (job id, step name), or None when it has no such shape."""
-    job_id, sep, step = correlation_id.partition(":")
-    if not sep or not job_id or not step:
-        return None
-    return job_id, step
 
 
 def _preview(body: bytes) -> str:
@@ -95,8 +81,6 @@ def decode_output(body: bytes) -> dict[str, Any]:
         return {}
     value = decode_json(body)
     if not isinstance(value, dict):
-        kind = type(value).__name__ if value is not None else "null"
-        raise ReplyError(
-            f"reply body must be a JSON object, got {_KINDS.get(kind, kind)}: {_preview(body)}"
-        )
+        found = json_type(value)
+        raise ReplyError(f"reply body must be a JSON object, got {found}: {_preview(body)}")
     return value

@@ -132,12 +132,10 @@ class EngineState:
     current: dict[str, str]
     jobs: dict[str, Job] = field(default_factory=dict)
     timers: dict[str, float] = field(default_factory=dict)  # key -> due (unix seconds)
-    # Completed child jobs to drop at the next event: their parent keeps the result, and the
-    # journal their row (written by the caller of `apply`, which still needs them until then).
-    departed: list[str] = field(default_factory=list)
-    # Completed children dropped so far (id -> top-level job id), until their top-level job
-    # leaves memory: a new job may not take one of these ids. `gone_by_root` lists them per
-    # top-level job, so forgetting that job forgets them too.
+    # Completed children dropped from memory (their parent keeps the result, the journal their
+    # row), id -> top-level job id, until their top-level job leaves memory: a new job may not
+    # take one of these ids. `gone_by_root` lists them per top-level job, so forgetting that job
+    # forgets them too.
     gone: dict[str, str] = field(default_factory=dict)
     gone_by_root: dict[str, list[str]] = field(default_factory=dict)
 

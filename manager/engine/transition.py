@@ -2,13 +2,12 @@
 
 Ready steps go through a FIFO, so steps that become ready together start in declaration
 order and the commands come out in a deterministic order. Failure rules and job control
-live in their own modules (`failures`, `control`) as mixins of `Transition`.
+live in their own modules (`failures`, `control`), written against `manager.engine.work`.
 """
 
 from __future__ import annotations
 
 import difflib
-import uuid
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -19,36 +18,23 @@ from manager.engine.commands import (
     Command,
     Dispatch,
     Ignored,
+    JobFinished,
     JobRejected,
     JobStarted,
     NotifyOutcome,
+    Subject,
 )
 from manager.engine.control import JobControl
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
-from manager.engine.fanout import (
-    FanOutError,
-    child_ids,
-    child_payload,
-    gather,
-    item_list,
-    json_type,
-)
-from manager.engine.replies import ReplyError, decode_output, split_correlation_id
-from manager.engine.snapshot import root_of
+from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
+from manager.engine.ids import canonical_uuid
+from manager.engine.jsontext import json_type
+from manager.engine.replies import ReplyError, decode_output
+from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 
-__all__ = ["Transition", "canonical_uuid"]
-
-
-def canonical_uuid(value: Any) -> str | None:
-    """`value` as a lower-case hyphenated UUID, or None when it is not one."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
+__all__ = ["Transition"]
 
 
 def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
@@ -68,6 +54,38 @@ class Transition(FailureRules, JobControl):
         self.at = at
         self.commands: list[Command] = []
         self.ready: deque[tuple[Job, StepRun]] = deque()
+        self.subject: Subject = Subject(None, None)
+
+    def concerns(self, job: Job | None, job_id: str | None = None) -> None:
+        """Note the job this event is about (for the journal); `job_id` when it is not in memory."""
+        if job is not None:
+            self.subject = Subject(job.id, root_of(self.state, job))
+        elif job_id is not None:
+            self.subject = Subject(job_id, self.root_of_gone(job_id))
+
+    def started(self, job: Job) -> JobStarted:
+        """The JobStarted command for a job that (re)starts now."""
+        return JobStarted(
+            job.id, root_of(self.state, job), job.workflow.name, job.workflow.content_hash,
+            job.flow.name, job.parent.job_id if job.parent else None, job.payload,
+            job.submitted_at, self.at,
+        )  # fmt: skip
+
+    def finished(self, job: Job) -> JobFinished:
+        """The JobFinished command for a job that has just settled, with its final snapshot."""
+        return JobFinished(
+            job.id, root_of(self.state, job), job.workflow.name, job.workflow.content_hash,
+            job.flow.name, job.status, job.result, job.error,
+            job.parent.job_id if job.parent else None, job.payload, job.submitted_at, self.at,
+            snapshot(job),
+        )  # fmt: skip
+
+    def archive(self, job_id: str) -> None:
+        """Drop a settled top-level job and its children from memory (its snapshot is journaled)."""
+        job = self.state.jobs.get(job_id)
+        if job is None or job.parent is not None or not job.is_settled:
+            return  # gone already, a child, or running again after a retry: keep it
+        forget(self.state, job)
 
     def find_job(self, job_id: str) -> Job | None:
         """A job by id, in any letter case."""
@@ -93,14 +111,17 @@ class Transition(FailureRules, JobControl):
         assert job_id is not None and workflow is not None  # narrowed by _rejection
         existing = self.state.jobs.get(job_id)
         if existing is not None:
+            self.concerns(existing)
             self._resubmitted(existing, event.reply_to)
             return
         root = self.state.gone.get(job_id)
         if root is not None:
             # A completed child, out of memory while its top-level job lives: the id is taken.
+            self.concerns(None, job_id)
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
         job = self._create_job(workflow, workflow, job_id, event.payload, parent=None)
+        self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
         if workflow.timeout is not None:
@@ -141,7 +162,9 @@ class Transition(FailureRules, JobControl):
             if reply_to not in job.reply_to:
                 job.reply_to.append(reply_to)
         else:
-            self.commands.append(NotifyOutcome(reply_to, job.id, job.status, outcome_body(job)))
+            body = outcome_body(job.status, job.result, job.error)
+            root_id = root_of(self.state, job)
+            self.commands.append(NotifyOutcome(reply_to, job.id, root_id, job.status, body))
 
     def _create_job(
         self,
@@ -154,8 +177,7 @@ class Transition(FailureRules, JobControl):
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
         self.state.jobs[job_id] = job
-        parent_id = parent.job_id if parent else None
-        self.commands.append(JobStarted(job_id, workflow.name, parent_id, self.at))
+        self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
         return job
 
@@ -189,12 +211,9 @@ class Transition(FailureRules, JobControl):
 
     def _reply_target(self, event: StepReplied) -> tuple[Job, StepRun] | None:
         """The running step a reply answers, or None after reporting why it answers none."""
-        cid = event.correlation_id
-        parts = split_correlation_id(cid)
-        if parts is None:
-            return self._ignore(cid, "malformed correlation id; expected '<job-uuid>:<step-name>'")
-        job_id, step = parts
+        cid, job_id, step = event.correlation_id, event.job_id, event.step
         job = self.find_job(job_id)
+        self.concerns(job, job_id)
         if job is None:
             return self._ignore(cid, f"no job {job_id}")
         run = job.steps.get(step)
@@ -252,6 +271,7 @@ class Transition(FailureRules, JobControl):
         self.commands.append(
             Dispatch(
                 job_id=job.id,
+                root_id=root_of(self.state, job),
                 step=run.name,
                 queue=run.spec.queue_name,
                 correlation_id=f"{job.id}:{run.name}",
@@ -355,7 +375,8 @@ class Transition(FailureRules, JobControl):
         run.child_results[link.index] = child.result
         run.children_left -= 1
         if child.status is JobStatus.COMPLETED:
-            self.state.departed.append(child.id)  # its result is all the parent needs
+            # Its result is all the parent needs; its JobFinished carries its final snapshot.
+            del self.state.jobs[child.id]
             root = root_of(self.state, parent)
             self.state.gone[child.id] = root
             self.state.gone_by_root.setdefault(root, []).append(child.id)

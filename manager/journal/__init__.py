@@ -1,20 +1,25 @@
-"""The SQLite journal that makes the manager durable: every inbound and outbound message, in order.
+"""The journal that makes the manager durable: every inbound and outbound message, in order.
+
+`Journal` (in `protocol`) is what the manager needs of it; `SqliteJournal` is the one there is:
 
     journal = await open_journal("manager.db")
     await journal.append(Batch(events=[...], jobs=[...]))   # resolves once committed
     rows = await journal.replay_rows(await journal.running_roots())
     await journal.close()
 
-Modules: `schema` (tables, recognising our files, opening), `writer` (group commit), `queries`
+Modules: `protocol` (the `Journal` protocol), `journal` (`SqliteJournal`), `schema` (tables,
+recognising our files, opening), `writer` (group commit), `queries`
 (reads), `retention` (deleting finished jobs), `inspect` (formatting rows for the CLI).
 Every sqlite3 error becomes a `manager.errors.JournalError` naming the file.
 """
 
-from manager.journal.journal import Journal, open_journal
+from manager.journal.journal import SqliteJournal, open_journal
+from manager.journal.protocol import Journal
 from manager.journal.records import REPLAYED_KINDS, Batch, EventKind, EventRow, JobRow
 
 __all__ = [
     "Journal",
+    "SqliteJournal",
     "open_journal",
     "Batch",
     "EventKind",

@@ -7,19 +7,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from manager.journal.records import EventRow
+from manager.textline import body_preview
 
 __all__ = ["format_events", "BODY_PREVIEW_CHARS"]
 
 BODY_PREVIEW_CHARS = 120
 _SHORT_ID_CHARS = 8
 _MISSING = "-"
-# Control characters would break the one-line-per-row layout: show them escaped.
-_ESCAPES = {code: f"\\x{code:02x}" for code in range(32)} | {
-    ord("\n"): "\\n",
-    ord("\r"): "\\r",
-    ord("\t"): "\\t",
-    0x7F: "\\x7f",
-}
 
 
 def _time(at: float) -> str:
@@ -45,16 +39,7 @@ def _message(row: EventRow) -> str:
 
 
 def _preview(body: bytes | None) -> str:
-    if body is None:
-        return _MISSING
-    try:
-        text = bytes(body).decode("utf-8")
-    except UnicodeDecodeError:
-        return f"<{len(body)} bytes, not UTF-8>"
-    text = text.translate(_ESCAPES)
-    if len(text) > BODY_PREVIEW_CHARS:
-        text = text[: BODY_PREVIEW_CHARS - 1] + "…"
-    return text
+    return _MISSING if body is None else body_preview(body, BODY_PREVIEW_CHARS)
 
 
 def _meta(row: EventRow) -> str:

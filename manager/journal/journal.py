@@ -1,4 +1,4 @@
-"""`Journal`: the durable log the manager appends to and replays from; `open_journal` makes one."""
+"""The SQLite journal (`SqliteJournal`, behind the `Journal` protocol); `open_journal` opens one."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from manager.journal.records import Batch, EventRow, JobRow
 from manager.journal.schema import SYNCHRONOUS_MODES, check_file, connect_reader
 from manager.journal.writer import Writer
 
-__all__ = ["Journal", "open_journal"]
+__all__ = ["SqliteJournal", "open_journal"]
 
 T = TypeVar("T")
 
 _SAVE_DEFINITION = "INSERT OR IGNORE INTO definitions (hash, workflow, definition) VALUES (?, ?, ?)"
 
 
-async def open_journal(path: str | Path, *, synchronous: str = "FULL") -> Journal:
+async def open_journal(path: str | Path, *, synchronous: str = "FULL") -> SqliteJournal:
     """Open the journal at `path`, creating it if needed; JournalError if it is not usable."""
     path = Path(path)
     mode = synchronous.upper()
@@ -41,10 +41,10 @@ async def open_journal(path: str | Path, *, synchronous: str = "FULL") -> Journa
     except BaseException:
         await writer.close()
         raise
-    return Journal(path, mode, writer, reader_conn)
+    return SqliteJournal(path, mode, writer, reader_conn)
 
 
-class Journal:
+class SqliteJournal:
     """Appends batches with group commit on one connection; reads on another (WAL)."""
 
     def __init__(
@@ -64,7 +64,7 @@ class Journal:
         state = "closed" if self._closed else "failed" if self.failure else "open"
         return f"<Journal {self.path} {self.synchronous} {state}>"
 
-    async def __aenter__(self) -> Journal:
+    async def __aenter__(self) -> SqliteJournal:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -1,4 +1,4 @@
-"""The RabbitMQ side: the broker adapter, wire names, and decoding inbound messages."""
+"""The broker side: the `Transport` protocol, its RabbitMQ adapter, wire names and messages."""
 
 from manager.transport.broker import Broker, mask_url
 from manager.transport.deadletter import (
@@ -7,7 +7,14 @@ from manager.transport.deadletter import (
     copy_message,
     dead_letter,
 )
-from manager.transport.inbound import TriggerError, header_text, reply_event, trigger_event
+from manager.transport.message import (
+    Delivery,
+    Outbound,
+    header_text,
+    outcome_notice,
+    split_correlation_id,
+    step_request,
+)
 from manager.transport.naming import (
     DEFAULT_QUEUE,
     HEADER_ATTEMPT,
@@ -19,10 +26,12 @@ from manager.transport.naming import (
     dead_letter_queue,
     trigger_queue,
 )
+from manager.transport.protocol import Handler, Transport
 
 __all__ = [
     "Broker",
     "DEFAULT_QUEUE",
+    "Delivery",
     "HEADER_DEAD_FROM",
     "HEADER_DEAD_REASON",
     "copy_message",
@@ -31,13 +40,16 @@ __all__ = [
     "HEADER_ERROR",
     "HEADER_STATUS",
     "HEADER_WORKFLOW",
+    "Handler",
     "MAX_MESSAGE_BYTES",
+    "Outbound",
     "TRIGGER_WORKFLOW_HEADER",
-    "TriggerError",
+    "Transport",
     "dead_letter_queue",
     "header_text",
     "mask_url",
-    "reply_event",
-    "trigger_event",
+    "outcome_notice",
+    "split_correlation_id",
+    "step_request",
     "trigger_queue",
 ]

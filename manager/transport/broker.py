@@ -1,13 +1,12 @@
-"""The RabbitMQ adapter: one robust connection, declared queues, confirmed publishes, consumers.
+"""The RabbitMQ `Transport`: one robust connection, declared queues, confirmed publishes, consumers.
 
 aio-pika and aiormq exceptions stop here and become `BrokerError`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import aio_pika
@@ -18,21 +17,21 @@ from aio_pika.abc import (
     AbstractQueue,
     AbstractRobustConnection,
 )
-from aiormq.exceptions import AMQPError, PublishError
 
-from manager.errors import BrokerError, Unroutable
+from manager.errors import BrokerError
 from manager.transport.acks import Acker
+from manager.transport.deadletter import dead_letter
+from manager.transport.errors import AMQP_ERRORS, broker_errors
+from manager.transport.message import Delivery, Outbound
+from manager.transport.protocol import Handler
 
-__all__ = ["Broker", "Handler", "mask_url"]
+__all__ = ["Broker", "mask_url"]
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[AbstractIncomingMessage], Awaitable[None]]
 
 BasicProperties = aiormq.spec.Basic.Properties  # pamqp's, as aiormq exports it
 _PERSISTENT = 2  # delivery mode: written to disk by the broker
 
-_CONNECT_ERRORS = (AMQPError, OSError, ConnectionError, asyncio.TimeoutError)
 
 
 def mask_url(url: str) -> str:
@@ -65,6 +64,11 @@ class Broker:
         """True while the connection to the broker is up."""
         return self._connection is not None and not self._connection.is_closed
 
+    @property
+    def down_for_s(self) -> float | None:
+        """Seconds since the connection was lost, or None while connected."""
+        return None if self.connected else 0.0
+
     async def connect(self, timeout_s: float = 10.0) -> None:
         """Open the connection and its channels; BrokerError when the broker cannot be reached."""
         try:
@@ -76,7 +80,7 @@ class Broker:
             )
             self._consume_channel = await self._connection.channel()
             await self._consume_channel.set_qos(prefetch_count=self.prefetch)
-        except _CONNECT_ERRORS as exc:
+        except AMQP_ERRORS as exc:
             await self.close()
             raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(self.url)}: {exc}") from exc
 
@@ -101,10 +105,8 @@ class Broker:
         """Declare durable queues with no extra arguments, as workers do, so they never conflict."""
         channel = self._require(self._consume_channel)
         for name in dict.fromkeys(queues):
-            try:
+            with broker_errors(f"cannot declare queue '{name}'"):
                 await channel.declare_queue(name, durable=True)
-            except AMQPError as exc:
-                raise BrokerError(f"cannot declare queue '{name}': {exc}") from exc
 
     async def consume(self, queue: str, handler: Handler) -> None:
         """Deliver messages of `queue` to `handler`, which must `ack()` each one it is done with."""
@@ -113,19 +115,22 @@ class Broker:
 
         async def deliver(message: AbstractIncomingMessage) -> None:
             acker.received(message)
-            await handler(message)
+            await handler(
+                Delivery(
+                    queue, message.body, message.correlation_id, message.reply_to,
+                    message.headers or {}, message.message_id, message,
+                )  # fmt: skip
+            )
 
-        try:
+        with broker_errors(f"cannot consume from queue '{queue}'"):
             # Declared (not fetched passively) so the robust channel restores it on reconnect.
             declared = await channel.declare_queue(queue, durable=True)
             tag = await declared.consume(deliver)
-        except AMQPError as exc:
-            raise BrokerError(f"cannot consume from queue '{queue}': {exc}") from exc
         self._consumers.append((declared, tag))
 
-    def ack(self, message: AbstractIncomingMessage) -> None:
+    def ack(self, delivery: Delivery) -> None:
         """Ack a consumed message (sent at the end of this loop tick, with the others due)."""
-        self._acker.ack(message)
+        self._acker.ack(delivery.handle)
 
     async def stop_consuming(self) -> None:
         """Cancel every consumer; messages in hand are still acked normally."""
@@ -133,52 +138,43 @@ class Broker:
         for queue, tag in consumers:
             try:
                 await queue.cancel(tag)
-            except (AMQPError, RuntimeError) as exc:
+            except AMQP_ERRORS as exc:
                 log.debug("cancelling consumer %s failed: %s", tag, exc)
 
-    async def publish(
-        self,
-        routing_key: str,
-        body: bytes,
-        *,
-        correlation_id: str | None,
-        reply_to: str | None = None,
-        headers: Mapping[str, Any] | None = None,
-        message_id: str | None = None,
-    ) -> None:
+    async def publish(self, message: Outbound) -> None:
         """Publish a persistent JSON message on the default exchange and wait for its confirm."""
         channel = self._require(self._publish_channel)
+        routing_key = message.queue
         # Straight to aiormq: an aio_pika.Message per publish costs more CPU than the rest of
         # aio-pika's publish path, and these messages need none of what it adds.
         properties = BasicProperties(
             content_type="application/json",
             delivery_mode=_PERSISTENT,
-            correlation_id=correlation_id,
-            reply_to=reply_to,
-            message_id=message_id,
-            headers=dict(headers or {}),
+            correlation_id=message.correlation_id,
+            reply_to=message.reply_to,
+            message_id=message.message_id,
+            headers=dict(message.headers),
         )
         if channel.is_closed:
             raise BrokerError(f"publishing to queue '{routing_key}' failed: the channel is closed")
-        try:
+        with broker_errors(
+            f"publishing to queue '{routing_key}' failed",
+            returned=f"no queue '{routing_key}' exists; the message came back",
+        ):
             underlay = await channel.get_underlay_channel()
             await underlay.basic_publish(
-                body, routing_key=routing_key, properties=properties, mandatory=True
+                message.body, routing_key=routing_key, properties=properties, mandatory=True
             )
-        except PublishError as exc:  # returned by the broker: no queue took it
-            raise Unroutable(f"no queue '{routing_key}' exists; the message came back") from exc
-        except (AMQPError, RuntimeError) as exc:
-            raise BrokerError(f"publishing to queue '{routing_key}' failed: {exc}") from exc
 
-    async def publish_message(self, routing_key: str, message: aio_pika.Message) -> None:
-        """Publish a ready-made message (e.g. a dead letter) and wait for its confirm."""
+    async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
+        """Publish a copy of `delivery` (all its properties) to `queue`, with why and from where."""
         channel = self._require(self._publish_channel)
-        try:
-            await channel.default_exchange.publish(message, routing_key, mandatory=True)
-        except PublishError as exc:
-            raise Unroutable(f"no queue '{routing_key}' exists; the message came back") from exc
-        except (AMQPError, RuntimeError) as exc:
-            raise BrokerError(f"publishing to queue '{routing_key}' failed: {exc}") from exc
+        copy = dead_letter(delivery.handle, reason, delivery.queue)
+        with broker_errors(
+            f"publishing to queue '{queue}' failed",
+            returned=f"no queue '{queue}' exists; the message came back",
+        ):
+            await channel.default_exchange.publish(copy, queue, mandatory=True)
 
     async def close(self) -> None:
         """Close the connection (and its channels)."""
@@ -188,7 +184,7 @@ class Broker:
         if connection is not None:
             try:
                 await connection.close()
-            except _CONNECT_ERRORS as exc:
+            except AMQP_ERRORS as exc:
                 log.debug("closing the connection failed: %s", exc)
 
     def _require(self, channel: AbstractChannel | None) -> AbstractChannel:

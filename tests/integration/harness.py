@@ -32,11 +32,13 @@ class Process:
     _reader: asyncio.Task[None] | None = None
 
     @classmethod
-    async def start(cls, name: str, *args: str, env: dict[str, str] | None = None) -> Process:
-        """Start `args` with the test environment plus `env`."""
+    async def start(
+        cls, name: str, *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+    ) -> Process:
+        """Start `args` in `cwd` (default: the repository) with the test environment plus `env`."""
         proc = await asyncio.create_subprocess_exec(
             *args,
-            cwd=ROOT,
+            cwd=cwd,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

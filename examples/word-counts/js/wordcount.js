@@ -17,7 +17,7 @@ const WORD = new RegExp(`${LETTER}+(?:'${LETTER}+)*`, 'gu');
  * @param {string} text
  * @returns {Record<string, number>}
  */
-function countWords(text) {
+export function countWords(text) {
   const counts = new Map();
   const normal = text.normalize('NFC').toLowerCase().replaceAll('\u2019', "'");
   for (const [word] of normal.matchAll(WORD)) {
@@ -27,26 +27,20 @@ function countWords(text) {
 }
 
 /** An input that the step cannot process; its message goes back to the manager in `x-error`. */
-class InvalidInput extends Error {
+export class InvalidInput extends Error {
   constructor(message) {
     super(message);
     this.name = 'InvalidInput';
   }
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
 /**
- * The step itself: request body bytes in, step output object out.
- * Throws InvalidInput (or SyntaxError / TypeError from decoding) when the body is unusable.
- * @param {Buffer} body
+ * The step itself: the step input (a JSON object, decoded by jsworker) in, the step output out.
+ * Throws InvalidInput when `section` is not a string of text.
+ * @param {Record<string, unknown>} input
  * @returns {{section: Record<string, number>}}
  */
-function segmentWordCounts(body) {
-  const input = JSON.parse(utf8.decode(body));
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    throw new InvalidInput(`the step input must be a JSON object, got ${describe(input)}`);
-  }
+export function segmentWordCounts(input) {
   if (typeof input.section !== 'string') {
     const got = Object.hasOwn(input, 'section') ? describe(input.section) : 'no "section" key';
     throw new InvalidInput(`"section" must be a string of text, got ${got}`);
@@ -59,5 +53,3 @@ function describe(value) {
   if (Array.isArray(value)) return 'a list';
   return `a ${typeof value}`;
 }
-
-module.exports = { countWords, segmentWordCounts, InvalidInput };

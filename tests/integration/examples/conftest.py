@@ -29,20 +29,23 @@ def _require(tool: str) -> str:
 
 @pytest.fixture(scope="session")
 def node() -> str:
-    """Path of `node`, with the worker's dependencies installed once per session."""
+    """Path of `node`, with the worker's dependencies installed once per session.
+
+    `npm ci` runs every session: it installs a copy of the repository's jsworker (a `file:`
+    dependency), which would otherwise go stale when jsworker changes.
+    """
     node_path = _require("node")
-    if not (JS_DIR / "node_modules" / "amqplib").is_dir():
-        npm = _require("npm")
-        result = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=JS_DIR,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if result.returncode != 0:
-            pytest.fail(f"npm ci failed in {JS_DIR}:\n{result.stdout}\n{result.stderr}")
+    npm = _require("npm")
+    result = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund"],
+        cwd=JS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"npm ci failed in {JS_DIR}:\n{result.stdout}\n{result.stderr}")
     return node_path
 
 

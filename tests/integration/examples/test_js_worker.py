@@ -224,10 +224,11 @@ async def test_js_worker_replies_with_word_counts(
 @pytest.mark.parametrize(
     ("body", "error_type"),
     [
-        (b"[1, 2, 3]", "InvalidInput"),
-        (b'"just text"', "InvalidInput"),
+        # jsworker refuses bodies that are not JSON objects before the step runs.
+        (b"[1, 2, 3]", "InvalidRequest"),
+        (b'"just text"', "InvalidRequest"),
         (b'{"section": 7}', "InvalidInput"),
-        (b"{not json", "SyntaxError"),
+        (b"{not json", "InvalidRequest"),
     ],
     ids=["list", "string", "section-not-text", "invalid-json"],
 )
@@ -253,7 +254,8 @@ async def test_js_worker_reports_bad_input_with_x_error(
 
     assert await worker.stop() == 0, worker.output()
     assert await manager.ready_requests() == 0, "the failed request was not acked"
-    assert any(correlation_id in line for line in worker.stderr), worker.output()
+    job_id = correlation_id.partition(":")[0]
+    assert any(f"job={job_id} " in line for line in worker.stderr), worker.output()
 
 
 async def test_js_worker_stops_cleanly_on_sigterm_while_idle(

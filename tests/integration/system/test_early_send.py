@@ -11,6 +11,7 @@ import aio_pika
 from manager.config import parse_workflows
 from manager.journal import open_journal
 from manager.orchestrator import ManagerSettings, Orchestrator, step_queues
+from manager.transport import Broker
 from tests.integration.durability.helpers import rabbitmqctl
 
 WORKFLOW = """
@@ -52,7 +53,7 @@ async def test_requests_go_out_before_the_commit_and_the_reply_is_acked_after(
     settings = ManagerSettings(amqp_url=amqp_url, queue=f"{unique}.wm")
     db = tmp_path / "wm.db"
     journal = await open_journal(db)
-    orchestrator = Orchestrator(workflows, settings, journal)
+    orchestrator = Orchestrator(workflows, settings, journal, Broker(amqp_url, settings.prefetch))
     await orchestrator.start()
     connection = await aio_pika.connect(amqp_url)
     try:

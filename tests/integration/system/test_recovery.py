@@ -11,7 +11,7 @@ import uuid
 from manager.config import load_workflows
 from manager.engine import EngineState, JobSubmitted, apply
 from manager.journal import open_journal
-from manager.journal.entries import record
+from manager.recorder import record
 
 from ..harness import ROOT
 
@@ -73,11 +73,11 @@ async def test_unconfirmed_dispatches_are_published_again_on_start(system):
         job_id, "manual", {"k": 1}, 1.0, definition=workflows["manual"].content_hash
     )
     _, commands = apply(state, event)
-    batch, outbound = record(state, event, commands, sys_.manager.queue)
+    result = record(event, commands, sys_.manager.queue)
     journal = await open_journal(sys_.db)
-    await journal.append(batch)  # journaled as intended, never marked sent
+    await journal.append(result.batch)  # journaled as intended, never marked sent
     await journal.close()
-    assert [row.msg_id for row in outbound] == [f"{job_id}:hand:1"]
+    assert [message.message_id for message in result.outbound] == [f"{job_id}:hand:1"]
 
     await sys_.restart()
     request = await sys_.take("hand")

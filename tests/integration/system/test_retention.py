@@ -10,8 +10,9 @@ import aio_pika
 from manager.config import parse_workflows
 from manager.engine import EngineState, JobSubmitted, StepReplied, apply
 from manager.journal import open_journal
-from manager.journal.entries import record
 from manager.orchestrator import ManagerSettings, Orchestrator, step_queues
+from manager.recorder import record
+from manager.transport import Broker
 
 WORKFLOW = """
 workflows:
@@ -26,12 +27,12 @@ async def _finished_job(journal, state, at: float) -> str:
     pinned = state.current["one"]
     for event in (
         JobSubmitted(job_id, "one", {}, at, definition=pinned),
-        StepReplied(f"{job_id}:only", b"{}", at + 1),
+        StepReplied(job_id, "only", b"{}", at + 1),
     ):
         _, commands = apply(state, event)
-        batch, outbound = record(state, event, commands, "wm")
-        batch.sent.extend((row.msg_id, at) for row in outbound if row.msg_id)
-        await journal.append(batch)
+        result = record(event, commands, "wm")
+        result.batch.sent.extend((m.message_id, at) for m in result.outbound if m.message_id)
+        await journal.append(result.batch)
     return job_id
 
 
@@ -46,7 +47,7 @@ async def test_finished_jobs_past_retention_are_deleted(amqp_url, unique, tmp_pa
 
     settings = ManagerSettings(amqp_url=amqp_url, queue=f"{unique}.wm", retention_days=1)
     journal = await open_journal(tmp_path / "wm.db")
-    orchestrator = Orchestrator(workflows, settings, journal)
+    orchestrator = Orchestrator(workflows, settings, journal, Broker(amqp_url, settings.prefetch))
     await orchestrator.start()
     try:
         await orchestrator.prune()  # the background pass may have run first: either way, gone

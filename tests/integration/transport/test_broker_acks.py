@@ -6,12 +6,12 @@ import asyncio
 
 import aio_pika
 
-from manager.transport import Broker
+from manager.transport import Broker, Delivery, Outbound
 
 
 async def _publish(broker: Broker, queue: str, count: int) -> None:
     for index in range(count):
-        await broker.publish(queue, str(index).encode(), correlation_id=f"m{index}")
+        await broker.publish(Outbound(queue, str(index).encode(), correlation_id=f"m{index}"))
 
 
 async def test_a_held_message_is_redelivered_and_every_acked_one_is_not(amqp_url, unique):
@@ -23,7 +23,7 @@ async def test_a_held_message_is_redelivered_and_every_acked_one_is_not(amqp_url
     seen: list[str] = []
     all_seen = asyncio.Event()
 
-    async def handle(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+    async def handle(message: Delivery) -> None:
         seen.append(message.correlation_id or "")
         if message.correlation_id != "m7":  # m7 stays in hand, unacked
             await asyncio.sleep(0)  # finish in a later tick than the delivery

@@ -14,11 +14,28 @@ async def test_healthz_ok_when_connected(client):
     assert response.json() == {"status": "ok"}
 
 
-async def test_healthz_503_when_disconnected(client, service):
-    service.connected = False
+async def test_healthz_503_when_disconnected_says_since_when(client, service):
+    service.transport.connected = False
+    service.transport.down_for_s = 2.5
     response = await client.get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "disconnected"}
+    assert response.json() == {"status": "disconnected", "since": 2.5}
+
+
+async def test_readyz_says_why_the_manager_cannot_take_work(client, service):
+    assert (await client.get("/readyz")).json() == {"status": "ready", "reasons": []}
+    service.transport.connected = False
+    service.transport.down_for_s = 1.25
+    response = await client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["reasons"] == ["not connected to RabbitMQ (for 1.2s)"]
+    service.transport.connected = True
+    await service.journal.close()
+    await service.reply("6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", "split")  # a write fails
+    response = await client.get("/readyz")
+    assert response.status_code == 503
+    (reason,) = response.json()["reasons"]
+    assert reason.startswith("stopped taking work:") and "journal" in reason
 
 
 @pytest.mark.parametrize("path", ["/", "/api", "/api/job", "/api/workflow", "/api/jobs/extra"])
@@ -48,11 +65,11 @@ async def test_wrong_method_is_405_with_an_error_body(client, method, path, allo
 
 
 async def test_a_bug_is_500_with_an_error_body_and_no_details(service, clock):
-    service.state = None  # any route reading jobs now raises AttributeError
+    service.workflows = None  # any route reading the workflows now raises AttributeError
     app = create_app(service, clock=clock)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://manager") as http:
-        response = await http.get("/api/jobs")
+        response = await http.get("/api/workflows")
     assert response.status_code == 500
     assert response.json() == {
         "error": "internal error in workflow-manager; see its log for details",
@@ -72,6 +89,7 @@ async def test_openapi_documents_every_route_without_422(client):
         "/api/job/{job_id}",
         "/api/job/{job_id}/retry",
         "/healthz",
+        "/readyz",
     }
     assert "422" not in response.text
     assert "HTTPValidationError" not in response.text

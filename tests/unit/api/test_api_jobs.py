@@ -40,9 +40,9 @@ async def test_running_job(client, clock):
 async def test_completed_job_ends_with_end_and_has_a_result(client, service, clock):
     await start(client, "wordcount", {"text": "a b"})
     clock.advance(2)
-    service.reply(JOB, "split", {"words": ["a", "b"]})
+    await service.reply(JOB, "split", {"words": ["a", "b"]})
     clock.advance(0.25)
-    service.reply(JOB, "count", {"n": 2})
+    await service.reply(JOB, "count", {"n": 2})
     clock.advance(100)  # finished jobs' times no longer move
     body = await detail(client, JOB)
     assert body["status"] == "completed"
@@ -70,8 +70,8 @@ async def test_completed_job_ends_with_end_and_has_a_result(client, service, clo
 async def test_steps_are_listed_in_declaration_order_not_finishing_order(client, service):
     await start(client, "parallel")
     assert [s["name"] for s in (await detail(client, JOB))["running"]] == ["a", "b"]
-    service.reply(JOB, "b", {"from": "b"})
-    service.reply(JOB, "a", {"from": "a"})
+    await service.reply(JOB, "b", {"from": "b"})
+    await service.reply(JOB, "a", {"from": "a"})
     body = await detail(client, JOB)
     assert [s["name"] for s in body["completed"]] == ["__start__", "a", "b"]
     assert [s["name"] for s in body["running"]] == ["c"]
@@ -80,7 +80,7 @@ async def test_steps_are_listed_in_declaration_order_not_finishing_order(client,
 async def test_failed_job_lists_the_failed_step_and_its_error(client, service, clock):
     await start(client, "parallel")
     clock.advance(3)
-    service.reply(JOB, "a", error="disk full")
+    await service.reply(JOB, "a", error="disk full")
     clock.advance(60)
     body = await detail(client, JOB)
     assert body["status"] == "failed"
@@ -96,14 +96,14 @@ async def test_failed_job_lists_the_failed_step_and_its_error(client, service, c
 
 async def test_task_step_shows_children_and_progress(client, service):
     await start(client, "books")
-    service.reply(JOB, "shelve", BOOKS)
+    await service.reply(JOB, "shelve", BOOKS)
     (each,) = (await detail(client, JOB))["running"]
     first, second = each["tasks"]
     assert each["name"] == "each"
     assert (each["tasks_done"], each["tasks_total"]) == (0, 2)
 
-    service.reply(first, "fetch")
-    service.reply(first, "tally", {"book": {"title": "a", "words": 7}})
+    await service.reply(first, "fetch")
+    await service.reply(first, "tally", {"book": {"title": "a", "words": 7}})
     body = await detail(client, JOB)
     (each,) = body["running"]
     assert (each["tasks_done"], each["tasks_total"]) == (1, 2)
@@ -114,8 +114,8 @@ async def test_task_step_shows_children_and_progress(client, service):
         "children_total": 2,
     }
 
-    service.reply(second, "fetch")
-    service.reply(second, "tally", {"book": {"title": "b", "words": 9}})
+    await service.reply(second, "fetch")
+    await service.reply(second, "tally", {"book": {"title": "b", "words": 9}})
     body = await detail(client, JOB)
     each = next(s for s in body["completed"] if s["name"] == "each")
     assert each["tasks"] == [first, second]
@@ -126,7 +126,7 @@ async def test_task_step_shows_children_and_progress(client, service):
 
 async def test_child_job_is_a_job_too(client, service):
     await start(client, "books")
-    service.reply(JOB, "shelve", BOOKS)
+    await service.reply(JOB, "shelve", BOOKS)
     child = (await detail(client, JOB))["running"][0]["tasks"][1]
     body = await detail(client, child)
     assert body["uuid"] == child
@@ -146,9 +146,9 @@ async def test_top_level_jobs_have_no_parent_or_task(client):
 
 async def test_cancelled_child_keeps_nulls_inside_its_error(client, service):
     await start(client, "books")
-    service.reply(JOB, "shelve", BOOKS)
+    await service.reply(JOB, "shelve", BOOKS)
     first, second = (await detail(client, JOB))["running"][0]["tasks"]
-    service.reply(first, "fetch", error="404 from library")
+    await service.reply(first, "fetch", error="404 from library")
     body = await detail(client, second)
     assert body["status"] == "cancelled"
     assert body["error"] == {"step": None, "message": f"parent job {JOB} failed"}
@@ -180,10 +180,10 @@ async def test_jobs_lists_running_jobs_with_children(client, service):
     other = "0b7e6c1a-2d3f-4a5b-8c9d-1e2f3a4b5c6d"
     await start(client, "books")
     await start(client, "wordcount", job_id=other)
-    service.reply(JOB, "shelve", BOOKS)
+    await service.reply(JOB, "shelve", BOOKS)
     first, second = (await detail(client, JOB))["running"][0]["tasks"]
-    service.reply(other, "split")
-    service.reply(other, "count")  # finished: no longer listed
+    await service.reply(other, "split")
+    await service.reply(other, "count")  # finished: no longer listed
     response = await client.get("/api/jobs")
     assert response.status_code == 200
     assert response.json() == {"jobs": [JOB, first, second]}

@@ -33,7 +33,8 @@ async def test_submit_starts_a_job_with_a_generated_id(client, service):
 async def test_submit_with_query_id(client, service):
     response = await client.post(f"/api/workflow/wordcount?id={JOB}", json={})
     assert response.json() == {"id": JOB}
-    assert service.submitted == [("wordcount", {}, JOB)]
+    job = service.state.jobs[JOB]
+    assert (job.workflow.name, job.payload) == ("wordcount", {})
 
 
 async def test_submit_with_body_id_keeps_it_in_the_payload(client, service):
@@ -62,7 +63,7 @@ async def test_conflicting_ids_name_both_values(client, service):
     assert response.status_code == 400
     error = response.json()["error"]
     assert JOB in error and OTHER in error
-    assert service.submitted == []
+    assert service.state.jobs == {}
 
 
 @pytest.mark.parametrize(
@@ -98,7 +99,7 @@ async def test_body_must_be_a_json_object(client, service, content, expected):
     response = await client.post("/api/workflow/wordcount", content=content)
     assert response.status_code == 400
     assert expected in response.json()["error"]
-    assert service.submitted == []
+    assert service.state.jobs == {}
 
 
 async def test_body_is_read_whatever_the_content_type(client):
@@ -113,7 +114,7 @@ async def test_unknown_workflow_is_404_with_a_suggestion(client, service):
     error = response.json()["error"]
     assert "unknown workflow 'wordcont'" in error
     assert "did you mean 'wordcount'?" in error
-    assert service.submitted == []
+    assert service.state.jobs == {}
 
 
 async def test_unknown_workflow_wins_over_a_bad_body(client):
@@ -159,8 +160,8 @@ async def test_broker_error_from_the_service_is_503(client, service):
 
 
 async def test_submit_while_disconnected_is_503_and_starts_nothing(client, service):
-    service.connected = False
+    service.transport.connected = False
     response = await client.post("/api/workflow/wordcount", json={})
     assert response.status_code == 503
     assert "not connected to RabbitMQ" in response.json()["error"]
-    assert service.submitted == []
+    assert service.state.jobs == {}

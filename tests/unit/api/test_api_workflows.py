@@ -29,9 +29,9 @@ async def test_job_count_counts_running_top_level_jobs_only(client, service):
     first = await start(client, "wordcount")
     await start(client, "wordcount")
     books = await start(client, "books")
-    service.reply(books, "shelve", BOOKS)  # two child jobs start: not counted
-    service.reply(first, "split")
-    service.reply(first, "count")  # first wordcount job completes: no longer counted
+    await service.reply(books, "shelve", BOOKS)  # two child jobs start: not counted
+    await service.reply(first, "split")
+    await service.reply(first, "count")  # first wordcount job completes: no longer counted
     entries = (await client.get("/api/workflows")).json()
     counts = {(e["name"], e["vhost"]): e["job_count"] for e in entries}
     assert counts[("wordcount", "")] == 1
@@ -44,9 +44,9 @@ async def test_workflow_jobs_running_completed_failed(client, service, clock):
     failed = await start(client, "wordcount")
     running = await start(client, "wordcount")
     await start(client, "parallel")  # another workflow: not listed
-    service.reply(done, "split")
-    service.reply(done, "count", {"n": 2})
-    service.reply(failed, "split", error="disk full")
+    await service.reply(done, "split")
+    await service.reply(done, "count", {"n": 2})
+    await service.reply(failed, "split", error="disk full")
     response = await client.get("/api/workflow/wordcount")
     assert response.status_code == 200
     assert response.json() == {"running": [running], "completed": [done], "failed": [failed]}
@@ -54,7 +54,7 @@ async def test_workflow_jobs_running_completed_failed(client, service, clock):
 
 async def test_workflow_jobs_leaves_out_child_jobs(client, service):
     books = await start(client, "books")
-    service.reply(books, "shelve", BOOKS)
+    await service.reply(books, "shelve", BOOKS)
     body = (await client.get("/api/workflow/books")).json()
     assert body == {"running": [books], "completed": [], "failed": []}
 
@@ -73,8 +73,8 @@ async def test_workflow_jobs_leaves_out_child_jobs(client, service):
 )
 async def test_interval_filters_finished_jobs(client, service, clock, query, minutes_ago, listed):
     job = await start(client, "wordcount")
-    service.reply(job, "split")
-    service.reply(job, "count")
+    await service.reply(job, "split")
+    await service.reply(job, "count")
     clock.advance(minutes_ago * 60)
     body = (await client.get(f"/api/workflow/wordcount{query}")).json()
     assert body["completed"] == ([job] if listed else [])

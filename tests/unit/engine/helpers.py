@@ -29,6 +29,7 @@ from manager.engine import (
     RetryRequested,
     StartTimer,
     StepReplied,
+    Subject,
     TimerFired,
     apply,
 )
@@ -90,7 +91,8 @@ def reply(
     at: float = AT_REPLY,
 ) -> list[Command]:
     """Apply a worker's reply and return the commands."""
-    event = StepReplied(correlation_id, encode(body), at, error=error, attempt=attempt)
+    job_id, _, step = correlation_id.partition(":")
+    event = StepReplied(job_id, step, encode(body), at, error=error, attempt=attempt)
     _, commands = apply(state, event)
     return commands
 
@@ -165,6 +167,11 @@ def the_timer(commands: Iterable[Command]) -> StartTimer:
     return started
 
 
+def effects(commands: Iterable[Command]) -> list[Command]:
+    """The commands without the leading `Subject` (where the journal files the event)."""
+    return [c for c in commands if not isinstance(c, Subject)]
+
+
 def refused(commands: list[Command]) -> Refused:
     """The one command of a refused request, which must be a Refused."""
     assert len(commands) == 1, commands
@@ -180,7 +187,9 @@ def snapshot(state: EngineState) -> EngineState:
 
 
 def assert_ignored(state: EngineState, commands: list[Command], before: EngineState) -> Ignored:
-    """Exactly one Ignored command with a reason, and the state as it was."""
+    """Exactly one Ignored command with a reason (after the Subject), and the state as it was."""
+    assert isinstance(commands[0], Subject), commands
+    commands = commands[1:]
     assert len(commands) == 1, commands
     (ignored,) = commands
     assert isinstance(ignored, Ignored)

@@ -117,7 +117,7 @@ def test_the_job_is_finished_and_reported_only_when_its_branch_has_ended():
     done = finished(commands)
     assert (done.status, done.error, done.result, done.at) == ("failed", error, None, 23.0)
     assert of_type(commands, NotifyOutcome) == [
-        NotifyOutcome(q, JOB, "failed", {"error": error}) for q in ("q1", "q2", "q3")
+        NotifyOutcome(q, JOB, JOB, "failed", {"error": error}) for q in ("q1", "q2", "q3")
     ]
     job = state.jobs[JOB]
     assert job.is_settled

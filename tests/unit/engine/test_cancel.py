@@ -85,7 +85,7 @@ def test_cancelling_stops_the_job_and_its_children_at_once():
     assert (done.status, done.result, done.at) == ("cancelled", None, 5.0)
     assert done.error == job.error
     assert of_type(commands, NotifyOutcome) == [
-        NotifyOutcome("q1", JOB, "cancelled", {"error": job.error})
+        NotifyOutcome("q1", JOB, JOB, "cancelled", {"error": job.error})
     ]
     for kid in KIDS[1:]:
         assert finished(commands, kid).status == JobStatus.CANCELLED

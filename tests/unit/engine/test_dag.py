@@ -8,8 +8,10 @@ from collections import Counter
 import pytest
 
 from manager.engine import Dispatch, JobFinished, JobStatus
+from manager.engine.snapshot import snapshot
 from tests.unit.engine.helpers import (
     AT_REPLY,
+    AT_SUBMIT,
     JOB,
     cid,
     dispatched_steps,
@@ -71,8 +73,8 @@ workflows:
     )
     commands = submit(state, "pipeline", {"url": "u"})
     assert dispatches(commands) == [
-        Dispatch(JOB, "fetch", "http-fetchers", f"{JOB}:fetch", {"url": "u"}, "pipeline", 1),
-        Dispatch(JOB, "parse", "parse", f"{JOB}:parse", {"url": "u"}, "pipeline", 1),
+        Dispatch(JOB, JOB, "fetch", "http-fetchers", f"{JOB}:fetch", {"url": "u"}, "pipeline", 1),
+        Dispatch(JOB, JOB, "parse", "parse", f"{JOB}:parse", {"url": "u"}, "pipeline", 1),
     ]
     assert [d.message_id for d in dispatches(commands)] == [
         f"{JOB}:fetch:1",
@@ -314,16 +316,37 @@ workflows:
     }
     log = run(state, submit(state, "w", {"payload": 1}), lambda d: outputs[d.step])
     done = finished(log)
-    assert done == JobFinished(
+    wf = state.workflow("w")
+    assert wf is not None
+    assert (
+        done.job_id,
+        done.root_id,
+        done.workflow,
+        done.definition,
+        done.flow,
+        done.status,
+        done.result,
+        done.error,
+        done.parent_id,
+        done.payload,
+        done.submitted_at,
+        done.at,
+    ) == (
         JOB,
+        JOB,
+        "w",
+        wf.content_hash,
         "w",
         "completed",
         {"k": "t2", "shared": "t2", "only2": 2, "only1": 1, "only3": 3},
         None,
         None,
+        {"payload": 1},
+        AT_SUBMIT,
         AT_REPLY,
     )
     job = state.jobs[JOB]
+    assert done.snapshot == snapshot(job)
     assert job.status is JobStatus.COMPLETED
     assert job.result == done.result
     assert job.error is None

@@ -82,7 +82,7 @@ def test_a_failed_child_fails_the_task_step_and_the_job_quoting_the_childs_error
     assert parent.steps["after"].status is StepStatus.WAITING
     assert dispatches(commands) == []
     assert of_type(commands, NotifyOutcome) == [
-        NotifyOutcome("client-q", JOB, "failed", {"error": done.error})
+        NotifyOutcome("client-q", JOB, JOB, "failed", {"error": done.error})
     ]
 
     still_running = [k for i, k in enumerate(kids) if i not in (1, failing)]

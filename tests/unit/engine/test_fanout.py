@@ -14,6 +14,7 @@ from manager.engine import (
     JobStatus,
     NotifyOutcome,
     StepStatus,
+    Subject,
 )
 from tests.unit.engine.helpers import (
     AT_SUBMIT,
@@ -72,7 +73,7 @@ def test_each_child_gets_the_input_minus_the_list_plus_its_element_under_the_sin
     commands = submit(state, "books", payload)
     children = [child_id(JOB, "split", i) for i in range(2)]
     assert dispatches(commands) == [
-        Dispatch(c, "work", "work", f"{c}:work", {"title": "T", singular: e}, "books", 1)
+        Dispatch(c, JOB, "work", "work", f"{c}:work", {"title": "T", singular: e}, "books", 1)
         for c, e in zip(children, ["x", {"n": 2}], strict=True)
     ]
     assert state.jobs[children[0]].payload == {"title": "T", singular: "x"}
@@ -95,9 +96,19 @@ def test_children_start_as_jobs_of_the_top_level_workflow_linked_to_their_parent
     state = _split()
     commands = submit(state, "books", {"sections": ["a", "b", "c"]}, at=3.0)
     ids = [child_id(JOB, "split", i) for i in range(3)]
-    assert of_type(commands, JobStarted) == [JobStarted(JOB, "books", None, 3.0)] + [
-        JobStarted(c, "books", JOB, 3.0) for c in ids
+    wf = state.workflow("books")
+    assert wf is not None
+    payloads = [{"sections": ["a", "b", "c"]}] + [{"section": e} for e in "abc"]
+    assert [
+        (s.job_id, s.root_id, s.workflow, s.definition, s.flow, s.parent_id, s.payload)
+        for s in of_type(commands, JobStarted)
+    ] == [
+        (j, JOB, "books", wf.content_hash, flow, parent, payload)
+        for j, flow, parent, payload in zip(
+            [JOB, *ids], ["books"] + ["per-item"] * 3, [None] + [JOB] * 3, payloads, strict=True
+        )
     ]
+    assert {(s.submitted_at, s.at) for s in of_type(commands, JobStarted)} == {(3.0, 3.0)}
     run_ = state.jobs[JOB].steps["split"]
     assert run_.status is StepStatus.RUNNING
     assert run_.children == ids
@@ -341,8 +352,9 @@ workflows:
     }
     log = run(state, submit(state, "w", {"docs": ["ab", "cde"]}), lambda d: answers[d.step](d.body))
     assert finished(log).result == {"who": "summary", "docs": ["A", "C"], "len": 2}
-    child = state.jobs[child_id(JOB, "fan", 1)]
+    child = finished(log, child_id(JOB, "fan", 1))
     assert child.result == {"doc": "C", "who": "summary", "len": 3}
+    assert child.snapshot["result"] == child.result
 
 
 NESTED = """
@@ -393,8 +405,13 @@ def test_nested_tasks_fan_out_twice_and_gather_back():
     book0 = child_id(JOB, "per-book", 0)
     chapter1 = child_id(book0, "per-chapter", 1)
     assert finished(log, chapter1).parent_id == book0
+    # Every job of the tree, however deep, is filed under the top-level job.
+    assert finished(log, chapter1).root_id == JOB and finished(log, book0).root_id == JOB
     (count1,) = [d for d in dispatches(log) if d.job_id == chapter1]
     assert count1.body == {"chapter": "c", "title": "A"}
+    assert count1.root_id == JOB
+    assert {s.root_id for s in of_type(log, JobStarted)} == {JOB}
+    assert {d.root_id for d in dispatches(log)} == {JOB}
     (sum0,) = [d for d in dispatches(log) if d.job_id == book0 and d.step == "sum"]
     assert sum0.body["chapters"] == [2, 1]  # the per-chapter step's gathered output
     assert finished(log, book0).result == {"book": 3}
@@ -402,8 +419,8 @@ def test_nested_tasks_fan_out_twice_and_gather_back():
     assert sum(d.step == "count" for d in dispatches(log)) == 3
     grandchildren = [c for c in of_type(log, JobStarted) if c.parent_id == book0]
     assert [c.job_id for c in grandchildren] == [child_id(book0, "per-chapter", i) for i in (0, 1)]
-    # Completed children leave memory (their parents keep the results); the top-level job
-    # stays until the orchestrator has journaled it.
+    # Completed children leave memory at once (their parents keep the results); the
+    # top-level job stays until it is archived (JobArchived).
     assert list(state.jobs) == [JOB] and state.jobs[JOB].status is JobStatus.COMPLETED
     assert state.gone[chapter1] == JOB and state.gone[book0] == JOB  # by top-level job
 
@@ -424,9 +441,11 @@ def test_resubmitting_a_child_id_adds_a_reply_to_that_hears_the_childs_outcome()
     state = _split()
     submit(state, "books", {"sections": ["a"]})
     kid = child_id(JOB, "split", 0)
-    (ignored,) = submit(state, "books", {"x": 1}, job_id=kid, reply_to="watcher-q")
+    subject, ignored = submit(state, "books", {"x": 1}, job_id=kid, reply_to="watcher-q")
+    assert subject == Subject(kid, JOB)
     assert isinstance(ignored, Ignored)
     commands = reply(state, cid(kid, "work"), {"section": "A"})
+    assert commands[0] == Subject(kid, JOB)
     assert of_type(commands, NotifyOutcome) == [
-        NotifyOutcome("watcher-q", kid, "completed", {"section": "A"})
+        NotifyOutcome("watcher-q", kid, JOB, "completed", {"section": "A"})
     ]

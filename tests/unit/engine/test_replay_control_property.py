@@ -36,9 +36,11 @@ from manager.engine import (
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
+    Refused,
     RetryRequested,
     StartTimer,
     StepReplied,
+    Subject,
     TimerFired,
     apply,
     replay,
@@ -157,7 +159,9 @@ def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
         error = "worker failed"
     else:
         body = draw(st.sampled_from([b"[]", b"null", b"{"]))
-    run.do(StepReplied(request.correlation_id, body, run.tick(), error=error, attempt=attempt))
+    run.do(
+        StepReplied(request.job_id, request.step, body, run.tick(), error=error, attempt=attempt)
+    )
 
 
 def _job_ids(run: Run) -> list[str]:
@@ -208,6 +212,9 @@ def _check_replay(run: Run) -> None:
 def _check_lives(run: Run) -> None:
     alive: dict[str, bool] = {}
     for commands in run.commands:
+        # Every event is filed under its Subject, unless it was refused.
+        assert isinstance(commands[0], Subject | Refused), commands
+        assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
         for command in commands:
             if isinstance(command, JobStarted):

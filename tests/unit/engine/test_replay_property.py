@@ -33,10 +33,11 @@ from manager.engine import (
     JobStatus,
     JobSubmitted,
     StepReplied,
+    Subject,
     apply,
     replay,
 )
-from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
+from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches, effects
 
 SINGULAR = {"items": "item", "entries": "entry", "batch": "batch"}
 # Element ids an item list may carry, one pool per job so that two jobs never race for an id.
@@ -155,15 +156,23 @@ def _answer(draw: st.DrawFn, run: Run, allow_failures: bool) -> None:
     cid = request.correlation_id
     if how == 0:
         run.all_good = False
-        run.do(StepReplied(cid, b"{}", run.now(), error="worker failed", attempt=attempt))
+        run.do(_replied(cid, b"{}", run.now(), error="worker failed", attempt=attempt))
     elif how == 1:
         run.all_good = False
         body = draw(st.sampled_from([b"[]", b"null", b"\xff", b"{", b'{"a": NaN}']))
-        run.do(StepReplied(cid, body, run.now(), attempt=attempt))
+        run.do(_replied(cid, body, run.now(), attempt=attempt))
     else:
         output = _output(draw, run.wf, POOLS[_root(run.state, request.job_id)])
         run.replies[cid] = output
-        run.do(StepReplied(cid, json.dumps(output).encode(), run.now(), attempt=attempt))
+        run.do(_replied(cid, json.dumps(output).encode(), run.now(), attempt=attempt))
+
+
+def _replied(
+    cid: str, body: bytes, at: float, error: str | None = None, attempt: int | None = None
+) -> StepReplied:
+    """A reply to the correlation id `cid`, as the intake parses it."""
+    job_id, _, step = cid.partition(":")
+    return StepReplied(job_id, step, body, at, error=error, attempt=attempt)
 
 
 def _root(state: EngineState, job_id: str) -> str:
@@ -180,7 +189,8 @@ def _noise(draw: st.DrawFn, run: Run) -> None:
         reply_to = draw(st.sampled_from([None, "q1", "q2"]))
         job_id = draw(st.sampled_from(sorted({e.job_id for e in run.events if _is_submit(e)})))
         commands = run.do(JobSubmitted(job_id, "w", {}, run.now(), reply_to=reply_to))
-        assert isinstance(commands[0], Ignored)
+        assert commands[0] == Subject(job_id, job_id)
+        assert isinstance(commands[1], Ignored)
         return
     if kind == "duplicate" and run.replies:
         cid = draw(st.sampled_from(sorted(run.replies)))
@@ -189,11 +199,12 @@ def _noise(draw: st.DrawFn, run: Run) -> None:
     else:
         kind = "stray"
         step = draw(st.sampled_from(["s0", "c0", "nope"]))
-        cid = draw(st.sampled_from([f"{NOT_A_JOB}:s0", "garbage", f"{JOB}:{step}"]))
+        cid = draw(st.sampled_from([f"{NOT_A_JOB}:s0", "garbage:s0", f"{JOB}:{step}"]))
     attempt = 2 if kind == "attempt" else None
     before = _clone_jobs(run.state)
-    commands = run.do(StepReplied(cid, b'{"noise": 1}', run.now(), attempt=attempt))
-    if len(commands) == 1 and isinstance(commands[0], Ignored):
+    commands = run.do(_replied(cid, b'{"noise": 1}', run.now(), attempt=attempt))
+    assert isinstance(commands[0], Subject)
+    if len(effects(commands)) == 1 and isinstance(commands[1], Ignored):
         assert _clone_jobs(run.state) == before
     else:  # a stray id that happened to name a running step: it was a real (good) reply
         assert kind == "stray"
@@ -206,18 +217,14 @@ def _is_submit(event: Event) -> bool:
 
 
 def _clone_jobs(state: EngineState) -> str:
-    """A cheap but thorough fingerprint of every job's mutable state.
-
-    Completed children due to leave memory at the next event (`state.departed`) count as gone
-    already: any event, noise included, drops them.
-    """
+    """A cheap but thorough fingerprint of every job's mutable state, and of the gone ids."""
     return repr(
         [
             (j.id, j.status, j.result, j.error, j.reply_to, j.steps_left)
             + tuple((s.status, s.attempt, s.output, s.children_left) for s in j.steps.values())
             for j in state.jobs.values()
-            if j.id not in state.departed
         ]
+        + [state.gone, state.gone_by_root]
     )
 
 

@@ -163,6 +163,7 @@ def test_an_x_error_or_a_body_that_is_no_json_object_fails_the_attempt(body, err
     (again,) = dispatches(commands)
     assert again == Dispatch(
         before.job_id,
+        before.root_id,
         before.step,
         before.queue,
         before.correlation_id,

@@ -135,7 +135,7 @@ def test_a_retried_job_completes_with_the_outputs_kept_from_before():
     commands = reply(state, cid(JOB, "end"), {"done": True}, at=13.0)
     assert finished(commands).status == JobStatus.COMPLETED
     assert of_type(commands, NotifyOutcome) == [
-        NotifyOutcome("q1", JOB, "completed", {"done": True})
+        NotifyOutcome("q1", JOB, JOB, "completed", {"done": True})
     ]
     assert dispatched_steps(commands) == []  # on_error does not run for a completed job
     assert state.timers == {}

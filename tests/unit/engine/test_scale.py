@@ -12,11 +12,12 @@ from types import FrameType
 from typing import Any
 
 import manager.engine
-from manager.engine import EngineState, JobStatus
+from manager.engine import EngineState, JobStatus, Subject
 from tests.unit.engine.helpers import (
     JOB,
     child_id,
     cid,
+    effects,
     finished,
     make_state,
     reply,
@@ -83,7 +84,9 @@ def test_ten_thousand_children_complete_with_at_most_a_window_running():
     state = make_state(FAN)
     commands = submit(state, "w", {"items": list(range(n))})
     assert len(state.jobs) == WINDOW + 1
-    assert len(commands) == 1 + 2 * WINDOW  # JobStarted for the job and each child, Dispatches
+    assert commands[0] == Subject(JOB, JOB)
+    # JobStarted for the job and each child, Dispatches
+    assert len(effects(commands)) == 1 + 2 * WINDOW
     kids = _ids(n)
     index_of = {kid: i for i, kid in enumerate(kids)}
     running = kids[:WINDOW]

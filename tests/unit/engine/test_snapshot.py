@@ -6,7 +6,7 @@ import json
 
 from manager.engine import JobStatus
 from manager.engine.snapshot import descendants, forget, restore, root_of, snapshot
-from tests.unit.engine.helpers import JOB, cid, make_state, reply, submit
+from tests.unit.engine.helpers import JOB, cid, finished, make_state, reply, submit
 
 FLOW = """
 workflows:
@@ -40,8 +40,8 @@ def _fanned_state():
     submit(state, "w", {"p": 1})
     reply(state, cid(JOB, "split"), {"items": [1, 2]})
     first, second = state.jobs[JOB].steps["fan"].children
-    reply(state, cid(first, "work"), {"item": 10})
-    submit(state, "w", {}, job_id=JOB)  # any next event drops the completed child
+    reply(state, cid(first, "work"), {"item": 10})  # the completed child leaves memory at once
+    assert first not in state.jobs
     return state, first, second
 
 
@@ -63,6 +63,21 @@ def test_snapshot_is_json_and_restores_to_an_equal_job():
             assert (copy.status, copy.output, copy.children, copy.attempt) == (
                 run.status, run.output, run.children, run.attempt,
             )  # fmt: skip
+
+
+def test_a_completed_childs_final_snapshot_restores_to_the_child_that_left_memory():
+    state = make_state(FLOW)
+    submit(state, "w", {"p": 1})
+    reply(state, cid(JOB, "split"), {"items": [1, 2]})
+    first = state.jobs[JOB].steps["fan"].children[0]
+    child = state.jobs[first]
+    done = finished(reply(state, cid(first, "work"), {"item": 10}), first)
+    assert first not in state.jobs
+    assert done.snapshot == snapshot(child)
+    again = restore(json.loads(json.dumps(done.snapshot)), child.workflow)
+    assert (again.id, again.status, again.result) == (first, JobStatus.COMPLETED, {"item": 10})
+    assert again.flow is child.flow and again.parent == child.parent
+    assert again.steps["work"].output == {"item": 10}
 
 
 def test_restored_failed_job_keeps_its_error():
@@ -107,8 +122,7 @@ def test_forget_also_forgets_the_ids_of_grandchildren_that_left_memory():
     while kids := [j.id for j in state.jobs.values() if "work" in j.steps and j.is_running]:
         reply(state, cid(kids[0], "work"), {"item": 0})
         answered += 1
-    assert answered == 3
-    submit(state, "w", {}, job_id=JOB)  # any event: the last completed ones leave memory
+    assert answered == 3  # completed children and grandchildren have left memory at once
     assert list(state.jobs) == [JOB] and len(state.gone) == 5  # 2 children, 3 grandchildren
     forget(state, state.jobs[JOB])
     assert state.gone == {} and state.gone_by_root == {}

@@ -14,14 +14,17 @@ from manager.engine import (
     JobStatus,
     JobSubmitted,
     NotifyOutcome,
+    Subject,
     apply,
 )
+from manager.engine.snapshot import snapshot as snapshot_of
 from tests.unit.engine.helpers import (
     AT_SUBMIT,
     JOB,
     OTHER_JOB,
     cid,
     dispatches,
+    effects,
     finished,
     make_state,
     of_type,
@@ -51,10 +54,18 @@ def state() -> EngineState:
 
 def test_a_valid_submission_starts_the_job_and_dispatches_its_root_step(state: EngineState):
     commands = submit(state, "word-counts", {"text": "a b"}, reply_to="client-q")
+    wf = state.workflow("word-counts")
+    assert wf is not None
     assert commands == [
-        JobStarted(JOB, "word-counts", None, AT_SUBMIT),
-        Dispatch(JOB, "count", "count", cid(JOB, "count"), {"text": "a b"}, "word-counts", 1),
-    ]
+        Subject(JOB, JOB),
+        JobStarted(
+            JOB, JOB, "word-counts", wf.content_hash, "word-counts", None, {"text": "a b"},
+            AT_SUBMIT, AT_SUBMIT,
+        ),
+        Dispatch(
+            JOB, JOB, "count", "count", cid(JOB, "count"), {"text": "a b"}, "word-counts", 1
+        ),
+    ]  # fmt: skip
     job = state.jobs[JOB]
     assert job.status is JobStatus.RUNNING
     assert job.is_running
@@ -164,14 +175,15 @@ def test_a_duplicate_job_id_starts_nothing_and_is_ignored(state, workflow, paylo
     submit(state, "word-counts", {"text": "a b"})
     before = snapshot(state)
     commands = submit(state, workflow, payload)
-    assert commands == [Ignored(JOB, "a job with this id already exists")]
+    assert commands == [Subject(JOB, JOB), Ignored(JOB, "a job with this id already exists")]
     assert state == before
 
 
 def test_a_duplicate_id_in_other_case_is_the_same_job(state):
     submit(state, "word-counts", {"text": "a b"})
     before = snapshot(state)
-    (ignored,) = submit(state, "word-counts", {"text": "a b"}, job_id=JOB.upper())
+    subject, ignored = submit(state, "word-counts", {"text": "a b"}, job_id=JOB.upper())
+    assert subject == Subject(JOB, JOB)
     assert isinstance(ignored, Ignored)
     assert state == before
 
@@ -186,7 +198,8 @@ def test_a_duplicate_of_a_running_job_adds_its_reply_to_and_all_get_the_outcome(
     commands = reply(state, cid(JOB, "count"), {"words": 2})
     outcomes = of_type(commands, NotifyOutcome)
     assert outcomes == [
-        NotifyOutcome(q, JOB, "completed", {"words": 2}) for q in ["first-q", "second-q", "third-q"]
+        NotifyOutcome(q, JOB, JOB, "completed", {"words": 2})
+        for q in ["first-q", "second-q", "third-q"]
     ]
 
 
@@ -195,24 +208,27 @@ def test_a_duplicate_of_a_completed_job_is_told_the_outcome_at_once(state):
     reply(state, cid(JOB, "count"), {"words": 2})
     before = snapshot(state)
     commands = submit(state, "word-counts", reply_to="late-q")
+    assert commands[0] == Subject(JOB, JOB)
+    commands = effects(commands)
     assert len(commands) == 2
     assert isinstance(commands[0], Ignored)
-    assert commands[1] == NotifyOutcome("late-q", JOB, "completed", {"words": 2})
+    assert commands[1] == NotifyOutcome("late-q", JOB, JOB, "completed", {"words": 2})
     assert state == before
 
 
 def test_a_duplicate_of_a_failed_job_is_told_the_failure_at_once(state):
     submit(state, "word-counts")
     reply(state, cid(JOB, "count"), error="disk full")
-    commands = submit(state, "word-counts", reply_to="late-q")
+    commands = effects(submit(state, "word-counts", reply_to="late-q"))
     error = {"step": "count", "message": "disk full"}
-    assert commands[1:] == [NotifyOutcome("late-q", JOB, "failed", {"error": error})]
+    assert isinstance(commands[0], Ignored)
+    assert commands[1:] == [NotifyOutcome("late-q", JOB, JOB, "failed", {"error": error})]
 
 
 def test_without_reply_to_a_duplicate_of_a_finished_job_is_only_ignored(state):
     submit(state, "word-counts")
     reply(state, cid(JOB, "count"), {})
-    (ignored,) = submit(state, "word-counts")
+    (ignored,) = effects(submit(state, "word-counts"))
     assert isinstance(ignored, Ignored)
 
 
@@ -229,7 +245,17 @@ def test_two_jobs_of_the_same_workflow_run_independently(state):
 def test_the_outcome_of_a_job_without_reply_to_is_only_job_finished(state):
     submit(state, "word-counts")
     commands = reply(state, cid(JOB, "count"), {"words": 0}, at=7.5)
-    assert commands == [JobFinished(JOB, "word-counts", "completed", {"words": 0}, None, None, 7.5)]
+    assert commands[0] == Subject(JOB, JOB)
+    (done,) = effects(commands)
+    assert isinstance(done, JobFinished)
+    assert (done.job_id, done.root_id, done.workflow, done.status) == (
+        JOB,
+        JOB,
+        "word-counts",
+        "completed",
+    )
+    assert (done.result, done.error, done.parent_id, done.at) == ({"words": 0}, None, None, 7.5)
+    assert done.snapshot == snapshot_of(state.jobs[JOB])
     assert finished(commands).status == JobStatus.COMPLETED
 
 

@@ -155,7 +155,7 @@ def test_the_job_deadline_fails_the_job_at_once():
     job = state.jobs[JOB]
     assert (job.status, job.error, job.finished_at) == (JobStatus.FAILED, error, 301.0)
     assert of_type(commands, NotifyOutcome) == [
-        NotifyOutcome("client-q", JOB, "failed", {"error": error})
+        NotifyOutcome("client-q", JOB, JOB, "failed", {"error": error})
     ]
     assert finished(commands, KID).status == JobStatus.CANCELLED
     assert dispatches(commands) == []

@@ -12,10 +12,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from manager.config import Workflow
-from manager.engine import Dispatch, EngineState, JobFinished, JobSubmitted, StepReplied, apply
-from manager.engine.snapshot import forget
+from manager.engine import (
+    Dispatch,
+    EngineState,
+    JobArchived,
+    JobFinished,
+    JobSubmitted,
+    StepReplied,
+    apply,
+    replay,
+)
 from manager.journal import open_journal
-from manager.journal.entries import record, to_event
+from manager.recorder import record, to_event
 from tests.unit.engine.helpers import workflows
 
 FLOW = """
@@ -55,12 +63,11 @@ async def _run(path: Path, jobs: int, items: int, plan: list[tuple[float, str]])
 
     def feed(event) -> None:
         _, commands = apply(live, event)
-        batch, _ = record(live, event, commands, "wm")
-        journal.append(batch)
+        journal.append(record(event, commands, "wm").batch)
         outstanding.extend(c for c in commands if isinstance(c, Dispatch))
         for command in commands:  # finished jobs leave memory, as in the orchestrator
             if isinstance(command, JobFinished) and command.parent_id is None:
-                forget(live, live.jobs[command.job_id])
+                apply(live, JobArchived(command.job_id, event.at))
 
     for n in range(jobs):
         job_id = str(uuid.UUID(int=n + 1))
@@ -69,17 +76,18 @@ async def _run(path: Path, jobs: int, items: int, plan: list[tuple[float, str]])
     for fraction, how in plan:
         clock += 1
         if how == "stray" or not outstanding:
-            feed(StepReplied(f"{uuid.uuid4()}:work", b"{}", clock))
+            feed(StepReplied(str(uuid.uuid4()), "work", b"{}", clock))
             continue
         if how == "dup" and answered:
             request = answered[int(fraction * len(answered))]
-            feed(StepReplied(request.correlation_id, b'{"late": 1}', clock))
+            feed(StepReplied(request.job_id, request.step, b'{"late": 1}', clock))
             continue
         request = outstanding.pop(int(fraction * len(outstanding)))
         answered.append(request)
         body = {"items": list(range(items))} if request.step == "split" else {request.step: 1}
         error = "boom" if how == "error" else None
-        feed(StepReplied(request.correlation_id, json.dumps(body).encode(), clock, error=error))
+        raw = json.dumps(body).encode()
+        feed(StepReplied(request.job_id, request.step, raw, clock, error=error))
     await journal.close()
 
     journal = await open_journal(path)
@@ -87,8 +95,7 @@ async def _run(path: Path, jobs: int, items: int, plan: list[tuple[float, str]])
     rebuilt = EngineState.from_workflows(
         defs, [Workflow.model_validate_json(text) for _, text in stored.values()]
     )
-    for row in await journal.replay_rows(await journal.running_roots()):
-        apply(rebuilt, to_event(row))
+    replay(rebuilt, map(to_event, await journal.replay_rows(await journal.running_roots())))
     await journal.close()
     assert rebuilt.jobs == live.jobs
 

@@ -18,6 +18,7 @@ from manager.config import Workflow
 from manager.errors import ManagerError
 from manager.journal import open_journal
 from manager.orchestrator import ManagerSettings, Orchestrator
+from manager.transport import Broker
 
 __all__ = ["serve", "listen", "run"]
 
@@ -90,7 +91,8 @@ async def serve(
     except BaseException:
         sock.close()
         raise
-    orchestrator = Orchestrator(workflows, settings, journal)
+    transport = Broker(settings.amqp_url, settings.prefetch)
+    orchestrator = Orchestrator(workflows, settings, journal, transport)
     # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
     # default thresholds the collector ran ~1,000 times replaying a 10,000-job journal and
     # took a quarter of the CPU per step (measured by the benchmark, bench/README.md).

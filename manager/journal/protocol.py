@@ -1,0 +1,68 @@
+"""What the manager needs of its journal, as a Protocol: SQLite today, others behind it later.
+
+Appends are group-committed in order; `append` returns at once with a future that resolves
+when the batch is durable. Reads see only what has been committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from manager.errors import JournalError
+from manager.journal.records import Batch, EventRow, JobRow
+
+__all__ = ["Journal"]
+
+
+class Journal(Protocol):
+    """The durable, ordered log of every message and job. Errors are `JournalError`s."""
+
+    @property
+    def failure(self) -> JournalError | None:
+        """The write error that failed the journal, or None while it is healthy."""
+        ...
+
+    def append(self, batch: Batch, *, lazy: bool = False) -> asyncio.Future[None]:
+        """Queue `batch`, in order; the future resolves once it is committed.
+
+        `lazy`: no hurry (sent marks): it may wait for the next batch, for a short while.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Commit what is queued and close."""
+        ...
+
+    async def save_definitions(self, defs: Iterable[tuple[str, str, str]]) -> None:
+        """Store workflow definitions (content hash, name, JSON text); known hashes are kept."""
+        ...
+
+    async def definitions(self, hashes: Iterable[str] | None = None) -> dict[str, tuple[str, str]]:
+        """content hash -> (workflow name, definition JSON) for `hashes`, or all of them."""
+        ...
+
+    async def running_roots(self) -> list[str]:
+        """Ids of the running top-level jobs, oldest first."""
+        ...
+
+    async def replay_rows(self, root_ids: Sequence[str]) -> list[EventRow]:
+        """The replayable rows (engine events) of the trees under `root_ids`, in order."""
+        ...
+
+    async def pending_outbound(self) -> list[EventRow]:
+        """Outbound rows not yet marked sent, in order."""
+        ...
+
+    async def job(self, job_id: str) -> JobRow | None:
+        """The row of job `job_id`, or None."""
+        ...
+
+    async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
+        """Top-level jobs of `name` by status: running, and finished since `finished_since`."""
+        ...
+
+    async def delete_finished(self, before: float, limit: int = 1000) -> int:
+        """Delete up to `limit` top-level jobs finished before `before`; returns how many went."""
+        ...

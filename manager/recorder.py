@@ -1,0 +1,272 @@
+"""Between the engine and the journal: what an applied event writes and sends, and back.
+
+`record` turns an event and its commands into one journal `Batch` (the inbound row first,
+then job rows and outbound rows in command order; a child job's row only when it ends) and
+the messages to publish. It reads the commands alone, never the engine's state: each command
+carries what its rows need. `to_event` turns a replayable row back into the engine event it
+came from, and `pending_message` a journaled outbound row back into its message, so recovery
+applies and sends exactly what the live manager did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from manager.engine import (
+    CancelRequested,
+    Command,
+    Dispatch,
+    Event,
+    Ignored,
+    JobFinished,
+    JobRejected,
+    JobStarted,
+    JobSubmitted,
+    NotifyOutcome,
+    Refused,
+    RetryRequested,
+    StepReplied,
+    Subject,
+    TimerFired,
+    jsontext,
+    outcome_body,
+    timers,
+)
+from manager.journal import Batch, EventKind, EventRow, JobRow
+from manager.transport.message import Outbound, outcome_notice, step_request
+
+__all__ = [
+    "Record",
+    "record",
+    "to_event",
+    "pending_message",
+    "finished_notice",
+    "rejection_notice",
+]
+
+_REJECTED = "rejected"
+
+
+@dataclass(slots=True)
+class Record:
+    """What one applied event writes (`batch`) and sends (`outbound`, after or during the commit).
+
+    `rejected` / `refused` hold the engine's refusal, if it refused the event: then nothing is
+    journaled. `ended` holds the rows of jobs that ended, to serve reads until they are committed.
+    """
+
+    batch: Batch = field(default_factory=Batch)
+    outbound: list[Outbound] = field(default_factory=list)
+    rejected: JobRejected | None = None
+    refused: Refused | None = None
+    ended: list[JobRow] = field(default_factory=list)
+
+
+def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Record:
+    """The journal batch and the outbound messages of an applied event, from its commands."""
+    result = Record()
+    events, outbound = result.batch.events, result.outbound
+    at = event.at
+    for command in commands:
+        if isinstance(command, Dispatch):
+            row, message = _dispatch(at, command, reply_queue)
+            events.append(row)
+            outbound.append(message)
+        elif isinstance(command, NotifyOutcome):
+            row, message = _notice(
+                at, command.reply_to, command.job_id, command.root_id, command.status, command.body
+            )
+            events.append(row)
+            outbound.append(message)
+        elif isinstance(command, JobStarted):
+            _started(command, result.batch)
+        elif isinstance(command, JobFinished):
+            result.ended.append(_finished(command, result.batch))
+        elif isinstance(command, Subject):
+            events.append(_inbound(event, command))
+        elif isinstance(command, Ignored):
+            meta = {"subject": command.subject, "reason": command.reason}
+            events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
+        elif isinstance(command, JobRejected):
+            result.rejected = command
+            if command.reply_to:
+                outbound.append(rejection_notice(command.reply_to, command.job_id, command.reason))
+        elif isinstance(command, Refused):
+            result.refused = command
+    return result
+
+
+def rejection_notice(reply_to: str, job_id: str | None, reason: str) -> Outbound:
+    """Why a trigger was refused, for its `reply_to`. Not journaled: the trigger is acked after."""
+    body = jsontext.dumps({"error": reason})
+    return outcome_notice(reply_to, job_id or "", _REJECTED, body, None)
+
+
+def finished_notice(row: JobRow, reply_to: str, at: float) -> tuple[EventRow, Outbound]:
+    """The outcome notice of a job that ended and left memory, for a trigger naming it again."""
+    body = outcome_body(row.status, row.result, row.error)
+    return _notice(at, reply_to, row.id, row.root_id, row.status, body)
+
+
+def _inbound(event: Event, subject: Subject) -> EventRow:
+    job_id, root_id = subject.job_id, subject.root_id
+    if isinstance(event, StepReplied):
+        meta: dict[str, Any] = {} if event.error is None else {"error": event.error}
+        return EventRow(
+            at=event.at, kind=EventKind.REPLIED, job_id=event.job_id, root_id=root_id,
+            step=event.step, attempt=event.attempt, body=event.body, meta=meta,
+        )  # fmt: skip
+    if isinstance(event, JobSubmitted):
+        meta = {"id": event.job_id, "workflow": event.workflow}
+        if event.reply_to:
+            meta["reply_to"] = event.reply_to
+        if event.definition:
+            meta["definition"] = event.definition
+        return EventRow(
+            at=event.at, kind=EventKind.SUBMITTED, job_id=job_id, root_id=root_id,
+            body=jsontext.dumps(event.payload), meta=meta,
+        )  # fmt: skip
+    if isinstance(event, TimerFired):
+        step, attempt = _timer_step(event.key)
+        return EventRow(
+            at=event.at, kind=EventKind.TIMER, job_id=job_id, root_id=root_id, step=step,
+            attempt=attempt, meta={"key": event.key},
+        )  # fmt: skip
+    if isinstance(event, CancelRequested | RetryRequested):
+        kind = EventKind.CANCEL if isinstance(event, CancelRequested) else EventKind.RETRY
+        meta = {"id": event.job_id}
+        return EventRow(at=event.at, kind=kind, job_id=job_id, root_id=root_id, meta=meta)
+    raise TypeError(f"{type(event).__name__} is not journaled")
+
+
+def _timer_step(key: str) -> tuple[str | None, int | None]:
+    parsed = timers.parse(key)
+    return (parsed.step, parsed.attempt) if parsed else (None, None)
+
+
+def _dispatch(at: float, command: Dispatch, reply_queue: str) -> tuple[EventRow, Outbound]:
+    body = jsontext.dumps(command.body)
+    message = step_request(
+        command.queue, body, command.correlation_id, reply_queue, command.workflow,
+        command.attempt, command.message_id,
+    )  # fmt: skip
+    row = EventRow(
+        at=at, kind=EventKind.DISPATCHED, job_id=command.job_id, root_id=command.root_id,
+        step=command.step, attempt=command.attempt, body=body, meta=_stored(message),
+        msg_id=message.message_id,
+    )  # fmt: skip
+    return row, message
+
+
+def _notice(
+    at: float, reply_to: str, job_id: str, root_id: str, status: str, body: dict[str, Any]
+) -> tuple[EventRow, Outbound]:
+    message = outcome_notice(
+        reply_to, job_id, str(status), jsontext.dumps(body), f"notice:{job_id}:{reply_to}"
+    )
+    row = EventRow(
+        at=at, kind=EventKind.NOTIFIED, job_id=job_id, root_id=root_id, body=message.body,
+        meta=_stored(message), msg_id=message.message_id,
+    )  # fmt: skip
+    return row, message
+
+
+def _stored(message: Outbound) -> dict[str, Any]:
+    """How the journal keeps an outbound message's addressing (read back by `pending_message`)."""
+    meta: dict[str, Any] = {
+        "queue": message.queue, "cid": message.correlation_id, "headers": dict(message.headers)
+    }  # fmt: skip
+    if message.reply_to:
+        meta["reply_to"] = message.reply_to
+    return meta
+
+
+def pending_message(row: EventRow) -> Outbound:
+    """The message a journaled outbound row holds, to publish again."""
+    meta = row.meta
+    return Outbound(
+        queue=meta["queue"],
+        body=row.body or b"",
+        correlation_id=meta.get("cid"),
+        reply_to=meta.get("reply_to"),
+        headers=meta.get("headers") or {},
+        message_id=row.msg_id,
+        step_request=row.kind == EventKind.DISPATCHED,
+    )
+
+
+def _started(command: JobStarted, batch: Batch) -> None:
+    if command.parent_id is not None:
+        # A child job is written once, when it ends: a fan-out of N children would otherwise
+        # cost 3N more rows. Its messages (dispatched, replied) are journaled as any step's,
+        # and while it runs it is in memory, where the API reads it.
+        return
+    batch.jobs.append(
+        JobRow(
+            id=command.job_id, root_id=command.root_id, parent_id=None,
+            workflow=command.workflow, definition=command.definition, flow=command.flow,
+            status="running", submitted_at=command.submitted_at, finished_at=None,
+            payload=command.payload,
+        )  # fmt: skip
+    )
+    batch.events.append(
+        EventRow(
+            at=command.at, kind=EventKind.STARTED, job_id=command.job_id,
+            root_id=command.root_id, meta={"flow": command.flow},
+        )  # fmt: skip
+    )
+
+
+def _finished(command: JobFinished, batch: Batch) -> JobRow:
+    snapshot = command.snapshot
+    row = JobRow(
+        id=command.job_id, root_id=command.root_id, parent_id=command.parent_id,
+        workflow=command.workflow, definition=command.definition, flow=command.flow,
+        status=str(command.status), submitted_at=command.submitted_at,
+        finished_at=snapshot["finished_at"], payload=command.payload, result=command.result,
+        error=command.error, snapshot=snapshot,
+    )  # fmt: skip
+    batch.jobs.append(row)
+    if command.parent_id is None:
+        meta: dict[str, Any] = {"status": str(command.status)}
+        if command.error:
+            meta["error"] = command.error
+        batch.events.append(
+            EventRow(
+                at=command.at, kind=EventKind.FINISHED, job_id=command.job_id,
+                root_id=command.root_id, meta=meta,
+            )  # fmt: skip
+        )
+    return row
+
+
+def to_event(row: EventRow) -> Event:
+    """The engine event a replayable row records (see `REPLAYED_KINDS`)."""
+    meta = row.meta
+    if row.kind == EventKind.SUBMITTED:
+        return JobSubmitted(
+            job_id=meta["id"],
+            workflow=meta["workflow"],
+            payload=jsontext.loads(row.body or b"{}"),
+            at=row.at,
+            reply_to=meta.get("reply_to"),
+            definition=meta.get("definition"),
+        )
+    if row.kind == EventKind.REPLIED and row.job_id and row.step:
+        return StepReplied(
+            job_id=row.job_id,
+            step=row.step,
+            body=row.body or b"",
+            at=row.at,
+            error=meta.get("error"),
+            attempt=row.attempt,
+        )
+    if row.kind == EventKind.TIMER:
+        return TimerFired(key=meta["key"], at=row.at)
+    if row.kind == EventKind.CANCEL:
+        return CancelRequested(job_id=meta["id"], at=row.at)
+    if row.kind == EventKind.RETRY:
+        return RetryRequested(job_id=meta["id"], at=row.at)
+    raise ValueError(f"journal row {row.seq} of kind '{row.kind}' is not an engine event")

@@ -1,0 +1,127 @@
+"""An in-memory `Transport` for unit tests: queues are lists, nothing leaves the process.
+
+Published messages are kept in order (`published`, `sent_to(queue)`); a test plays a worker
+or a trigger sender with `deliver(...)`, which hands a message to the consumer of its queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from manager.errors import BrokerError, Unroutable
+from manager.transport.deadletter import HEADER_DEAD_FROM, HEADER_DEAD_REASON
+from manager.transport.message import Delivery, Outbound
+from manager.transport.protocol import Handler
+
+__all__ = ["MemoryTransport"]
+
+
+class MemoryTransport:
+    """Declared queues, consumers and confirmed publishes, all in memory."""
+
+    def __init__(self) -> None:
+        self.declared: set[str] = set()
+        self.published: list[Outbound] = []
+        self.acked: list[Delivery] = []
+        self.connected = True
+        self.down_for_s: float | None = None
+        self.published_event = asyncio.Event()
+        # A publish waits while this is clear (the broker "holds" confirms), for tests.
+        self.confirming = asyncio.Event()
+        self.confirming.set()
+        self._consumers: dict[str, Handler] = {}
+        self._on_restored: list[Callable[[], Awaitable[None]]] = []
+        self._tag = 0
+
+    def __repr__(self) -> str:
+        return f"<MemoryTransport {len(self.declared)} queues {len(self.published)} published>"
+
+    async def connect(self) -> None:
+        """Nothing to connect to."""
+        self.connected = True
+
+    async def declare(self, queues: Iterable[str]) -> None:
+        """Remember the queues as declared."""
+        self.declared.update(queues)
+
+    async def consume(self, queue: str, handler: Handler) -> None:
+        """Hand `deliver(queue, ...)` messages to `handler`."""
+        self.declared.add(queue)
+        self._consumers[queue] = handler
+
+    def ack(self, delivery: Delivery) -> None:
+        """Record the ack."""
+        self.acked.append(delivery)
+
+    async def publish(self, message: Outbound) -> None:
+        """Keep the message (Unroutable for an undeclared queue), once `confirming` is set."""
+        await self.confirming.wait()
+        if not self.connected:
+            raise BrokerError(f"publishing to queue '{message.queue}' failed: not connected")
+        if message.queue not in self.declared:
+            raise Unroutable(f"no queue '{message.queue}' exists; the message came back")
+        self.published.append(message)
+        self.published_event.set()
+
+    async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
+        """Publish a copy of `delivery` to `queue` with the dead-letter headers."""
+        headers = {**delivery.headers, HEADER_DEAD_REASON: reason, HEADER_DEAD_FROM: delivery.queue}
+        await self.publish(
+            Outbound(
+                queue, delivery.body, delivery.correlation_id, delivery.reply_to, headers,
+                delivery.message_id,
+            )  # fmt: skip
+        )
+
+    def watch(self, on_restored: Callable[[], Awaitable[None]]) -> None:
+        """Call `on_restored` from `restore()`."""
+        self._on_restored.append(on_restored)
+
+    async def restore(self) -> None:
+        """Play a reconnect: connected again, then every `watch` callback."""
+        self.connected, self.down_for_s = True, None
+        for callback in self._on_restored:
+            await callback()
+
+    async def stop_consuming(self) -> None:
+        """Forget the consumers."""
+        self._consumers.clear()
+
+    async def close(self) -> None:
+        """Nothing to close."""
+        self.connected = False
+
+    # -- for tests ---------------------------------------------------------------------
+
+    def deliver(
+        self,
+        queue: str,
+        body: bytes,
+        *,
+        correlation_id: str | None = None,
+        reply_to: str | None = None,
+        headers: Mapping[str, Any] | None = None,
+        message_id: str | None = None,
+    ) -> tuple[Delivery, asyncio.Task[None]]:
+        """Hand a message to `queue`'s consumer; returns it and the task handling it."""
+        handler = self._consumers.get(queue)
+        if handler is None:
+            raise LookupError(f"nothing consumes queue '{queue}'")
+        self._tag += 1
+        delivery = Delivery(
+            queue, body, correlation_id, reply_to, dict(headers or {}), message_id, self._tag
+        )
+        return delivery, asyncio.ensure_future(handler(delivery))
+
+    def sent_to(self, queue: str) -> list[Outbound]:
+        """What was published to `queue`, in order."""
+        return [m for m in self.published if m.queue == queue]
+
+    async def wait_for(self, predicate: Callable[[list[Outbound]], bool], timeout_s: float = 5.0):
+        """Wait until `predicate(published)` holds (after a publish), or TimeoutError."""
+        async with asyncio.timeout(timeout_s):
+            while not predicate(self.published):
+                self.published_event.clear()
+                await self.published_event.wait()

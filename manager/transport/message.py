@@ -1,0 +1,92 @@
+"""Messages as the manager sees them: a `Delivery` in, an `Outbound` out. Pure.
+
+Every wire detail the rest of the manager needs is here or in `naming`: the headers a step
+request and an outcome notice carry, and the shape of a correlation id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from manager.transport.naming import HEADER_ATTEMPT, HEADER_STATUS, HEADER_WORKFLOW
+
+__all__ = [
+    "Delivery",
+    "Outbound",
+    "step_request",
+    "outcome_notice",
+    "split_correlation_id",
+    "header_text",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A message consumed from a queue; `handle` is the transport's own, to ack it with."""
+
+    queue: str
+    body: bytes
+    correlation_id: str | None = None
+    reply_to: str | None = None
+    headers: Mapping[str, Any] = field(default_factory=dict)
+    message_id: str | None = None
+    handle: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """A message to publish (persistent JSON on the default exchange) and confirm.
+
+    `message_id` doubles as its id in the journal (None: not journaled). `step_request`: the
+    queue is a step queue, ours to declare again if it vanished; any other unroutable message
+    (a notice to a reply queue that is gone) can never be delivered and is dropped.
+    """
+
+    queue: str
+    body: bytes
+    correlation_id: str | None = None
+    reply_to: str | None = None
+    headers: Mapping[str, Any] = field(default_factory=dict)
+    message_id: str | None = None
+    step_request: bool = False
+
+
+def step_request(
+    queue: str,
+    body: bytes,
+    correlation_id: str,
+    reply_to: str,
+    workflow: str,
+    attempt: int,
+    message_id: str,
+) -> Outbound:
+    """A step request as docs/protocol.md describes it."""
+    headers = {HEADER_WORKFLOW: workflow, HEADER_ATTEMPT: attempt}
+    return Outbound(queue, body, correlation_id, reply_to, headers, message_id, step_request=True)
+
+
+def outcome_notice(
+    reply_to: str, job_id: str, status: str, body: bytes, message_id: str | None
+) -> Outbound:
+    """How a job ended (or why it was rejected), for the `reply_to` of its trigger."""
+    return Outbound(reply_to, body, job_id, None, {HEADER_STATUS: status}, message_id)
+
+
+def split_correlation_id(correlation_id: str) -> tuple[str, str] | None:
+    """`<job-uuid>:<step-name>` as (job id, step name), or None when it has no such shape."""
+    job_id, sep, step = correlation_id.partition(":")
+    if not sep or not job_id or not step:
+        return None
+    return job_id, step
+
+
+def header_text(headers: Mapping[str, Any] | None, key: str) -> str | None:
+    """A header as text (AMQP clients send strings as str or bytes), or None when absent."""
+    value = (headers or {}).get(key)
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)

@@ -1,0 +1,56 @@
+"""The worker kinds the conformance kit is run against: one row each, a command line and env.
+
+A row's command runs in `cwd` (relative to the repository) with QUEUE and AMQP_URL set by the
+test; `{queue}` in an argument is replaced by the queue too. The worker must print a line
+containing `listening on <QUEUE>` once it consumes (the echo-worker contract).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+PYTHON = sys.executable
+BROKEN = "tests/integration/conformance/brokenworkers.py"
+
+
+@dataclass(frozen=True)
+class WorkerKind:
+    """How to start one kind of worker for the kit."""
+
+    name: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str = "."
+    kit_args: tuple[str, ...] = ("--echo",)
+
+    def argv(self, queue: str) -> list[str]:
+        """The command line for a worker on `queue`."""
+        return [part.replace("{queue}", queue) for part in self.command]
+
+
+# Echo workers that follow the protocol: the kit must PASS every rule for each.
+GOOD_WORKERS = (
+    WorkerKind("pyworker", (PYTHON, "-m", "pyworker", "examples/echo/echo.py:worker")),
+    WorkerKind("jsworker", ("node", "jsworker/examples/echo.js")),
+    # More rows as the other workers land, e.g.:
+    # WorkerKind("goworker", ("go", "run", "./examples/echo"), cwd="goworker"),
+    # WorkerKind("exec", (PYTHON, "-m", "pyworker", "exec", "{queue}", "--", "sh",
+    #                     "examples/exec/echo.sh")),
+)
+
+
+def _broken(bug: str) -> WorkerKind:
+    return WorkerKind(bug, (PYTHON, BROKEN), env={"BROKEN": bug})
+
+
+# Workers with one bug each, and the rules the kit must FAIL for them (every other rule passes
+# or, where the bug hides what a rule needs, is skipped).
+BROKEN_WORKERS = (
+    (_broken("ack-first"), {"ack-after-reply"}),
+    (_broken("fixed-queue"), {"reply-to", "json-reply", "attempt-echo"}),
+    (_broken("no-correlation"), {"reply-to", "concurrency", "redelivery"}),
+    (_broken("requeue-failures"), {"error-reply"}),
+    (_broken("reply-and-requeue"), {"error-reply"}),
+)

@@ -1,0 +1,78 @@
+"""`workflow-manager conformance`: arguments become settings; bad ones exit 2 naming the option."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from manager.cli import build_parser, main
+from manager.conformance.command import settings_from_args
+from manager.conformance.settings import DEFAULT_INPUT, KitSettings, SettingsError
+
+ENV = {"AMQP_URL": "amqp://u:s3cret@rabbit:5672/"}
+
+
+def parse(*argv: str) -> KitSettings:
+    return settings_from_args(build_parser(ENV).parse_args(["conformance", *argv]))
+
+
+def test_defaults_come_from_the_environment_and_the_kit():
+    settings = parse("echo")
+    assert (settings.queue, settings.amqp_url) == ("echo", "amqp://u:s3cret@rabbit:5672/")
+    assert settings.input == DEFAULT_INPUT
+    assert (settings.failing_input, settings.timeout_s, settings.echo) == (None, 10.0, False)
+    assert "s3cret" not in repr(settings)
+
+
+def test_options_are_parsed():
+    settings = parse(
+        "q", "--input", '{"a": 1}', "--failing-input", '{"b": 2}', "--timeout", "2.5",
+        "--amqp-url", "amqp://localhost/",
+    )  # fmt: skip
+    assert (settings.input, settings.failing_input) == ({"a": 1}, {"b": 2})
+    assert (settings.timeout_s, settings.amqp_url) == (2.5, "amqp://localhost/")
+
+
+def test_echo_fails_the_worker_with_the_echo_contracts_input_unless_told_otherwise():
+    assert parse("q", "--echo").failing_input == {"fail": True}
+    assert parse("q", "--echo", "--failing-input", '{"x": 0}').failing_input == {"x": 0}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--input", "{nope"], "--input is not valid JSON"),
+        (["--input", "[1]"], "--input must be a JSON object (a step input), got list"),
+        (["--failing-input", '"x"'], "--failing-input must be a JSON object"),
+        (["--timeout", "0"], "--timeout must be a number of seconds above 0, got 0.0"),
+    ],
+)
+def test_bad_values_exit_2_with_a_message_naming_the_option(argv, message, capsys):
+    assert main(["conformance", "q", *argv], env=ENV) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_settings_refuse_an_empty_queue():
+    with pytest.raises(SettingsError, match="QUEUE is empty"):
+        KitSettings(queue="", amqp_url="amqp://localhost/")
+
+
+def test_help_explains_rules_and_exit_codes_with_examples(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["conformance", "--help"], env=ENV)
+    text = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "workflow-manager conformance echo --echo" in text
+    assert "ack-after-reply" in text and "3 RabbitMQ unreachable" in text
+
+
+def test_building_the_cli_does_not_load_aio_pika():
+    code = "import sys, manager.cli; manager.cli.build_parser({}); print('aio_pika' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"

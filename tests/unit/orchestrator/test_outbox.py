@@ -1,0 +1,76 @@
+"""The outbox: one retry policy for every publish, and sent marks in the journal."""
+
+from __future__ import annotations
+
+import asyncio
+
+from manager.errors import BrokerError
+from manager.journal import Batch, EventKind, EventRow, open_journal
+from manager.outbox import Outbox
+from manager.transport import Delivery, Outbound, step_request
+from manager.transport.memory import MemoryTransport
+
+
+class Flaky(MemoryTransport):
+    """Refuses the first `failures` publishes with a broker error, as a dropped connection does."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def publish(self, message: Outbound) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise BrokerError("connection reset")
+        await super().publish(message)
+
+
+async def _outbox(tmp_path, transport):
+    journal = await open_journal(tmp_path / "wm.db")
+    failures: list[BaseException] = []
+    return Outbox(transport, journal, lambda: 1.0, failures.append, retry_s=0.01), journal
+
+
+async def test_a_step_request_whose_queue_vanished_declares_it_again_and_goes_out(tmp_path):
+    transport = MemoryTransport()
+    outbox, journal = await _outbox(tmp_path, transport)
+    request = step_request("gone", b"{}", "j:s", "wm", "w", 1, "j:s:1")
+    await outbox.publish([request])
+    assert transport.sent_to("gone") == [request] and "gone" in transport.declared
+    await journal.close()
+
+
+async def test_a_notice_to_a_reply_queue_that_is_gone_is_dropped(tmp_path):
+    transport = MemoryTransport()
+    outbox, journal = await _outbox(tmp_path, transport)
+    await outbox.publish([Outbound("nobody", b"{}", "j", message_id="notice:j:nobody")])
+    assert transport.published == [] and "nobody" not in transport.declared
+    await journal.close()
+
+
+async def test_a_broker_error_holds_the_message_until_it_goes_out_and_is_marked_sent(tmp_path):
+    transport = Flaky(failures=3)
+    transport.declared.add("q")
+    outbox, journal = await _outbox(tmp_path, transport)
+    row = EventRow(at=1.0, kind=EventKind.DISPATCHED, body=b"{}", msg_id="j:s:1")
+    await journal.append(Batch(events=[row]))
+    assert [r.msg_id for r in await journal.pending_outbound()] == ["j:s:1"]
+    await outbox.publish([Outbound("q", b"{}", "j:s", message_id="j:s:1", step_request=True)])
+    assert len(transport.sent_to("q")) == 1 and outbox.held == 1
+    await asyncio.sleep(0)  # the sent marks are written with the next loop tick
+    await journal.flush()
+    assert await journal.pending_outbound() == []
+    await journal.close()
+
+
+async def test_a_dead_letter_keeps_the_message_and_says_why(tmp_path):
+    transport = Flaky(failures=1)
+    outbox, journal = await _outbox(tmp_path, transport)
+    delivery = Delivery("wm", b"junk", "c", "r", {"h": 1}, "m")
+    await outbox.dead_letter(delivery, "wm.dead", "not JSON")
+    (dead,) = transport.sent_to("wm.dead")  # declared again when it was missing
+    assert dict(dead.headers) == {"h": 1, "x-dead-reason": "not JSON", "x-dead-from": "wm"}
+    assert (dead.body, dead.correlation_id, dead.reply_to, dead.message_id) == (
+        b"junk", "c", "r", "m",
+    )  # fmt: skip
+    await journal.close()

@@ -1,0 +1,84 @@
+"""Intake: deliveries to engine events, or why they cannot be one (pure, no broker)."""
+
+from __future__ import annotations
+
+import pytest
+
+from manager.intake import Undeliverable, reply_event, trigger_event
+from manager.transport import Delivery
+
+JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
+
+
+def _reply(body: bytes = b"{}", headers=None, correlation_id: str | None = f"{JOB}:s"):
+    return Delivery("wm", body, correlation_id, None, headers or {})
+
+
+def _trigger(body: bytes = b"{}", headers=None, correlation_id=None, reply_to=None):
+    return Delivery("wm.jobs", body, correlation_id, reply_to, headers or {})
+
+
+@pytest.mark.parametrize(
+    ("headers", "error", "attempt"),
+    [
+        ({}, None, None),
+        ({"x-error": "disk full", "x-attempt": 2}, "disk full", 2),
+        ({"x-error": b"bytes too", "x-attempt": b"3"}, "bytes too", 3),
+        ({"x-attempt": "not a number"}, None, None),
+        ({"x-attempt": True}, None, None),
+        ({"x-attempt": 2**40}, None, None),
+        ({"x-error": ""}, "", None),
+    ],
+)
+def test_reply_headers(headers, error, attempt):
+    event = reply_event(_reply(headers=headers), 1.0, max_bytes=100)
+    assert (event.error, event.attempt) == (error, attempt)
+    assert (event.job_id, event.step, event.correlation_id) == (JOB, "s", f"{JOB}:s")
+
+
+def test_the_correlation_id_is_split_at_the_first_colon():
+    event = reply_event(_reply(correlation_id=f"{JOB}:a:b"), 1.0, max_bytes=100)
+    assert (event.job_id, event.step) == (JOB, "a:b")
+
+
+def test_oversized_reply_becomes_an_error_naming_the_size():
+    event = reply_event(_reply(body=b"x" * 101), 1.0, max_bytes=100)
+    assert event.body == b""
+    assert event.error == "reply body is 101 bytes; the limit is 100"
+
+
+@pytest.mark.parametrize("correlation_id", [None, "", "no-colon", ":step", f"{JOB}:"])
+def test_a_reply_whose_correlation_id_names_no_step_is_undeliverable(correlation_id):
+    result = reply_event(_reply(correlation_id=correlation_id), 1.0, max_bytes=100)
+    assert isinstance(result, Undeliverable)
+    assert "expected '<job-uuid>:<step-name>'" in result.reason
+    assert repr(correlation_id) in result.reason
+
+
+def test_trigger_decodes_payload_id_and_reply_to():
+    delivery = _trigger(b'{"a": 1}', {"workflow": b"wf"}, "id-1", "replies")
+    event = trigger_event(delivery, 5.0, new_id="generated", max_bytes=100)
+    assert (event.job_id, event.workflow, event.payload, event.reply_to, event.at) == (
+        "id-1", "wf", {"a": 1}, "replies", 5.0,
+    )  # fmt: skip
+
+
+def test_trigger_without_id_gets_the_new_one_and_empty_body_is_empty_payload():
+    event = trigger_event(_trigger(b"", {"workflow": "wf"}), 5.0, new_id="gen", max_bytes=100)
+    assert (event.job_id, event.payload) == ("gen", {})
+
+
+@pytest.mark.parametrize(
+    ("delivery", "fragment"),
+    [
+        (_trigger(b"{}", {}), "no 'workflow' header"),
+        (_trigger(b"{oops", {"workflow": "wf"}), "not valid JSON"),
+        (_trigger(b"[" * 100_000, {"workflow": "wf"}), "trigger body is"),
+        (_trigger(b"\xff\xfe", {"workflow": "wf"}), "not UTF-8"),
+        (_trigger(b'{"a": NaN}', {"workflow": "wf"}), "not valid JSON"),
+    ],
+)
+def test_bad_triggers_say_why(delivery, fragment):
+    result = trigger_event(delivery, 1.0, new_id="gen", max_bytes=50_000)
+    assert isinstance(result, Undeliverable)
+    assert fragment in result.reason
