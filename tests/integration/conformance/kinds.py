@@ -34,10 +34,14 @@ class WorkerKind:
 GOOD_WORKERS = (
     WorkerKind("pyworker", (PYTHON, "-m", "pyworker", "examples/echo/echo.py:worker")),
     WorkerKind("jsworker", ("node", "jsworker/examples/echo.js")),
+    WorkerKind(
+        "exec",
+        (PYTHON, "-m", "pyworker", "exec", "{queue}", "--concurrency", "8", "--",
+         "examples/exec/echo.sh"),
+    ),  # fmt: skip
+    WorkerKind("http-bridge", (PYTHON, "tests/integration/bridge/echo_bridge.py")),
     # More rows as the other workers land, e.g.:
     # WorkerKind("goworker", ("go", "run", "./examples/echo"), cwd="goworker"),
-    # WorkerKind("exec", (PYTHON, "-m", "pyworker", "exec", "{queue}", "--", "sh",
-    #                     "examples/exec/echo.sh")),
 )
 
 

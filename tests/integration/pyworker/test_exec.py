@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -44,9 +45,7 @@ def _script(directory: Path, name: str, body: str) -> str:
     return str(path)
 
 
-async def test_the_command_gets_the_input_on_stdin_and_its_stdout_is_the_reply(
-    caller, exec_worker
-):
+async def test_the_command_gets_the_input_on_stdin_and_its_stdout_is_the_reply(caller, exec_worker):
     queue = caller.queue("exec-echo")
     worker = await exec_worker(queue, str(ECHO))
     payload = {"text": "Grüße, 東京", "n": [1, 2.5, None], "nested": {"ok": True}}
@@ -181,3 +180,29 @@ async def test_a_missing_command_is_a_usage_error_before_connecting(amqp_url):
     await process.stop()  # collects the rest of its output
     assert "error: command './no-such-step.sh' not found (no such file" in process.output
     assert "Traceback" not in process.output
+
+
+async def test_sigterm_lets_a_running_command_finish_and_reply_then_exits_0(
+    caller, exec_worker, tmp_path
+):
+    queue = caller.queue("exec-drain")
+    go = tmp_path / "go"
+    # Waits (up to 10 s) for the test's go-ahead, so SIGTERM arrives while it runs.
+    body = (
+        f"cat >/dev/null\ni=0\nwhile [ ! -e {go} ] && [ $i -lt 200 ]; do\n"
+        "  sleep 0.05; i=$((i+1))\ndone\necho '{\"finished\": true}'\n"
+    )
+    worker = await exec_worker(
+        queue, _script(tmp_path, "wait.sh", body), options=("--log-level", "DEBUG")
+    )
+
+    await caller.request(queue, {})
+    await worker.wait_for_line("received on")
+    worker.proc.send_signal(signal.SIGTERM)
+    await worker.wait_for_line("SIGTERM received: stopping after in-flight requests")
+    go.touch()
+    reply = await caller.reply()
+
+    assert reply.body == {"finished": True}
+    assert await worker.stop() == 0, worker.output
+    assert await caller.declare(queue) == 0
