@@ -115,7 +115,7 @@ def build_exec_worker(
     """A Worker serving `args.queue` with an ExecStep for `command`; SettingsError if invalid."""
     if args.concurrency < 1:
         raise SettingsError(f"--concurrency must be 1 or more, got {args.concurrency}")
-    step = ExecStep(resolve_command(command, environ), timeout_s=args.timeout)
+    step = ExecStep(resolve_command(command, environ), timeout_s=args.timeout, environ=environ)
     # On SIGTERM, running commands get their whole timeout to finish before being killed.
     stop_timeout_s = max(_STOP_GRACE_S, (args.timeout or 0) + 5)
     worker = Worker(

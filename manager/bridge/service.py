@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 
 from manager.bridge.caller import HttpStep
+from manager.bridge.errors import BridgeConfigError
 from manager.bridge.routes import Route, collect_routes
 from manager.config.models import Workflow
 from pyworker import Worker
@@ -31,6 +32,13 @@ class BridgeSettings:
     amqp_url: str | None = None
     concurrency: int = 10
     stop_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
+            value = self.concurrency
+            raise BridgeConfigError(f"concurrency: expected a whole number, got {value!r}")
+        if self.concurrency < 1:
+            raise BridgeConfigError(f"concurrency: must be 1 or more, got {self.concurrency}")
 
 
 def build_bridge(

@@ -173,3 +173,11 @@ def test_body_preview_is_one_short_line() -> None:
 
     assert preview.startswith("'<html> <body>xxx") and preview.endswith("...'")
     assert len(preview) == 205
+
+
+@pytest.mark.parametrize("concurrency", [0, -1, 2.5, True])
+def test_bridge_settings_reject_a_bad_concurrency(concurrency: object) -> None:
+    from manager.bridge.service import BridgeSettings
+
+    with pytest.raises(BridgeConfigError, match="concurrency: "):
+        BridgeSettings(concurrency=concurrency)  # type: ignore[arg-type]
