@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from manager.bridge.cli import add_bridge_parser, bridge_command
 from manager.conformance.command import add_conformance_parser, run_conformance_command
 from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
 
@@ -37,6 +38,7 @@ examples:
   workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager dead-letters list --limit 20
   workflow-manager dead-letters replay --id 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10:book-split
+  API_TOKEN=s3cret workflow-manager bridge --config workflows.yaml
   workflow-manager conformance my-step-queue --input '{"text": "hi"}' --failing-input '{}'
 
 environment:
@@ -163,6 +165,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     status.add_argument("--json", action="store_true", help="print the raw JSON")
     _add_dead_letters_parser(commands, amqp_url, queue)
+    add_bridge_parser(commands, env, amqp_url)
     add_conformance_parser(commands, amqp_url)
     return parser
 
@@ -225,6 +228,8 @@ def _run(args: argparse.Namespace) -> int:
         return _control(args)
     if args.command == "dead-letters":
         return _dead_letters(args)
+    if args.command == "bridge":
+        return bridge_command(args)
     if args.command == "conformance":
         return run_conformance_command(args)
     return _status(args)

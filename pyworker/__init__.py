@@ -14,12 +14,15 @@ worker.run()  # or: pyworker module.py:worker
 from pyworker.context import StepContext
 from pyworker.errors import (
     BrokerError,
+    CommandFailed,
+    CommandTimeout,
     InvalidRequest,
     InvalidResult,
     ProtocolError,
     PyworkerError,
     SettingsError,
     StepDefinitionError,
+    StepError,
     TargetError,
     WorkerStateError,
 )
@@ -41,5 +44,8 @@ __all__ = [
     "ProtocolError",
     "InvalidRequest",
     "InvalidResult",
+    "StepError",
+    "CommandFailed",
+    "CommandTimeout",
     "__version__",
 ]

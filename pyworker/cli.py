@@ -1,4 +1,4 @@
-"""`pyworker MODULE:OBJECT`: run a Worker until SIGINT/SIGTERM."""
+"""`pyworker MODULE:OBJECT`: run a Worker until SIGINT/SIGTERM; `pyworker exec`: execcli."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from pyworker.errors import BrokerError, PyworkerError
+from pyworker.execcli import exec_main
 from pyworker.loader import load_target
 
 __all__ = ["main", "EXIT_OK", "EXIT_BROKER", "EXIT_USAGE"]
@@ -21,11 +22,15 @@ HELP_EPILOG = """\
 MODULE is a dotted module name (importable from the current directory) or a path to
 a .py file (its directory is importable, so it can import its sibling modules).
 
+To serve a step with any program instead (JSON on stdin, JSON on stdout), see
+`pyworker exec --help`: pyworker exec QUEUE [options] -- COMMAND [ARGS...]
+
 examples:
   pyworker examples/word-counts/workers.py:worker
   pyworker mypackage.workers:worker --prefetch 4 --log-level DEBUG
   AMQP_URL=amqp://user:pass@rabbit:5672/ pyworker mypackage.workers:worker
   pyworker examples/word-counts/workers.py:worker --queue-prefix staging.
+  pyworker exec segment-word-counts -- examples/exec/word-count.sh
 
 The broker URL is --amqp-url, else the Worker's own amqp_url, else $AMQP_URL, else
 $AMQP_SERVER, else amqp://guest:guest@localhost:5672/.
@@ -66,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv`, load the Worker and run it; returns the process exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["exec"]:  # no MODULE:OBJECT target is named `exec` (it has no colon)
+        return exec_main(argv[1:])
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

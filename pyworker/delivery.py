@@ -20,7 +20,7 @@ from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryErr
 from pydantic import ValidationError
 
 from pyworker.context import StepContext
-from pyworker.errors import ProtocolError
+from pyworker.errors import ProtocolError, StepError
 from pyworker.handlers import StepHandler
 from pyworker.outage import is_disconnect
 from pyworker.protocol import (
@@ -62,7 +62,7 @@ async def _outcome(
         reply = result_reply(await handler.invoke(data, ctx, executor), ctx.attempt)
     except Exception as exc:  # every failure of a step is reported to the manager, never raised
         reply = error_reply(exc, ctx.attempt)
-        expected = isinstance(exc, ProtocolError | ValidationError)
+        expected = isinstance(exc, ProtocolError | StepError | ValidationError)
         log.warning(
             "%s failed: %s",
             ctx.log_fields,

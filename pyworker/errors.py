@@ -6,9 +6,12 @@
     ├── WorkerStateError        a lifecycle call made in the wrong state (e.g. start twice)
     ├── BrokerError             RabbitMQ cannot be reached or refused an operation
     ├── TargetError             the CLI's MODULE:OBJECT cannot be loaded
-    └── ProtocolError           a request or result breaks the wire protocol (answered with x-error)
-        ├── InvalidRequest      the request body is not a JSON object
-        └── InvalidResult       a handler returned something that is not a JSON object
+    ├── ProtocolError           a request or result breaks the wire protocol (answered with x-error)
+    │   ├── InvalidRequest      the request body is not a JSON object
+    │   └── InvalidResult       a handler returned something that is not a JSON object
+    └── StepError               a step failed, and the message says all (logged without traceback)
+        ├── CommandFailed       the exec worker's command exited non-zero (or could not start)
+        └── CommandTimeout      the exec worker's command ran past --timeout and was killed
 
 Every message names the thing, shows the bad value and, where there is one, suggests the fix.
 """
@@ -25,6 +28,9 @@ __all__ = [
     "ProtocolError",
     "InvalidRequest",
     "InvalidResult",
+    "StepError",
+    "CommandFailed",
+    "CommandTimeout",
 ]
 
 
@@ -62,3 +68,15 @@ class InvalidRequest(ProtocolError):
 
 class InvalidResult(ProtocolError):
     """A handler returned something other than a JSON object (or None)."""
+
+
+class StepError(PyworkerError):
+    """A step failed for a reason its message fully explains; replied as x-error, no traceback."""
+
+
+class CommandFailed(StepError):
+    """The exec worker's command exited with a non-zero status (or could not be started)."""
+
+
+class CommandTimeout(StepError):
+    """The exec worker's command ran longer than its timeout and was killed."""

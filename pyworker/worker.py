@@ -334,12 +334,15 @@ class Worker:
 
     # -- running ------------------------------------------------------------------------------
 
-    async def serve(self, *, handle_signals: bool = False) -> None:
+    async def serve(
+        self, *, handle_signals: bool = False, on_start: Callable[[], None] | None = None
+    ) -> None:
         """Start, handle requests until `stop()` is called (or SIGINT/SIGTERM), then stop.
 
         Args:
             handle_signals: Install SIGINT/SIGTERM handlers: the first signal stops gracefully,
                 a second one cancels in-flight handlers.
+            on_start: Called once the worker consumes its queues (e.g. to announce readiness).
         """
         self._stop_requested = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -349,6 +352,8 @@ class Worker:
         try:
             await self.start()
             try:
+                if on_start is not None:
+                    on_start()
                 await self._stop_requested.wait()
             finally:
                 await self.stop()

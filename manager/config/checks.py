@@ -179,6 +179,15 @@ def _check_flow(
 ) -> list[Problem]:
     """Duplicates, bad dependencies and cycles among one group of steps (`key` names it)."""
     problems = _duplicates(steps, "step", lines)
+    problems += [
+        Problem(
+            (*step_path, "http"),
+            "a step has either 'task' (child jobs) or 'http' (a call through the bridge), "
+            "not both",
+        )
+        for step_path, step in steps
+        if step.get("task") is not None and step.get("http") is not None
+    ]
     first: dict[str, Path] = {}
     for step_path, step in steps:
         if (name := _name(step)) is not None:

@@ -20,6 +20,7 @@ from manager.config.checks import check_document, listing, quote, suggest
 from manager.config.models import (
     Backoff,
     Flow,
+    HttpCall,
     Policy,
     Step,
     StepPolicy,
@@ -47,6 +48,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "on_cancel": Step,
     "defaults": Policy,
     "retry_backoff": Backoff,
+    "http": HttpCall,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -65,11 +67,12 @@ _BOUNDS = {
     "less_than_equal": "at most",
 }
 _NUMBER_FIELDS = {"retries", "timeout", "initial", "multiplier", "max", "max_failed_items"}
-_SECONDS = {"initial", "max", "timeout"}  # the number fields given in seconds
+_SECONDS = {"initial", "max", "timeout", "http timeout"}  # the number fields given in seconds
 _RANGE_NOTES = {
     "retries": "; retries counts the attempts after the first",
     "multiplier": "; 1 keeps every wait the same",
     "timeout": "; leave timeout out to wait without a limit",
+    "http timeout": "; it limits each HTTP request (default 10)",
 }
 _SYNONYMS = {"on_failure": "on_error", "on_fail": "on_error"}  # too far apart for difflib
 _BACKOFF_EXAMPLE = "{initial: 1, multiplier: 2, max: 60}"
@@ -188,9 +191,15 @@ def _message(error: ErrorDetails, loc: Path, field: str) -> str:
     if kind == "extra_forbidden":
         return _unknown_field(loc)
     if loc and loc[-1] in _NUMBER_FIELDS and kind in _WHOLE | _NUMBER | _BOUNDS.keys():
-        return prefix + _number_problem(error, str(loc[-1]))
+        name = "http timeout" if loc[-2:] == ("http", "timeout") else str(loc[-1])
+        return prefix + _number_problem(error, name)
     if kind == "missing" or (kind == "too_short" and loc[-1:] == ("steps",)):
         return _missing(loc, kind)
+    if kind == "string_pattern_mismatch" and loc[-1:] == ("[key]",):
+        return (
+            f"{field.split('.headers')[0]}.headers: invalid header name {_show(value)}: letters,"
+            " digits and !#$%&'*+-.^_`|~ only"
+        )
     if kind == "string_pattern_mismatch":
         return f"{prefix}invalid name {_show(value)}: {_NAME_RULE}"
     if kind == "model_type" and not loc:
@@ -199,6 +208,10 @@ def _message(error: ErrorDetails, loc: Path, field: str) -> str:
         return f"{prefix}expected {_EXPECTED[kind]}, got {_show(value)}{_hint(kind, loc, value)}"
     if kind == "string_too_short":
         return f"{prefix}must not be empty"
+    if kind == "value_error":
+        return f"{prefix}{error.get('ctx', {}).get('error', error['msg'])}"
+    if kind == "literal_error":
+        return f"{prefix}expected one of {error.get('ctx', {}).get('expected')}, got {_show(value)}"
     return f"{prefix}{error['msg']} (got {_show(value)})"
 
 
@@ -321,6 +334,8 @@ def _describe_steps(
         parts = [f"depends on {', '.join(step.depends)}"] if step.depends else []
         if step.task:
             parts.append(f"task {quote(step.task)}")
+        if step.http:
+            parts.append(f"http {step.http.method} {quote(step.http.url)}")
         if step.queue or not step.task:
             parts.append(f"queue {quote(step.queue_name)}")
         if policy := describe_policy(workflow.policy(flow, step.name)):

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import cached_property, lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 __all__ = [
     "NAME_PATTERN",
@@ -20,6 +22,8 @@ __all__ = [
     "Backoff",
     "Policy",
     "StepPolicy",
+    "HttpCall",
+    "ENV_REFERENCE",
     "Step",
     "Flow",
     "Task",
@@ -82,13 +86,60 @@ class StepPolicy(_Model):
     timeout_s: float | None = None
 
 
+# `${NAME}` in an HTTP step's header value: replaced by the environment variable when the
+# bridge starts, so secrets stay out of the workflow file.
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"  # an HTTP token (RFC 9110)
+HeaderName = Annotated[str, StringConstraints(pattern=_HEADER_NAME)]
+
+
+class HttpCall(_Model):
+    """An HTTP step's call: the bridge sends the step input as the JSON body of a request."""
+
+    url: str = Field(min_length=1)
+    method: Literal["POST", "PUT", "PATCH"] = "POST"
+    headers: dict[HeaderName, str] = Field(default_factory=dict)
+    timeout: float = Field(default=10.0, gt=0, allow_inf_nan=False, strict=True)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"{url!r} is not an http(s) URL; write e.g. url: https://api.example.com/score"
+            )
+        return url
+
+    @field_validator("headers")
+    @classmethod
+    def _references(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if "${" in ENV_REFERENCE.sub("", value):
+                raise ValueError(
+                    f"header {name!r}: a '${{' starts no variable reference; write ${{NAME}} "
+                    "with NAME made of letters, digits and '_'"
+                )
+        return headers
+
+    @property
+    def env_vars(self) -> tuple[str, ...]:
+        """The environment variables the header values name, in order of first use."""
+        names = (m.group(1) for v in self.headers.values() for m in ENV_REFERENCE.finditer(v))
+        return tuple(dict.fromkeys(names))
+
+
 class Step(_Model):
-    """One step: a message to a worker queue, or (with `task`) one child job per list element."""
+    """One step: a message to a worker queue, or (with `task`) one child job per list element.
+
+    With `http`, the step's requests are served by `workflow-manager bridge`, which calls the URL.
+    """
 
     name: Name
     depends: tuple[Name, ...] = ()
     queue: str | None = Field(default=None, min_length=1, max_length=255)
     task: Name | None = None
+    http: HttpCall | None = None
     retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)

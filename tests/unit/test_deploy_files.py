@@ -303,3 +303,21 @@ def test_js_worker_lockfile_matches_its_package_json() -> None:
     for name, version in package["dependencies"].items():
         assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} should be pinned, not {version}"
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
+
+
+def test_bridge_serves_the_managers_workflow_file_and_waits_for_http_steps() -> None:
+    services = _services()
+    command = _command(services["bridge"])
+    assert command[:2] == ["workflow-manager", "bridge"]
+    config = _option(command, "--config")
+    assert config == _option(_command(services["manager"]), "--config"), "one file for both"
+    workflows = load_workflows(_repo_path_in_image(config))
+    has_http = any(
+        step.http
+        for workflow in workflows.values()
+        for flow in (workflow, *workflow.tasks, *workflow.branches.values())
+        for step in flow.steps
+    )
+    # With no HTTP step in the file the bridge would exit at once: it must be opt-in.
+    assert has_http or services["bridge"].get("profiles"), "the bridge needs a profile"
+    assert int(_option(command, "--concurrency")) >= 1

@@ -41,9 +41,12 @@ GOOD_WORKERS = (
         env={"GOPROXY": "off", "GOSUMDB": "off"},  # Debian's packaged sources, offline
         cwd="goworker",
     ),
-    # More rows as the other workers land, e.g.:
-    # WorkerKind("exec", (PYTHON, "-m", "pyworker", "exec", "{queue}", "--", "sh",
-    #                     "examples/exec/echo.sh")),
+    WorkerKind(
+        "exec",
+        (PYTHON, "-m", "pyworker", "exec", "{queue}", "--concurrency", "8", "--",
+         "examples/exec/echo.sh"),
+    ),  # fmt: skip
+    WorkerKind("http-bridge", (PYTHON, "tests/integration/bridge/echo_bridge.py")),
 )
 
 

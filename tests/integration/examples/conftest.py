@@ -1,10 +1,11 @@
-"""Fixtures for the example tests: Node.js for the JavaScript worker."""
+"""Fixtures for the example tests: Node.js for the JavaScript worker, `pyworker exec`."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -61,6 +62,26 @@ async def node_worker(
         )
         started.append(process)
         await process.wait_for_line("listening")
+        return process
+
+    yield start
+    for process in started:
+        assert await process.stop() == 0, process.output
+
+
+@pytest.fixture
+async def exec_worker(amqp_url: str) -> AsyncIterator[Callable[..., Awaitable[Process]]]:
+    """Start `pyworker exec QUEUE -- COMMAND...` and wait until it listens; stopped afterwards."""
+    started: list[Process] = []
+
+    async def start(queue: str, *command: str) -> Process:
+        process = await Process.start(
+            "exec worker",
+            sys.executable, "-m", "pyworker", "exec", queue, "--amqp-url", amqp_url,
+            "--", *command,
+        )  # fmt: skip
+        started.append(process)
+        await process.wait_for_line(f"listening on {queue}")
         return process
 
     yield start

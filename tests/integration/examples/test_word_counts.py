@@ -1,4 +1,4 @@
-"""The word-counts example end to end: real manager, real Python (and Node.js) workers."""
+"""The word-counts example end to end: real manager, real Python (Node.js, exec) workers."""
 
 from __future__ import annotations
 
@@ -93,3 +93,24 @@ async def test_word_counts_with_the_node_worker(system, unique, node_worker):
     check(outcome.body)
     # The Python worker has no consumer on that queue: the Node.js worker did the counting.
     assert any("listening" in line for line in js.lines)
+
+
+async def test_word_counts_with_the_exec_worker(system, unique, exec_worker):
+    """segment-word-counts served by a shell script through `pyworker exec`."""
+    sys = await system(
+        WORKFLOW.replace("{p}.segment-word-counts", "{p}.exec-segment-word-counts"),
+        worker="examples/word-counts/workers.py:worker",
+        worker_env={"QUEUE_PREFIX": f"{unique}."},
+    )
+    script = await exec_worker(
+        f"{unique}.exec-segment-word-counts", "examples/exec/word-count.sh"
+    )
+    try:
+        outcome = await sys.run("book-word-counts", {"path": str(BOOK)})
+    finally:
+        await sys.channel.queue_delete(f"{unique}.segment-word-counts")
+    assert outcome.status == "completed", outcome.body
+    check(outcome.body)
+    # Only the exec worker consumes that queue: every chapter was counted by the script.
+    done = [line for line in script.lines if "segment-word-counts attempt=1 done" in line]
+    assert len(done) == len(expected_sections()), script.output
