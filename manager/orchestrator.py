@@ -203,9 +203,7 @@ class Orchestrator:
         after its commit leaves its messages journaled but unpublished, until now.
         """
         pending = [pending_message(row) for row in await self.journal.pending_outbound()]
-        if pending:
-            log.info("re-publishing %d unconfirmed messages after the reconnect", len(pending))
-        await self._tracked(self._outbox.publish)(pending)
+        await self._tracked(self._outbox.publish_pending)(pending)
 
     def _tracked(self, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Wrap a handler so stop() can wait for the work in hand; a journal failure stops us."""
@@ -481,7 +479,9 @@ def _log_command(command: Command) -> None:
             command.status, command.job_id, command.workflow, detail,
         )  # fmt: skip
     elif isinstance(command, Ignored):
-        log.warning("ignored %s: %s", command.subject, command.reason)
+        # At-least-once delivery makes duplicates normal (after an outage, many): the journal
+        # keeps each with its reason (`workflow-manager journal`).
+        log.debug("ignored %s: %s", command.subject, command.reason)
     elif isinstance(command, StartTimer):
         key = timer_keys.parse(command.key)
         if key is not None and key.is_retry:

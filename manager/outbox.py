@@ -1,8 +1,9 @@
 """Publishing: outbound messages until the broker confirms them, then marked sent in the journal.
 
 One retry policy for everything the manager publishes (step requests, outcome notices, dead
-letters): a broker error means the connection is down or going down, so the message waits and
-goes out again once it is back. Nothing is dropped but a notice no queue can ever take.
+letters): a broker error means the connection is down or going down, so the message waits for
+the transport to be connected again (an event, not a poll) and goes out then, counted once in
+the outage's summary rather than logged. Nothing is dropped but a notice no queue can take.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = ["Outbox"]
 log = logging.getLogger(__name__)
 
 _LANES = 512
+_HELD = "publishes held back, then sent"
 
 
 class Outbox:
@@ -39,7 +41,7 @@ class Outbox:
         self._on_fatal = on_fatal
         self._retry_s = retry_s
         self._confirmed: list[tuple[str, float]] = []
-        self.held = 0  # publishes that had to wait for the broker (for the outage's summary)
+        self._sending: set[str] = set()  # message ids being published now
 
     async def publish(self, messages: Iterable[Outbound]) -> None:
         """Publish messages in parallel lanes; each journaled one is marked sent once confirmed."""
@@ -56,6 +58,15 @@ class Outbox:
                 await self._publish_one(message)
 
         await asyncio.gather(*(lane() for _ in range(min(_LANES, len(messages)))))
+
+    async def publish_pending(self, messages: Iterable[Outbound]) -> int:
+        """Publish journaled messages not confirmed yet, but those being published already.
+
+        Returns how many it publishes.
+        """
+        missing = [m for m in messages if m.message_id not in self._sending]
+        await self.publish(missing)
+        return len(missing)
 
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
         """Keep a message that cannot be processed in `queue`, with the reason."""
@@ -80,7 +91,14 @@ class Outbox:
         done.add_done_callback(self._check)
 
     async def _publish_one(self, message: Outbound) -> None:
-        await self._until_sent(lambda: self._send(message))
+        message_id = message.message_id
+        if message_id is not None:
+            self._sending.add(message_id)
+        try:
+            await self._until_sent(lambda: self._send(message))
+        finally:
+            if message_id is not None:
+                self._sending.discard(message_id)
         if message.message_id is not None:
             if not self._confirmed:
                 # One journal batch for every confirm of this loop tick, not one each.
@@ -102,18 +120,22 @@ class Outbox:
             await self._transport.publish(message)
 
     async def _until_sent(self, send: Callable[[], Awaitable[None]]) -> None:
-        """Call `send` until it succeeds: a broker error waits and tries again."""
-        waited = False
+        """Call `send` until it succeeds: after a broker error, once connected again."""
+        held = False
         while True:
             try:
                 await send()
                 return
             except BrokerError as exc:
-                if not waited:
-                    waited = True
-                    self.held += 1
+                if not held:
+                    held = True
+                    self._transport.held(_HELD)
                     log.debug("publish held back until the broker is back: %s", exc)
-                await asyncio.sleep(self._retry_s)
+                if self._transport.connected:
+                    # Failed before the loss was noticed (or a channel hiccup): soon again.
+                    await asyncio.sleep(self._retry_s)
+                else:
+                    await self._transport.wait_connected()
 
     def _check(self, done: asyncio.Future[None]) -> None:
         if not done.cancelled() and done.exception() is not None:

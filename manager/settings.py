@@ -21,7 +21,8 @@ class ManagerSettings(BaseModel):
     queue: str = DEFAULT_QUEUE
     prefetch: int = Field(default=256, ge=1)
     max_message_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=1024)
-    publish_retry_s: float = Field(default=1.0, gt=0)
+    # A publish that failed while the connection still looked up is tried again this soon.
+    publish_retry_s: float = Field(default=0.25, gt=0)
     retention_days: float = Field(default=7.0, gt=0)
     retention_every_s: float = Field(default=3600.0, gt=0)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from aio_pika.abc import AbstractIncomingMessage
@@ -29,6 +30,11 @@ class AckWindow:
 
     def __len__(self) -> int:
         return len(self._due)
+
+    @property
+    def due_count(self) -> int:
+        """Deliveries done with and not yet acked."""
+        return sum(self._due.values())
 
     def received(self, tag: int) -> None:
         """A delivery arrived; it is in hand until `due(tag)`."""
@@ -66,7 +72,10 @@ class AckWindow:
 class Acker:
     """Collects due acks per channel and sends them once per loop tick."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_dropped: Callable[[int], None] = lambda _count: None) -> None:
+        # Acks that cannot be sent (their channel is gone) are counted, not logged one by one:
+        # the broker delivers those messages again, and the engine drops the repeats.
+        self._on_dropped = on_dropped
         self._windows: dict[Any, AckWindow] = {}  # aiormq channel -> its window
         self._scheduled = False
         self._last: asyncio.Task[None] | None = None  # the latest batch of acks being sent
@@ -94,13 +103,15 @@ class Acker:
         for channel, window in list(self._windows.items()):
             if channel.is_closed:
                 del self._windows[channel]  # its deliveries come again on the new channel
+                if window.due_count:
+                    self._on_dropped(window.due_count)
                 continue
             up_to, singles = window.take()
             if up_to or singles:
                 # Each batch waits for the one before: a single ack overtaken by a later
                 # multiple-ack covering the same tag would be an unknown tag, a channel error.
                 self._last = asyncio.get_running_loop().create_task(
-                    _send(self._last, channel, up_to, singles)
+                    _send(self._last, channel, up_to, singles, self._on_dropped)
                 )
 
     async def drain(self) -> None:
@@ -117,7 +128,11 @@ def _tag(message: AbstractIncomingMessage) -> int:
 
 
 async def _send(
-    previous: asyncio.Task[None] | None, channel: Any, up_to: int, singles: list[int]
+    previous: asyncio.Task[None] | None,
+    channel: Any,
+    up_to: int,
+    singles: list[int],
+    on_dropped: Callable[[int], None],
 ) -> None:
     if previous is not None:
         await asyncio.wait([previous])
@@ -127,4 +142,5 @@ async def _send(
         for tag in singles:
             await channel.basic_ack(tag)
     except Exception as exc:  # noqa: BLE001 - a closed channel redelivers; the engine dedups
-        log.warning("ack failed (the broker will deliver those messages again): %s", exc)
+        log.debug("ack failed (the broker will deliver those messages again): %s", exc)
+        on_dropped(len(singles) + (1 if up_to else 0))

@@ -6,10 +6,11 @@ aio-pika and aiormq exceptions stop here and become `BrokerError`.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-import aio_pika
 import aiormq
 from aio_pika.abc import (
     AbstractChannel,
@@ -24,10 +25,13 @@ from manager.transport.deadletter import dead_letter
 from manager.transport.errors import AMQP_ERRORS, broker_errors
 from manager.transport.message import Delivery, Outbound
 from manager.transport.protocol import Handler
+from pyworker.outage import Outage, connect, quiet_disconnect_noise
 
 __all__ = ["Broker", "mask_url"]
 
 log = logging.getLogger(__name__)
+
+_DROPPED_ACKS = "acks dropped (RabbitMQ delivers those messages again)"
 
 BasicProperties = aiormq.spec.Basic.Properties  # pamqp's, as aiormq exports it
 _PERSISTENT = 2  # delivery mode: written to disk by the broker
@@ -54,25 +58,41 @@ class Broker:
         self._publish_channel: AbstractChannel | None = None
         self._consume_channel: AbstractChannel | None = None
         self._consumers: list[tuple[AbstractQueue, str]] = []
-        self._acker = Acker()
+        # One WARNING when an outage starts, one INFO when it ends (with what was held back).
+        self.outage = Outage("RabbitMQ connection", logger=log)
+        self._acker = Acker(on_dropped=lambda count: self.outage.held(_DROPPED_ACKS, count))
 
     def __repr__(self) -> str:
         return f"<Broker {mask_url(self.url)}>"
 
     @property
     def connected(self) -> bool:
-        """True while the connection to the broker is up."""
-        return self._connection is not None and not self._connection.is_closed
+        """True while connected with channels, queues and consumers in place (not reconnecting)."""
+        return self._connection is not None and self.outage.connected
 
     @property
     def down_for_s(self) -> float | None:
-        """Seconds since the connection was lost, or None while connected."""
-        return None if self.connected else 0.0
+        """Seconds since the connection was lost, None while connected (0 before connecting)."""
+        if self._connection is None:
+            return 0.0
+        return self.outage.down_for_s
+
+    async def wait_connected(self) -> None:
+        """Return once the connection is back (at once while connected): an event, not a poll."""
+        await self.outage.wait_connected()
+
+    def held(self, kind: str, count: int = 1) -> None:
+        """Count something held back by an outage, for the line that ends it."""
+        self.outage.held(kind, count)
 
     async def connect(self, timeout_s: float = 10.0) -> None:
         """Open the connection and its channels; BrokerError when the broker cannot be reached."""
+        quiet_disconnect_noise()  # the Outage logs one line per outage instead of aio-pika's
+        name = f"workflow-manager {socket.gethostname()} pid={os.getpid()}"
         try:
-            self._connection = await aio_pika.connect_robust(self.url, timeout=timeout_s)
+            self._connection = await connect(
+                self.url, name=name, outage=self.outage, timeout_s=timeout_s
+            )
             # Separate channels: consumer flow control never holds up publishing, and the
             # publish channel confirms every message and raises on unroutable ones.
             self._publish_channel = await self._connection.channel(
@@ -85,20 +105,14 @@ class Broker:
             raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(self.url)}: {exc}") from exc
 
     def watch(self, on_restored: Callable[[], Awaitable[None]]) -> None:
-        """Log losing and regaining the broker; await `on_restored()` after each reconnect."""
+        """Await `on_restored()` after each reconnect (channels, queues and consumers are back)."""
         connection = self._connection
         if connection is None:
             raise BrokerError("not connected to RabbitMQ; call connect() first")
 
-        def lost(_sender: Any, exc: BaseException | None = None) -> None:
-            if exc is not None:
-                log.warning("lost the connection to RabbitMQ (%s); reconnecting", exc)
-
         async def restored(_sender: Any) -> None:
-            log.info("reconnected to RabbitMQ at %s", mask_url(self.url))
             await on_restored()
 
-        connection.close_callbacks.add(lost)
         connection.reconnect_callbacks.add(restored)
 
     async def declare(self, queues: Iterable[str]) -> None:
@@ -178,6 +192,7 @@ class Broker:
 
     async def close(self) -> None:
         """Close the connection (and its channels)."""
+        self.outage.close()  # on purpose: no outage to report
         await self._acker.drain()
         connection, self._connection = self._connection, None
         self._publish_channel = self._consume_channel = None

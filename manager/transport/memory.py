@@ -25,8 +25,10 @@ class MemoryTransport:
         self.declared: set[str] = set()
         self.published: list[Outbound] = []
         self.acked: list[Delivery] = []
-        self.connected = True
         self.down_for_s: float | None = None
+        self.held_counts: dict[str, int] = {}
+        self._up = asyncio.Event()
+        self._up.set()
         self.published_event = asyncio.Event()
         # A publish waits while this is clear (the broker "holds" confirms), for tests.
         self.confirming = asyncio.Event()
@@ -37,6 +39,26 @@ class MemoryTransport:
 
     def __repr__(self) -> str:
         return f"<MemoryTransport {len(self.declared)} queues {len(self.published)} published>"
+
+    @property
+    def connected(self) -> bool:
+        """True unless a test set it False (a broker outage)."""
+        return self._up.is_set()
+
+    @connected.setter
+    def connected(self, up: bool) -> None:
+        if up:
+            self._up.set()
+        else:
+            self._up.clear()
+
+    async def wait_connected(self) -> None:
+        """Return once `connected` is True again."""
+        await self._up.wait()
+
+    def held(self, kind: str, count: int = 1) -> None:
+        """Count what an outage held back."""
+        self.held_counts[kind] = self.held_counts.get(kind, 0) + count
 
     async def connect(self) -> None:
         """Nothing to connect to."""

@@ -26,6 +26,14 @@ class Transport(Protocol):
         """Seconds since the connection was lost, or None while connected."""
         ...
 
+    async def wait_connected(self) -> None:
+        """Return once connected (at once while connected); an event, not a poll."""
+        ...
+
+    def held(self, kind: str, count: int = 1) -> None:
+        """Count something an outage held back, for the line that reports the outage's end."""
+        ...
+
     async def connect(self) -> None:
         """Connect; BrokerError when the broker cannot be reached."""
         ...

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pytest
 import yaml
 
 from manager.config import load_workflows
@@ -196,17 +197,19 @@ def test_every_host_path_mounted_exists_and_named_volumes_are_declared() -> None
             assert (ROOT / env_file).is_file(), f"service {name}: {env_file} does not exist"
 
 
-def test_files_a_command_reads_from_a_bind_mount_exist() -> None:
+def test_files_a_command_copies_from_a_bind_mount_exist() -> None:
     checked = 0
     for name, service in _services().items():
-        mounts = [v.split(":")[:2] for v in service.get("volumes", []) if v.startswith(".")]
+        mounts = dict(v.split(":")[:2][::-1] for v in service.get("volumes", []) if v[0] == ".")
         if not mounts or "command" not in service:
             continue
         text = " ".join(_command(service))
-        for host, target in mounts:
-            for used in re.findall(re.escape(target) + r"/[\w.*/-]+", text):
-                pattern = used.removeprefix(target + "/")
-                assert list((ROOT / host).glob(pattern)), f"service {name}: nothing at {used}"
+        # `cd <mounted dir> && cp [-r] FILES... <dest>`: each FILE must be in the checkout.
+        for target, files in re.findall(r"cd (/\S+) && cp (?:-r )?(.+?) ~/", text):
+            assert target in mounts, f"service {name}: {target} is not a bind mount"
+            for pattern in files.split():
+                found = list((ROOT / mounts[target]).glob(pattern))
+                assert found, f"service {name}: nothing at {target}/{pattern}"
                 checked += 1
     assert checked, "expected the js-worker to copy its files from a bind mount"
 
@@ -295,12 +298,16 @@ def test_python_worker_command_names_a_worker_object_in_the_image() -> None:
     assert attribute in names, f"{module} defines no module-level {attribute!r}"
 
 
-def test_js_worker_lockfile_matches_its_package_json() -> None:
-    js = ROOT / "examples" / "word-counts" / "js"
+@pytest.mark.parametrize("folder", ["jsworker", "examples/word-counts/js"])
+def test_node_lockfiles_match_their_package_json(folder: str) -> None:
+    js = ROOT / folder
     package = json.loads((js / "package.json").read_text())
     lock = json.loads((js / "package-lock.json").read_text())
     assert lock["packages"][""]["dependencies"] == package["dependencies"], "run npm install"
     for name, version in package["dependencies"].items():
+        if version.startswith("file:"):  # a package of this repository
+            assert (js / version.removeprefix("file:") / "package.json").is_file(), version
+            continue
         assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} should be pinned, not {version}"
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
 

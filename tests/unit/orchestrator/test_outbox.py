@@ -17,8 +17,10 @@ class Flaky(MemoryTransport):
     def __init__(self, failures: int) -> None:
         super().__init__()
         self.failures = failures
+        self.attempts = 0
 
     async def publish(self, message: Outbound) -> None:
+        self.attempts += 1
         if self.failures > 0:
             self.failures -= 1
             raise BrokerError("connection reset")
@@ -56,10 +58,25 @@ async def test_a_broker_error_holds_the_message_until_it_goes_out_and_is_marked_
     await journal.append(Batch(events=[row]))
     assert [r.msg_id for r in await journal.pending_outbound()] == ["j:s:1"]
     await outbox.publish([Outbound("q", b"{}", "j:s", message_id="j:s:1", step_request=True)])
-    assert len(transport.sent_to("q")) == 1 and outbox.held == 1
+    assert len(transport.sent_to("q")) == 1
+    assert transport.held_counts == {"publishes held back, then sent": 1}  # once, not per try
     await asyncio.sleep(0)  # the sent marks are written with the next loop tick
     await journal.flush()
     assert await journal.pending_outbound() == []
+    await journal.close()
+
+
+async def test_while_disconnected_a_held_publish_waits_for_the_connection_not_a_timer(tmp_path):
+    transport = Flaky(failures=1)
+    transport.declared.add("q")
+    transport.connected = False  # the outage has been noticed
+    outbox, journal = await _outbox(tmp_path, transport)
+    publishing = asyncio.ensure_future(outbox.publish([Outbound("q", b"{}", "j:s")]))
+    done, _ = await asyncio.wait([publishing], timeout=0.2)  # 20 retry periods
+    assert not done and transport.attempts == 1  # one try, then it waits for the event
+    transport.connected = True
+    await publishing
+    assert transport.attempts == 2 and len(transport.sent_to("q")) == 1
     await journal.close()
 
 
