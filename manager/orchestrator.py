@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from manager import intake
@@ -56,6 +56,7 @@ from manager.errors import (
     UnknownWorkflow,
 )
 from manager.journal import Batch, JobRow, Journal
+from manager.observers import Observer
 from manager.outbox import Outbox
 from manager.recorder import (
     Record,
@@ -92,8 +93,10 @@ class Orchestrator:
         transport: Transport,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        observers: Sequence[Observer] = (),
     ) -> None:
         self.workflows = dict(workflows)
+        self._observers = tuple(observers)
         self.settings = settings
         self.journal = journal
         self.transport = transport
@@ -194,6 +197,8 @@ class Orchestrator:
         self._state = EngineState.from_workflows(self.workflows, pinned)
         roots = await self.journal.running_roots()
         replay(self._state, map(to_event, await self.journal.replay_rows(roots)))
+        for observer in self._observers:
+            observer.recovered(self._state.jobs.values())
         return [pending_message(row) for row in await self.journal.pending_outbound()]
 
     async def _restored(self) -> None:
@@ -317,6 +322,8 @@ class Orchestrator:
                     del self._ended[row.id]
         for command in commands:
             self._carry_out(command)
+        for observer in self._observers:
+            observer.observe(commands)
         return result, sending if sending is not None else self._send(result.outbound)
 
     def _send(self, messages: list[Outbound]) -> asyncio.Future[None]:

@@ -14,6 +14,7 @@ from manager.engine.commands import (
     NotifyOutcome,
     Refused,
     StartTimer,
+    StepFinished,
     Subject,
 )
 from manager.engine.engine import apply, replay
@@ -50,6 +51,7 @@ __all__ = [
     "Refused",
     "RetryRequested",
     "StartTimer",
+    "StepFinished",
     "StepReplied",
     "StepRun",
     "StepStatus",

@@ -13,6 +13,7 @@ __all__ = [
     "Command",
     "Subject",
     "Dispatch",
+    "StepFinished",
     "JobStarted",
     "JobFinished",
     "NotifyOutcome",
@@ -52,6 +53,28 @@ class Dispatch:
     def message_id(self) -> str:
         """Unique per dispatch and stable across replays, so a re-publish can be recognised."""
         return f"{self.correlation_id}:{self.attempt}"
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinished:
+    """A step (or one attempt of it) ended, for those who watch runs: events and metrics.
+
+    `outcome`: completed, retrying (this attempt failed; another comes) or failed (no retry
+    left). `reason` for a failure: error (the worker's `x-error`, or the step could not run),
+    timeout, or invalid_reply (a body that is no JSON object). `dispatched_at`: when the
+    attempt was sent (when the step started, for a task step). Nothing is journaled for it.
+    """
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    attempt: int
+    outcome: str
+    reason: str | None
+    message: str | None
+    dispatched_at: float | None
+    at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +176,7 @@ class Refused:
 Command = (
     Subject
     | Dispatch
+    | StepFinished
     | JobStarted
     | JobFinished
     | NotifyOutcome

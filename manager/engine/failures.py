@@ -64,32 +64,39 @@ class FailureRules:
             return
         if parsed.is_step_timeout and run.status is StepStatus.RUNNING:
             seconds = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s or 0
-            self._attempt_failed(job, run, f"no reply within {seconds:g}s (attempt {run.attempt})")
+            message = f"no reply within {seconds:g}s (attempt {run.attempt})"
+            self._attempt_failed(job, run, message, "timeout")
         elif parsed.is_retry and run.status is StepStatus.RETRYING:
             self._dispatch(job, run)
 
     # -- failed attempts and steps -----------------------------------------------------
 
-    def _attempt_failed(self: Work, job: Job, run: StepRun, message: str) -> None:
+    def _attempt_failed(
+        self: Work, job: Job, run: StepRun, message: str, reason: str = "error"
+    ) -> None:
         """One attempt failed: wait and try again if the step's policy allows, else fail it."""
         self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
         policy = job.workflow.policy(job.flow_of(run.name), run.name)
         retry = run.attempt - run.round_start  # this round's retry number, if it gets one
         if run.spec.task is not None or retry > policy.retries:
-            self._fail_step(job, run, message)
+            self._fail_step(job, run, message, reason)
             return
         run.status = StepStatus.RETRYING
         run.error = message
+        self.step_finished(job, run, "retrying", reason, message)
         wait_s = timers.retry_wait_s(policy.retry_backoff, job.id, run.name, retry)
         if wait_s <= 0:
             self._dispatch(job, run)
         else:
             self._start_timer(timers.retry_due(job.id, run.name, run.attempt + 1), self.at + wait_s)
 
-    def _fail_step(self: Work, job: Job, run: StepRun, message: str) -> None:
+    def _fail_step(
+        self: Work, job: Job, run: StepRun, message: str, reason: str = "error"
+    ) -> None:
         run.status = StepStatus.FAILED
         run.error = message
         run.finished_at = self.at
+        self.step_finished(job, run, "failed", reason, message)
         if job.is_running:
             self._fail_job(job, {"step": run.name, "message": message})
         elif job.branch_left > 0:

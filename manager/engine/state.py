@@ -51,6 +51,7 @@ class StepRun:
     error: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    dispatched_at: float | None = None  # when the latest attempt was sent
     # Task steps only: child ids in element order, their results as they finish, and how
     # many are still out, so that each child's completion is O(1).
     children: list[str] | None = None

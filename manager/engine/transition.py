@@ -22,6 +22,7 @@ from manager.engine.commands import (
     JobRejected,
     JobStarted,
     NotifyOutcome,
+    StepFinished,
     Subject,
 )
 from manager.engine.control import JobControl
@@ -70,6 +71,18 @@ class Transition(FailureRules, JobControl):
             job.flow.name, job.parent.job_id if job.parent else None, job.payload,
             job.submitted_at, self.at,
         )  # fmt: skip
+
+    def step_finished(
+        self, job: Job, run: StepRun, outcome: str, reason: str | None, message: str | None
+    ) -> None:
+        """Report how a step (attempt) ended, for events and metrics."""
+        sent_at = run.started_at if run.spec.task is not None else run.dispatched_at
+        self.commands.append(
+            StepFinished(
+                job.id, root_of(self.state, job), job.workflow.name, run.name, run.attempt,
+                outcome, reason, message, sent_at, self.at,
+            )  # fmt: skip
+        )
 
     def finished(self, job: Job) -> JobFinished:
         """The JobFinished command for a job that has just settled, with its final snapshot."""
@@ -191,11 +204,12 @@ class Transition(FailureRules, JobControl):
         job, run = target
         error = event.error
         output: dict[str, Any] = {}
+        reason = "error"
         if error is None:
             try:
                 output = decode_output(event.body)
             except ReplyError as exc:
-                error = str(exc)
+                error, reason = str(exc), "invalid_reply"
         if error is None:
             # The first good reply wins, even one for an earlier attempt than the latest.
             self._clear_step_timers(job, run)
@@ -207,7 +221,7 @@ class Transition(FailureRules, JobControl):
         elif run.status is StepStatus.RETRYING:
             self._ignore(event.correlation_id, "failed reply for an attempt that already failed")
         else:
-            self._attempt_failed(job, run, error or "worker reported an error")
+            self._attempt_failed(job, run, error or "worker reported an error", reason)
 
     def _reply_target(self, event: StepReplied) -> tuple[Job, StepRun] | None:
         """The running step a reply answers, or None after reporting why it answers none."""
@@ -268,6 +282,7 @@ class Transition(FailureRules, JobControl):
         """Send the next attempt of a step to its queue, with a reply deadline if it has one."""
         run.status = StepStatus.RUNNING
         run.attempt += 1
+        run.dispatched_at = self.at
         self.commands.append(
             Dispatch(
                 job_id=job.id,
@@ -333,6 +348,7 @@ class Transition(FailureRules, JobControl):
         run.output = output
         run.error = None
         run.finished_at = self.at
+        self.step_finished(job, run, "completed", None, None)
         flow = job.flow_of(run.name)
         for name in flow.dependents[run.name]:
             dependent = job.steps[name]

@@ -28,6 +28,7 @@ from manager.engine import (
     Refused,
     RetryRequested,
     StartTimer,
+    StepFinished,
     StepReplied,
     Subject,
     TimerFired,
@@ -168,8 +169,8 @@ def the_timer(commands: Iterable[Command]) -> StartTimer:
 
 
 def effects(commands: Iterable[Command]) -> list[Command]:
-    """The commands without the leading `Subject` (where the journal files the event)."""
-    return [c for c in commands if not isinstance(c, Subject)]
+    """The commands without the `Subject` and the `StepFinished` reports (for watchers)."""
+    return [c for c in commands if not isinstance(c, Subject | StepFinished)]
 
 
 def refused(commands: list[Command]) -> Refused:

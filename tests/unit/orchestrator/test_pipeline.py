@@ -7,6 +7,13 @@ import json
 import sqlite3
 import uuid
 
+from manager.config import parse_workflows
+from manager.journal import open_journal
+from manager.orchestrator import ManagerSettings, Orchestrator
+from manager.transport.memory import MemoryTransport
+
+from .conftest import WORKFLOWS
+
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
 
 
@@ -174,3 +181,44 @@ async def test_a_journal_that_cannot_be_written_stops_the_manager_and_nothing_is
     assert rig.orchestrator.failed.is_set()
     assert "closed" in str(rig.orchestrator.failure)
     assert reply not in rig.transport.acked  # RabbitMQ gives it to the next manager
+
+
+class Recording:
+    """An observer that keeps what it is shown."""
+
+    def __init__(self) -> None:
+        self.recovered_ids: list[str] = []
+        self.seen: list[list[type]] = []
+
+    def recovered(self, jobs) -> None:
+        self.recovered_ids = [job.id for job in jobs]
+
+    def observe(self, commands) -> None:
+        self.seen.append([type(c).__name__ for c in commands])
+
+
+async def test_observers_see_each_committed_events_commands_and_the_recovered_jobs(tmp_path):
+    async def start(observer: Recording) -> tuple[Orchestrator, MemoryTransport]:
+        transport = MemoryTransport()
+        orchestrator = Orchestrator(
+            parse_workflows(WORKFLOWS), ManagerSettings(queue="wm"),
+            await open_journal(tmp_path / "wm.db"), transport, observers=[observer],
+        )  # fmt: skip
+        await orchestrator.start()
+        return orchestrator, transport
+
+    first = Recording()
+    orchestrator, transport = await start(first)
+    await orchestrator.submit("two", {}, JOB)
+    (request,) = transport.sent_to("a")
+    await transport.deliver("wm", b"{}", correlation_id=request.correlation_id)[1]
+    assert first.recovered_ids == []
+    assert first.seen == [
+        ["Subject", "JobStarted", "Dispatch"],
+        ["Subject", "StepFinished", "Dispatch"],
+    ]
+    await orchestrator.stop()
+    again = Recording()
+    orchestrator, _ = await start(again)
+    assert again.recovered_ids == [JOB] and again.seen == []
+    await orchestrator.stop()
