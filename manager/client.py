@@ -22,7 +22,7 @@ from manager.transport import (
 )
 from manager.transport.errors import broker_errors
 
-__all__ = ["Outcome", "submit_job", "fetch_job", "control_job", "progress_line"]
+__all__ = ["Outcome", "api_headers", "submit_job", "fetch_job", "control_job", "progress_line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,22 +95,29 @@ async def _await_outcome(
             return Outcome(job_id, status, body)
 
 
-async def fetch_job(api_url: str, job_id: str) -> dict[str, Any]:
+async def fetch_job(api_url: str, job_id: str, api_token: str | None = None) -> dict[str, Any]:
     """A job as `GET /api/job/{id}` shows it; ManagerError with the API's message otherwise."""
-    return await _call(api_url, "GET", f"/api/job/{job_id}")
+    return await _call(api_url, "GET", f"/api/job/{job_id}", api_token)
 
 
-async def control_job(api_url: str, job_id: str, action: str) -> dict[str, Any]:
+async def control_job(
+    api_url: str, job_id: str, action: str, api_token: str | None = None
+) -> dict[str, Any]:
     """Cancel (`DELETE /api/job/{id}`) or retry (`POST .../retry`) a job; returns the job."""
     if action == "cancel":
-        return await _call(api_url, "DELETE", f"/api/job/{job_id}")
-    return await _call(api_url, "POST", f"/api/job/{job_id}/retry")
+        return await _call(api_url, "DELETE", f"/api/job/{job_id}", api_token)
+    return await _call(api_url, "POST", f"/api/job/{job_id}/retry", api_token)
 
 
-async def _call(api_url: str, method: str, path: str) -> dict[str, Any]:
+def api_headers(api_token: str | None) -> dict[str, str]:
+    """The headers a call to the manager's API carries: the bearer token when there is one."""
+    return {"Authorization": f"Bearer {api_token}"} if api_token else {}
+
+
+async def _call(api_url: str, method: str, path: str, api_token: str | None) -> dict[str, Any]:
     url = f"{api_url.rstrip('/')}{path}"
     try:
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, headers=api_headers(api_token)) as client:
             response = await client.request(method, url)
     except httpx.HTTPError as exc:
         raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc

@@ -278,7 +278,7 @@ class Orchestrator:
         row = await self.finished_row(event.job_id)
         if row is None:
             return False
-        log.info("duplicate trigger for finished job=%s", row.id)
+        log.info("duplicate trigger for finished job=%s", row.id, extra={"job": row.id})
         if event.reply_to:
             entry, notice = finished_notice(row, event.reply_to, event.at)
             await self.journal.append(Batch(events=[entry]))
@@ -287,7 +287,10 @@ class Orchestrator:
 
     async def _reject(self, delivery: Delivery, reason: str) -> None:
         """Dead-letter a trigger that cannot become a job."""
-        log.warning("trigger rejected: job=%s reason=%s", delivery.correlation_id, reason)
+        log.warning(
+            "trigger rejected: job=%s reason=%s", delivery.correlation_id, reason,
+            extra={"job": delivery.correlation_id or None},
+        )  # fmt: skip
         await self._outbox.dead_letter(delivery, self._dead_letters, reason)
 
     @property
@@ -477,13 +480,21 @@ def _log_crash(task: asyncio.Task[None]) -> None:
 def _log_command(command: Command) -> None:
     if isinstance(command, JobStarted):
         level = logging.INFO if command.parent_id is None else logging.DEBUG
-        log.log(level, "job started job=%s workflow=%s", command.job_id, command.workflow)
+        log.log(
+            level, "job started job=%s workflow=%s", command.job_id, command.workflow,
+            extra={"job": command.job_id, "workflow": command.workflow},
+        )  # fmt: skip
     elif isinstance(command, JobFinished):
         level = logging.INFO if command.parent_id is None else logging.DEBUG
         detail = f" error={command.error}" if command.error else ""
         log.log(
             level, "job %s job=%s workflow=%s%s",
             command.status, command.job_id, command.workflow, detail,
+            extra={
+                "job": command.job_id,
+                "workflow": command.workflow,
+                "step": (command.error or {}).get("step"),
+            },
         )  # fmt: skip
     elif isinstance(command, Ignored):
         # At-least-once delivery makes duplicates normal (after an outage, many): the journal
@@ -495,4 +506,5 @@ def _log_command(command: Command) -> None:
             log.info(
                 "retry scheduled job=%s step=%s attempt=%s at=%.3f",
                 key.job_id, key.step, key.attempt, command.due_at,
+                extra={"job": key.job_id, "step": key.step, "attempt": key.attempt},
             )  # fmt: skip
