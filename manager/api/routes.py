@@ -68,7 +68,8 @@ _PAYLOAD_DOC: dict[str, Any] = {
             "name": "id",
             "in": "query",
             "required": False,
-            "description": "The new job's id (a UUID); generated when not given.",
+            "description": "The new job's id (a UUID); generated when not given. When the "
+            "body has a string `id` too, both must name the same job (else 400).",
             "schema": _UUID,
         }
     ],
