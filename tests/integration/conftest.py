@@ -129,10 +129,12 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
         step_queues: list[str] = (),
         worker: str | None = None,
         worker_env: dict[str, str] | None = None,
+        log_level: str = "info",
     ) -> System:
         config = tmp_path / "workflows.yaml"
         config.write_text(yaml_text.replace("{p}", unique))
-        manager = await start_manager(config, f"{unique}.wm", amqp_url, tmp_path / "wm.db")
+        db = tmp_path / "wm.db"
+        manager = await start_manager(config, f"{unique}.wm", amqp_url, db, log_level)
         workers = []
         if step_queues or worker:
             env = {
