@@ -55,6 +55,7 @@ from manager.errors import (
     SubmitError,
     UnknownWorkflow,
 )
+from manager.ignoredlog import IgnoredLog
 from manager.journal import Batch, JobRow, Journal
 from manager.observers import Observer
 from manager.outbox import Outbox
@@ -107,6 +108,7 @@ class Orchestrator:
         self._state = EngineState.from_workflows(self.workflows)
         self._outbox = Outbox(transport, journal, clock, self._fail, settings.publish_retry_s)
         self._timers = Timekeeper(clock, self._timer_due)
+        self._ignored = IgnoredLog(log)
         # Rows of jobs that ended, until their batch is committed: they may have left memory.
         self._ended: dict[str, JobRow] = {}
         self._in_flight = 0
@@ -169,6 +171,7 @@ class Orchestrator:
         if self._retention is not None:
             self._retention.cancel()
         self._timers.close()  # journaled: the next start arms them again
+        self._ignored.close()
         await self.transport.stop_consuming()
         await self._idle.wait()
         await self.transport.close()
@@ -340,7 +343,9 @@ class Orchestrator:
     def _carry_out(self, command: Command) -> None:
         """What a command asks of the manager itself, once its event is journaled."""
         _log_command(command)
-        if isinstance(command, StartTimer):
+        if isinstance(command, Ignored):
+            self._ignored.ignored(command.subject, command.reason)
+        elif isinstance(command, StartTimer):
             self._timers.arm(command.key, command.due_at)
         elif isinstance(command, CancelTimer):
             self._timers.cancel(command.key)
@@ -496,10 +501,6 @@ def _log_command(command: Command) -> None:
                 "step": (command.error or {}).get("step"),
             },
         )  # fmt: skip
-    elif isinstance(command, Ignored):
-        # At-least-once delivery makes duplicates normal (after an outage, many): the journal
-        # keeps each with its reason (`workflow-manager journal`).
-        log.debug("ignored %s: %s", command.subject, command.reason)
     elif isinstance(command, StartTimer):
         key = timer_keys.parse(command.key)
         if key is not None and key.is_retry:

@@ -134,13 +134,15 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
         step_queues: list[str] = (),
         worker: str | None = None,
         worker_env: dict[str, str] | None = None,
+        log_level: str = "info",
         manager_args: tuple[str, ...] = (),
         manager_env: dict[str, str] | None = None,
     ) -> System:
         config = tmp_path / "workflows.yaml"
         config.write_text(yaml_text.replace("{p}", unique))
+        db = tmp_path / "wm.db"
         manager = await start_manager(
-            config, f"{unique}.wm", amqp_url, tmp_path / "wm.db",
+            config, f"{unique}.wm", amqp_url, db, log_level,
             extra_args=manager_args, env=manager_env,
         )  # fmt: skip
         workers = []
