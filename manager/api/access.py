@@ -121,7 +121,9 @@ class TokenGate:
         self.public = public
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope["path"] in self.public:
+        # "/metrics/" too: a mounted metrics app answers there (Starlette redirects to it).
+        path = scope.get("path", "").rstrip("/")
+        if scope["type"] not in ("http", "websocket") or path in self.public:
             await self.app(scope, receive, send)
             return
         refused = refusal(self.token, HTTPConnection(scope))

@@ -65,7 +65,7 @@ async def test_every_route_but_the_probes_needs_the_token(guarded, path, method)
     }
 
 
-@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics"])
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics", "/metrics/"])
 async def test_probes_need_no_token(guarded, path):
     response = await guarded.get(path)
     assert response.status_code != 401  # /metrics may not be served by this app: 404 then
