@@ -15,6 +15,8 @@ from fastapi.openapi.utils import get_openapi
 from manager import __version__
 from manager.api.errors import install_error_handlers
 from manager.api.routes import router
+from manager.api.scrape import MetricsSource
+from manager.api.scrape import router as metrics_router
 from manager.api.service import Clock, JobService
 
 __all__ = ["JobService", "Clock", "create_app"]
@@ -34,13 +36,19 @@ _TAGS = [
     {"name": "jobs", "description": "Running and finished jobs."},
     {
         "name": "health",
-        "description": "Broker connection (`/healthz`) and readiness to take work (`/readyz`).",
+        "description": "Broker connection (`/healthz`), readiness to take work (`/readyz`) "
+        "and Prometheus metrics (`/metrics`).",
     },
 ]
 
 
-def create_app(service: JobService, *, clock: Clock = time.time) -> FastAPI:
-    """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`."""
+def create_app(
+    service: JobService, *, clock: Clock = time.time, metrics: MetricsSource | None = None
+) -> FastAPI:
+    """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
+
+    With `metrics`, `GET /metrics` serves them (Prometheus text format).
+    """
     app = FastAPI(
         title="workflow-manager",
         description=_DESCRIPTION,
@@ -51,6 +59,9 @@ def create_app(service: JobService, *, clock: Clock = time.time) -> FastAPI:
     app.state.clock = clock
     install_error_handlers(app, router.routes)
     app.include_router(router)
+    if metrics is not None:
+        app.state.metrics = metrics
+        app.include_router(metrics_router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
