@@ -87,15 +87,6 @@ class _WorkflowSeries:
     duration: Any
 
 
-@dataclass(slots=True)
-class _StepSeries:
-    """The label children of one (workflow, step)'s metrics; failures by reason, as they come."""
-
-    requests: Any
-    duration: Any
-    failures: dict[str, Any]
-
-
 class Metrics:
     """The manager's Prometheus metrics, in a registry of its own; an Observer of committed runs."""
 
@@ -153,7 +144,10 @@ class Metrics:
             f"{_P}outbox_pending", "Publishes in flight: sent, not yet confirmed.", registry=r
         )
         self._workflows: dict[str, _WorkflowSeries] = {}
-        self._steps: dict[tuple[str, str], _StepSeries] = {}
+        # Label children by label values, each made the first time it is needed.
+        self._requests: dict[tuple[str, str], Any] = {}
+        self._durations: dict[tuple[str, str], Any] = {}
+        self._failures: dict[tuple[str, str, str], Any] = {}
         self._finished: dict[tuple[str, str], Any] = {}
         self._dead: dict[str, Any] = {}
         # When each running top-level job (re)started; a recovered one counts from submission.
@@ -168,7 +162,7 @@ class Metrics:
             self._workflow(name)  # every workflow served shows, at 0, before its first job
 
     def __repr__(self) -> str:
-        return f"<Metrics {len(self._workflows)} workflows {len(self._steps)} steps>"
+        return f"<Metrics {len(self._workflows)} workflows {len(self._requests)} steps>"
 
     def watch(self, source: Watched) -> None:
         """Read the broker connection and the publishes in flight from `source` at each scrape."""
@@ -215,19 +209,24 @@ class Metrics:
     # -- commands ----------------------------------------------------------------------
 
     def _dispatched(self, command: Dispatch) -> None:
-        self._step(command.workflow, command.step).requests.inc()
+        key = (command.workflow, command.step)
+        child = self._requests.get(key)
+        if child is None:
+            child = self._requests[key] = self._step_requests.labels(*key)
+        child.inc()
 
     def _step_finished(self, command: StepFinished) -> None:
-        series = self._step(command.workflow, command.step)
         if command.dispatched_at is not None:
-            series.duration.observe(command.at - command.dispatched_at)
-        if command.outcome in _FAILED_OUTCOMES:
-            reason = command.reason or "error"
-            child = series.failures.get(reason)
+            key = (command.workflow, command.step)
+            child = self._durations.get(key)
             if child is None:
-                child = series.failures[reason] = self._step_failures.labels(
-                    command.workflow, command.step, reason
-                )
+                child = self._durations[key] = self._step_duration.labels(*key)
+            child.observe(command.at - command.dispatched_at)
+        if command.outcome in _FAILED_OUTCOMES:
+            failure = (command.workflow, command.step, command.reason or "error")
+            child = self._failures.get(failure)
+            if child is None:
+                child = self._failures[failure] = self._step_failures.labels(*failure)
             child.inc()
 
     def _job_started(self, command: JobStarted) -> None:
@@ -260,16 +259,5 @@ class Metrics:
                 self._jobs_started.labels(name),
                 self._jobs_running.labels(name),
                 self._job_duration.labels(name),
-            )
-        return series
-
-    def _step(self, workflow: str, step: str) -> _StepSeries:
-        key = (workflow, step)
-        series = self._steps.get(key)
-        if series is None:
-            series = self._steps[key] = _StepSeries(
-                self._step_requests.labels(workflow, step),
-                self._step_duration.labels(workflow, step),
-                {},
             )
         return series

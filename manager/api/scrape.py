@@ -9,7 +9,8 @@ from fastapi.responses import Response
 
 __all__ = ["MetricsSource", "router"]
 
-_TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
+# The media type's version is prometheus_client's (`MetricsSource.content_type`).
+_TEXT_FORMAT = "text/plain"
 
 
 class MetricsSource(Protocol):

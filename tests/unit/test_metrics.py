@@ -154,8 +154,8 @@ workflows:
     metrics.recovered(state.jobs.values())
     assert value(metrics, "jobs_running", workflow=WF) == 3
     assert value(metrics, "jobs_running", workflow="idle") == 0
-    # A recovered job ends: timed from its submission, since its start was before the restart.
-    metrics.observe([finished(at=60.0, job_id="00000000-0000-4000-8000-000000000010")])
+    # A recovered job ends: timed from its submission (90.0), as it started before the restart.
+    metrics.observe([finished(at=100.0, job_id="00000000-0000-4000-8000-000000000010")])
     assert value(metrics, "jobs_running", workflow=WF) == 2
     assert value(metrics, "job_duration_seconds_sum", workflow=WF) == 10.0
 
