@@ -77,7 +77,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    serve = commands.add_parser("serve", help="run the manager and its HTTP API")
+    serve = commands.add_parser(
+        "serve",
+        help="run the manager and its HTTP API",
+        description="Run the manager and its HTTP API: the API under /api, health at /healthz "
+        "and /readyz, Prometheus metrics at /metrics (README.md, Metrics).",
+    )
     serve.add_argument(
         "--config",
         default=env.get("WM_CONFIG", "workflows.yaml"),

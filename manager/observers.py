@@ -8,11 +8,11 @@ must not fail: it runs on the manager's loop, between the commit and the ack.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from manager.engine import Command, Job
 
-__all__ = ["Observer"]
+__all__ = ["Observer", "DeadLetterWatcher"]
 
 
 class Observer(Protocol):
@@ -24,4 +24,16 @@ class Observer(Protocol):
 
     def observe(self, commands: Sequence[Command]) -> None:
         """One event's commands, once its journal batch is committed."""
+        ...
+
+
+@runtime_checkable
+class DeadLetterWatcher(Protocol):
+    """An observer that also counts dead letters: told where the orchestrator makes one."""
+
+    def dead_lettered(self, reason: str) -> None:
+        """A message went to the dead-letter queue; `reason` is a short fixed label.
+
+        The labels: bad_reply, invalid_trigger, unknown_workflow, invalid_id, invalid_payload.
+        """
         ...

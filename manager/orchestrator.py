@@ -57,7 +57,7 @@ from manager.errors import (
 )
 from manager.ignoredlog import IgnoredLog
 from manager.journal import Batch, JobRow, Journal
-from manager.observers import Observer
+from manager.observers import DeadLetterWatcher, Observer
 from manager.outbox import Outbox
 from manager.recorder import (
     Record,
@@ -98,6 +98,9 @@ class Orchestrator:
     ) -> None:
         self.workflows = dict(workflows)
         self._observers = tuple(observers)
+        self._dead_letter_watchers = tuple(
+            o for o in self._observers if isinstance(o, DeadLetterWatcher)
+        )
         self.settings = settings
         self.journal = journal
         self.transport = transport
@@ -135,6 +138,11 @@ class Orchestrator:
     def disconnected_for_s(self) -> float | None:
         """Seconds since the broker connection was lost, or None while connected."""
         return self.transport.down_for_s
+
+    @property
+    def publishes_pending(self) -> int:
+        """Publishes sent and not yet confirmed, or waiting for the broker to be back."""
+        return self._outbox.pending
 
     # -- life cycle --------------------------------------------------------------------
 
@@ -239,7 +247,7 @@ class Orchestrator:
         log.debug("reply %s %d bytes", delivery.correlation_id, len(delivery.body))
         event = intake.reply_event(delivery, self.now(), self.settings.max_message_bytes)
         if isinstance(event, intake.Undeliverable):
-            await self._outbox.dead_letter(delivery, self._dead_letters, event.reason)
+            await self._dead_letter(delivery, event.reason, "bad_reply")
             self.transport.ack(delivery)
             return
         # A redelivered reply makes the very same requests (same message ids): send them now.
@@ -255,7 +263,7 @@ class Orchestrator:
             delivery, self.now(), self.new_id(), self.settings.max_message_bytes
         )
         if isinstance(event, intake.Undeliverable):
-            await self._reject(delivery, event.reason)
+            await self._reject(delivery, event.reason, "invalid_trigger")
             if delivery.reply_to:
                 await self._outbox.publish(
                     [rejection_notice(delivery.reply_to, delivery.correlation_id, event.reason)]
@@ -272,7 +280,8 @@ class Orchestrator:
         # sender's own id makes a redelivery yield the same job and messages: send them now.
         result, sending = await self._process(self.pinned(event), early=named)
         if result.rejected is not None:
-            await self._reject(delivery, result.rejected.reason)  # its answer is in `sending`
+            rejected = result.rejected  # its answer is in `sending`
+            await self._reject(delivery, rejected.reason, rejected.kind.replace("-", "_"))
         self.transport.ack(delivery)
         await asyncio.shield(sending)  # as in on_reply
 
@@ -288,13 +297,19 @@ class Orchestrator:
             await self._outbox.publish([notice])
         return True
 
-    async def _reject(self, delivery: Delivery, reason: str) -> None:
+    async def _reject(self, delivery: Delivery, reason: str, kind: str) -> None:
         """Dead-letter a trigger that cannot become a job."""
         log.warning(
             "trigger rejected: job=%s reason=%s", delivery.correlation_id, reason,
             extra={"job": delivery.correlation_id or None},
         )  # fmt: skip
+        await self._dead_letter(delivery, reason, kind)
+
+    async def _dead_letter(self, delivery: Delivery, reason: str, kind: str) -> None:
+        """Keep `delivery` in the dead-letter queue with `reason`; `kind` labels it in metrics."""
         await self._outbox.dead_letter(delivery, self._dead_letters, reason)
+        for watcher in self._dead_letter_watchers:
+            watcher.dead_lettered(kind)
 
     @property
     def _dead_letters(self) -> str:

@@ -42,6 +42,12 @@ class Outbox:
         self._retry_s = retry_s
         self._confirmed: list[tuple[str, float]] = []
         self._sending: set[str] = set()  # message ids being published now
+        self._in_flight = 0
+
+    @property
+    def pending(self) -> int:
+        """Publishes in flight: sent and not yet confirmed, or waiting for the broker."""
+        return self._in_flight
 
     async def publish(self, messages: Iterable[Outbound]) -> None:
         """Publish messages in parallel lanes; each journaled one is marked sent once confirmed."""
@@ -78,7 +84,11 @@ class Outbox:
                 await self._transport.declare([queue])  # deleted under us: make it again
                 await self._transport.dead_letter(delivery, queue, reason)
 
-        await self._until_sent(send)
+        self._in_flight += 1
+        try:
+            await self._until_sent(send)
+        finally:
+            self._in_flight -= 1
         log.warning("dead-lettered a message from '%s': %s", delivery.queue, reason)
 
     def flush(self) -> None:
@@ -94,9 +104,11 @@ class Outbox:
         message_id = message.message_id
         if message_id is not None:
             self._sending.add(message_id)
+        self._in_flight += 1
         try:
             await self._until_sent(lambda: self._send(message))
         finally:
+            self._in_flight -= 1
             if message_id is not None:
                 self._sending.discard(message_id)
         if message.message_id is not None:

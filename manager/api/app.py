@@ -16,6 +16,8 @@ from manager import __version__
 from manager.api.access import ApiToken, TokenGate, document_access, login_router
 from manager.api.errors import install_error_handlers
 from manager.api.routes import router
+from manager.api.scrape import MetricsSource
+from manager.api.scrape import router as metrics_router
 from manager.api.service import Clock, JobService
 
 __all__ = ["ApiToken", "JobService", "Clock", "create_app"]
@@ -38,17 +40,23 @@ _TAGS = [
     {"name": "access", "description": "The web UI's login, when the manager has an API token."},
     {
         "name": "health",
-        "description": "Broker connection (`/healthz`) and readiness to take work (`/readyz`).",
+        "description": "Broker connection (`/healthz`), readiness to take work (`/readyz`) "
+        "and Prometheus metrics (`/metrics`).",
     },
 ]
 
 
 def create_app(
-    service: JobService, *, clock: Clock = time.time, api_token: ApiToken | None = None
+    service: JobService,
+    *,
+    clock: Clock = time.time,
+    api_token: ApiToken | None = None,
+    metrics: MetricsSource | None = None,
 ) -> FastAPI:
     """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
 
-    With `api_token`, every route but the probes needs it (manager.api.access).
+    With `api_token`, every route but the probes needs it (manager.api.access). With
+    `metrics`, `GET /metrics` serves them (Prometheus text format).
     """
     app = FastAPI(
         title="workflow-manager",
@@ -64,6 +72,9 @@ def create_app(
     if api_token is not None:  # without a token there is nothing to log in to
         app.include_router(login_router)
         app.add_middleware(TokenGate, token=api_token)
+    if metrics is not None:
+        app.state.metrics = metrics
+        app.include_router(metrics_router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

@@ -80,6 +80,10 @@ class SqliteJournal:
         """The write error that failed the journal, or None while it is healthy."""
         return self._writer.failure
 
+    def watch_commits(self, on_commit: Callable[[float], None]) -> None:
+        """Call `on_commit(seconds)` after each group commit, with the time it took."""
+        self._writer.on_commit = on_commit
+
     def append(self, batch: Batch, *, lazy: bool = False) -> asyncio.Future[None]:
         """Queue `batch`; the future resolves when it is committed (JournalError if not).
 

@@ -33,6 +33,8 @@ class MemoryTransport:
         # A publish waits while this is clear (the broker "holds" confirms), for tests.
         self.confirming = asyncio.Event()
         self.confirming.set()
+        # Set once a publish waits for `confirming`: tests await it to know one is in flight.
+        self.holding = asyncio.Event()
         self._consumers: dict[str, Handler] = {}
         self._on_restored: list[Callable[[], Awaitable[None]]] = []
         self._tag = 0
@@ -79,6 +81,8 @@ class MemoryTransport:
 
     async def publish(self, message: Outbound) -> None:
         """Keep the message (Unroutable for an undeclared queue), once `confirming` is set."""
+        if not self.confirming.is_set():
+            self.holding.set()
         await self.confirming.wait()
         if not self.connected:
             raise BrokerError(f"publishing to queue '{message.queue}' failed: not connected")

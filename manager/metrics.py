@@ -1,0 +1,263 @@
+"""Prometheus metrics of one manager: counted from the committed commands, a few read at scrape.
+
+`Metrics` is an `Observer` (manager.observers): jobs and steps are counted from each committed
+event's commands, the running gauge is set again from the recovered jobs, and dead letters are
+counted where the orchestrator makes them. The broker connection and the publishes in flight
+are read from the orchestrator when /metrics is scraped; the journal reports each group
+commit's time through a callback. Labels are names from the workflow definitions, never ids.
+
+One `CollectorRegistry` per manager, never prometheus_client's global one. Observing is on the
+path of every message, so each label child is looked up once per (workflow, step) and kept.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from manager.engine import Command, Dispatch, Job, JobFinished, JobStarted, StepFinished
+
+__all__ = ["Metrics", "Watched", "METRIC_NAMES"]
+
+_P = "workflow_manager_"
+
+# A step takes milliseconds (a no-op worker) to an hour (a long computation); a job, up to days.
+STEP_BUCKETS_S = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
+    3600.0,
+)  # fmt: skip
+JOB_BUCKETS_S = (
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14_400.0,
+    86_400.0,
+)  # fmt: skip
+# A group commit is one transaction (one fsync): sub-millisecond to a slow disk's tenth.
+COMMIT_BUCKETS_S = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+)  # fmt: skip
+
+_FAILED_OUTCOMES = frozenset({"retrying", "failed"})
+
+METRIC_NAMES: dict[str, str] = {
+    f"{_P}jobs_started_total": "counter",
+    f"{_P}jobs_finished_total": "counter",
+    f"{_P}jobs_running": "gauge",
+    f"{_P}job_duration_seconds": "histogram",
+    f"{_P}step_requests_total": "counter",
+    f"{_P}step_failures_total": "counter",
+    f"{_P}step_duration_seconds": "histogram",
+    f"{_P}dead_letters_total": "counter",
+    f"{_P}journal_commit_seconds": "histogram",
+    f"{_P}broker_connected": "gauge",
+    f"{_P}outbox_pending": "gauge",
+}
+"""Every metric /metrics exposes, by its exposed name, with its type (for docs and tests)."""
+
+
+class Watched(Protocol):
+    """What the scrape-time gauges read: the orchestrator."""
+
+    @property
+    def connected(self) -> bool:
+        """True while connected to the broker, with the manager's consumers in place."""
+        ...
+
+    @property
+    def publishes_pending(self) -> int:
+        """Publishes sent and not yet confirmed (or waiting for the broker)."""
+        ...
+
+
+@dataclass(slots=True)
+class _WorkflowSeries:
+    """The label children of one workflow's job metrics."""
+
+    started: Any
+    running: Any
+    duration: Any
+
+
+class Metrics:
+    """The manager's Prometheus metrics, in a registry of its own; an Observer of committed runs."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, workflows: Iterable[str] = ()) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        wf, step = ["workflow"], ["workflow", "step"]
+        self._jobs_started = Counter(
+            f"{_P}jobs_started", "Top-level jobs started (a retried job starts again).", wf,
+            registry=r,
+        )  # fmt: skip
+        self._jobs_finished = Counter(
+            f"{_P}jobs_finished",
+            "Top-level jobs ended, by status (completed, failed, cancelled).",
+            [*wf, "status"], registry=r,
+        )  # fmt: skip
+        self._jobs_running = Gauge(
+            f"{_P}jobs_running", "Top-level jobs running now (their on_error steps too).", wf,
+            registry=r,
+        )  # fmt: skip
+        self._job_duration = Histogram(
+            f"{_P}job_duration_seconds", "Top-level jobs: seconds from (re)start to end.", wf,
+            buckets=JOB_BUCKETS_S, registry=r,
+        )  # fmt: skip
+        self._step_requests = Counter(
+            f"{_P}step_requests", "Step requests sent to workers (each attempt counts).", step,
+            registry=r,
+        )  # fmt: skip
+        self._step_failures = Counter(
+            f"{_P}step_failures",
+            "Failed step attempts, by reason (error, timeout, invalid_reply).",
+            [*step, "reason"], registry=r,
+        )  # fmt: skip
+        self._step_duration = Histogram(
+            f"{_P}step_duration_seconds",
+            "Step attempts: seconds from request to reply (or timeout); a task step's fan-out.",
+            step, buckets=STEP_BUCKETS_S, registry=r,
+        )  # fmt: skip
+        self._dead_letters = Counter(
+            f"{_P}dead_letters",
+            "Messages dead-lettered, by reason (bad_reply, invalid_trigger, unknown_workflow, "
+            "invalid_id, invalid_payload).",
+            ["reason"], registry=r,
+        )  # fmt: skip
+        self._commit_seconds = Histogram(
+            f"{_P}journal_commit_seconds", "Seconds per journal group commit (one transaction).",
+            buckets=COMMIT_BUCKETS_S, registry=r,
+        )  # fmt: skip
+        self._connected = Gauge(
+            f"{_P}broker_connected", "1 while connected to RabbitMQ, else 0.", registry=r
+        )
+        self._pending = Gauge(
+            f"{_P}outbox_pending", "Publishes in flight: sent, not yet confirmed.", registry=r
+        )
+        self._workflows: dict[str, _WorkflowSeries] = {}
+        # Label children by label values, each made the first time it is needed.
+        self._requests: dict[tuple[str, str], Any] = {}
+        self._durations: dict[tuple[str, str], Any] = {}
+        self._failures: dict[tuple[str, str, str], Any] = {}
+        self._finished: dict[tuple[str, str], Any] = {}
+        self._dead: dict[str, Any] = {}
+        # When each running top-level job (re)started; a recovered one counts from submission.
+        self._started_at: dict[str, float] = {}
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            Dispatch: self._dispatched,
+            StepFinished: self._step_finished,
+            JobStarted: self._job_started,
+            JobFinished: self._job_finished,
+        }
+        for name in workflows:
+            self._workflow(name)  # every workflow served shows, at 0, before its first job
+
+    def __repr__(self) -> str:
+        return f"<Metrics {len(self._workflows)} workflows {len(self._requests)} steps>"
+
+    def watch(self, source: Watched) -> None:
+        """Read the broker connection and the publishes in flight from `source` at each scrape."""
+        self._connected.set_function(lambda: 1.0 if source.connected else 0.0)
+        self._pending.set_function(lambda: float(source.publishes_pending))
+
+    def render(self) -> bytes:
+        """The metrics in the Prometheus text format (served as `content_type`)."""
+        return generate_latest(self.registry)
+
+    # -- what the pipeline reports -----------------------------------------------------
+
+    def recovered(self, jobs: Iterable[Job]) -> None:
+        """Set the running gauge from the jobs recovery brought back (top-level ones)."""
+        running: collections.Counter[str] = collections.Counter()
+        for job in jobs:
+            # A failed job still running its on_error steps has not ended yet (no JobFinished).
+            if job.parent is None and not job.is_settled:
+                running[job.workflow.name] += 1
+        for series in self._workflows.values():
+            series.running.set(0)
+        for name, count in running.items():
+            self._workflow(name).running.set(count)
+
+    def observe(self, commands: Sequence[Command]) -> None:
+        """Count one committed event's commands."""
+        handlers = self._handlers
+        for command in commands:
+            handler = handlers.get(type(command))
+            if handler is not None:
+                handler(command)
+
+    def dead_lettered(self, reason: str) -> None:
+        """A message went to the dead-letter queue; `reason` is a short fixed label."""
+        child = self._dead.get(reason)
+        if child is None:
+            child = self._dead[reason] = self._dead_letters.labels(reason)
+        child.inc()
+
+    def journal_committed(self, seconds: float) -> None:
+        """The journal wrote one group commit in `seconds`."""
+        self._commit_seconds.observe(seconds)
+
+    # -- commands ----------------------------------------------------------------------
+
+    def _dispatched(self, command: Dispatch) -> None:
+        key = (command.workflow, command.step)
+        child = self._requests.get(key)
+        if child is None:
+            child = self._requests[key] = self._step_requests.labels(*key)
+        child.inc()
+
+    def _step_finished(self, command: StepFinished) -> None:
+        if command.dispatched_at is not None:
+            key = (command.workflow, command.step)
+            child = self._durations.get(key)
+            if child is None:
+                child = self._durations[key] = self._step_duration.labels(*key)
+            child.observe(command.at - command.dispatched_at)
+        if command.outcome in _FAILED_OUTCOMES:
+            failure = (command.workflow, command.step, command.reason or "error")
+            child = self._failures.get(failure)
+            if child is None:
+                child = self._failures[failure] = self._step_failures.labels(*failure)
+            child.inc()
+
+    def _job_started(self, command: JobStarted) -> None:
+        if command.parent_id is not None:
+            return  # a child job counts in its steps, under its top-level workflow
+        series = self._workflow(command.workflow)
+        series.started.inc()
+        series.running.inc()
+        self._started_at[command.job_id] = command.at
+
+    def _job_finished(self, command: JobFinished) -> None:
+        if command.parent_id is not None:
+            return
+        series = self._workflow(command.workflow)
+        series.running.dec()
+        started_at = self._started_at.pop(command.job_id, command.submitted_at)
+        series.duration.observe(max(0.0, command.at - started_at))
+        key = (command.workflow, str(command.status))
+        child = self._finished.get(key)
+        if child is None:
+            child = self._finished[key] = self._jobs_finished.labels(*key)
+        child.inc()
+
+    # -- label children, made once ---------------------------------------------------------
+
+    def _workflow(self, name: str) -> _WorkflowSeries:
+        series = self._workflows.get(name)
+        if series is None:
+            series = self._workflows[name] = _WorkflowSeries(
+                self._jobs_started.labels(name),
+                self._jobs_running.labels(name),
+                self._job_duration.labels(name),
+            )
+        return series
