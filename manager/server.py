@@ -16,6 +16,8 @@ import uvicorn
 from manager.api import create_app
 from manager.config import Workflow
 from manager.errors import ManagerError
+from manager.events import EventHub
+from manager.events.publisher import EventPublisher
 from manager.journal import open_journal
 from manager.orchestrator import ManagerSettings, Orchestrator
 from manager.transport import Broker
@@ -92,21 +94,27 @@ async def serve(
         sock.close()
         raise
     transport = Broker(settings.amqp_url, settings.prefetch)
-    orchestrator = Orchestrator(workflows, settings, journal, transport)
+    events = EventHub()
+    publisher = None
+    if settings.events != "off":
+        publisher = EventPublisher(transport, settings.queue, settings.events)
+        events.add_sink(publisher)
+    orchestrator = Orchestrator(workflows, settings, journal, transport, observers=[events])
     # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
     # default thresholds the collector ran ~1,000 times replaying a 10,000-job journal and
     # took a quarter of the CPU per step (measured by the benchmark, bench/README.md).
     gc.set_threshold(50_000, 20, 100)
     try:
         await orchestrator.start()
+        if publisher is not None:
+            await publisher.start()
     except BaseException:
         sock.close()
         await journal.close()
         raise
     gc.freeze()  # what recovery built lives as long as the process: stop scanning it
-    config = uvicorn.Config(
-        create_app(orchestrator), host=host, port=port, log_level="warning", lifespan="off"
-    )
+    app = create_app(orchestrator, events=events)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
     server = _Server(config)
     http = asyncio.create_task(server.serve(sockets=[sock]), name="http")
     log.info("serving %d workflows; HTTP API on http://%s:%d", len(workflows), host, port)
@@ -115,7 +123,12 @@ async def serve(
     await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
     log.info("shutting down")
     server.should_exit = True
+    events.close()  # open event streams end, or the HTTP server would wait for them
+    if publisher is not None:
+        await publisher.drain(timeout_s=2.0)
     await orchestrator.stop()
+    if publisher is not None:
+        await publisher.stop()
     await http
     waiter.cancel()
     failed.cancel()

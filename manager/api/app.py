@@ -14,8 +14,10 @@ from fastapi.openapi.utils import get_openapi
 
 from manager import __version__
 from manager.api.errors import install_error_handlers
+from manager.api.events import install_events
 from manager.api.routes import router
 from manager.api.service import Clock, JobService
+from manager.events import EventHub
 
 __all__ = ["JobService", "Clock", "create_app"]
 
@@ -32,6 +34,7 @@ Paths and field names match the older Go tool's API, so its clients keep working
 _TAGS = [
     {"name": "workflows", "description": "Workflow definitions, and starting jobs."},
     {"name": "jobs", "description": "Running and finished jobs."},
+    {"name": "events", "description": "Run events as they happen (Server-Sent Events)."},
     {
         "name": "health",
         "description": "Broker connection (`/healthz`) and readiness to take work (`/readyz`).",
@@ -39,8 +42,13 @@ _TAGS = [
 ]
 
 
-def create_app(service: JobService, *, clock: Clock = time.time) -> FastAPI:
-    """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`."""
+def create_app(
+    service: JobService, *, clock: Clock = time.time, events: EventHub | None = None
+) -> FastAPI:
+    """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
+
+    `events`: the hub observing the orchestrator, served at `GET /api/events`.
+    """
     app = FastAPI(
         title="workflow-manager",
         description=_DESCRIPTION,
@@ -51,6 +59,8 @@ def create_app(service: JobService, *, clock: Clock = time.time) -> FastAPI:
     app.state.clock = clock
     install_error_handlers(app, router.routes)
     app.include_router(router)
+    if events is not None:
+        install_events(app, events)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

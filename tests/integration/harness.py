@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,15 +108,20 @@ class Manager:
 
 
 async def start_manager(
-    config: Path, queue: str, amqp_url: str, db: Path, log_level: str = "info"
+    config: Path,
+    queue: str,
+    amqp_url: str,
+    db: Path,
+    log_level: str = "info",
+    extra: Sequence[str] = (),
 ) -> Manager:
-    """Start the manager on a free port and wait until it serves HTTP."""
+    """Start the manager on a free port (`extra`: more serve options); wait until it serves."""
     port = free_port()
     process = await Process.start(
         "manager",
         sys.executable, "-m", "manager", "serve",
         "--config", str(config), "--queue", queue, "--amqp-url", amqp_url,
-        "--db", str(db), "--port", str(port), "--log-level", log_level,
+        "--db", str(db), "--port", str(port), "--log-level", log_level, *extra,
     )  # fmt: skip
     await process.wait_for_line(r"HTTP API on")
     return Manager(process, queue, f"http://127.0.0.1:{port}")
