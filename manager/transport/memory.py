@@ -89,7 +89,7 @@ class MemoryTransport:
             raise BrokerError(f"publishing to queue '{message.queue}' failed: not connected")
         if message.exchange:
             if message.exchange not in self.exchanges:
-                raise BrokerError(f"publishing to exchange '{message.exchange}' failed: it was not declared")
+                raise BrokerError(f"no exchange '{message.exchange}' was declared")
         elif message.queue not in self.declared:
             raise Unroutable(f"no queue '{message.queue}' exists; the message came back")
         self.published.append(message)

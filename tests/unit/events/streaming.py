@@ -39,7 +39,58 @@ class _Body(httpx.AsyncByteStream):
             await asyncio.wait_for(asyncio.shield(self._task), 5)
         except TimeoutError:
             self._task.cancel()
-            raise AssertionError("the app did not end its response after the client went")
+            raise AssertionError(
+                "the app did not end its response after the client went"
+            ) from None
+
+
+def _scope(request: httpx.Request) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": request.method,
+        "headers": [(k.lower(), v) for k, v in request.headers.raw],
+        "scheme": request.url.scheme,
+        "path": request.url.path,
+        "raw_path": request.url.raw_path.split(b"?")[0],
+        "query_string": request.url.query,
+        "server": (request.url.host, request.url.port),
+        "client": ("127.0.0.1", 123),
+        "root_path": "",
+    }
+
+
+class _Exchange:
+    """One request's ASGI `receive` and `send`, and what the app has sent so far."""
+
+    def __init__(self, body: bytes, max_chunks: int) -> None:
+        self.body: bytes | None = body
+        self.started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self.chunks: asyncio.Queue[bytes] = asyncio.Queue(max_chunks)
+        self.gone = asyncio.Event()
+
+    async def receive(self) -> Message:
+        if self.body is not None:
+            body, self.body = self.body, None
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def put(self, chunk: bytes) -> None:
+        if not self.gone.is_set():
+            await self.chunks.put(chunk)
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started.set_result((message["status"], list(message.get("headers", []))))
+        elif message["type"] == "http.response.body":
+            if message.get("body"):
+                await self.put(message["body"])
+            if not message.get("more_body", False):
+                await self.put(_DONE)
 
 
 class StreamingASGITransport(httpx.AsyncBaseTransport):
@@ -50,59 +101,20 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         self.max_chunks = max_chunks
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = await request.aread()
-        scope: dict[str, Any] = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": request.method,
-            "headers": [(k.lower(), v) for k, v in request.headers.raw],
-            "scheme": request.url.scheme,
-            "path": request.url.path,
-            "raw_path": request.url.raw_path.split(b"?")[0],
-            "query_string": request.url.query,
-            "server": (request.url.host, request.url.port),
-            "client": ("127.0.0.1", 123),
-            "root_path": "",
-        }
-        started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = (
-            asyncio.get_running_loop().create_future()
-        )
-        chunks: asyncio.Queue[bytes] = asyncio.Queue(self.max_chunks)
-        gone = asyncio.Event()
-        request_sent = False
-
-        async def receive() -> Message:
-            nonlocal request_sent
-            if not request_sent:
-                request_sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await gone.wait()
-            return {"type": "http.disconnect"}
-
-        async def put(chunk: bytes) -> None:
-            if not gone.is_set():
-                await chunks.put(chunk)
-
-        async def send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                started.set_result((message["status"], list(message.get("headers", []))))
-            elif message["type"] == "http.response.body":
-                if message.get("body"):
-                    await put(message["body"])
-                if not message.get("more_body", False):
-                    await put(_DONE)
+        exchange = _Exchange(await request.aread(), self.max_chunks)
 
         async def run() -> None:
             try:
-                await self.app(scope, receive, send)
+                await self.app(_scope(request), exchange.receive, exchange.send)
             except BaseException as exc:
-                if not started.done():
-                    started.set_exception(exc)
+                if not exchange.started.done():
+                    exchange.started.set_exception(exc)
                 raise
             finally:
-                await put(_DONE)
+                await exchange.put(_DONE)
 
         task = asyncio.create_task(run())
-        status, headers = await started
-        return httpx.Response(status, headers=headers, stream=_Body(chunks, gone, task))
+        status, headers = await exchange.started
+        return httpx.Response(
+            status, headers=headers, stream=_Body(exchange.chunks, exchange.gone, task)
+        )

@@ -19,8 +19,8 @@ def dispatch(step: str = "a", attempt: int = 1, job: str = ROOT) -> Dispatch:
     return Dispatch(job, ROOT, step, step, f"{job}:{step}", {}, "wf", attempt)
 
 
-def finished(status: str = "completed", job: str = ROOT) -> JobFinished:
-    return JobFinished(job, ROOT, "wf", "h", "wf", status, None, None, None, {}, 1.0, 12.0, {})
+def finished(status: str = "completed", job: str = ROOT, parent: str | None = None) -> JobFinished:
+    return JobFinished(job, ROOT, "wf", "h", "wf", status, None, None, parent, {}, 1.0, 12.0, {})
 
 
 def step_finished(outcome: str, reason: str | None = None) -> StepFinished:
@@ -67,16 +67,16 @@ def test_ids_count_up_and_a_resume_gets_what_was_missed_filtered():
 
 @pytest.mark.parametrize(
     ("after", "reason"),
-    [("5000-1", "no longer kept"), ("4000-3", "restarted"), ("5000-9", "no event 5000-9")],
+    [("5000-1", "no longer kept"), ("4000-4", "restarted"), ("5000-9", "no event 5000-9")],
 )
 def test_a_resume_the_ring_cannot_serve_is_a_reset(after, reason):
     hub = EventHub(capacity=2, clock=lambda: 5.0)
-    hub.observe([started(), dispatch("a"), dispatch("b")])  # the ring keeps 2 and 3
+    hub.observe([started(), dispatch("a"), dispatch("b"), dispatch("c")])  # the ring keeps 3, 4
     _, resume = hub.subscribe(EventFilter(), after=after)
     assert reason in (resume.reset or "") and resume.backlog == []
-    assert resume.latest_id == "5000-3"
-    _, fine = hub.subscribe(EventFilter(), after="5000-2")
-    assert fine.reset is None and [e.id for e in fine.backlog] == ["5000-3"]
+    assert resume.latest_id == "5000-4"
+    _, fine = hub.subscribe(EventFilter(), after="5000-2")  # missed 3 and 4: both kept
+    assert fine.reset is None and [e.id for e in fine.backlog] == ["5000-3", "5000-4"]
 
 
 def test_a_subscriber_that_falls_behind_is_overflowed_and_its_queue_dropped():

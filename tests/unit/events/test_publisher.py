@@ -28,7 +28,7 @@ async def _run(level: str) -> list[tuple[str, str, dict]]:
     assert transport.exchanges == {"wm.events"}
     hub.observe([started(), dispatch("a")])
     hub.observe([started(CHILD, ROOT), step_finished("failed", "timeout")])
-    hub.observe([finished("failed", CHILD), finished("completed")])
+    hub.observe([finished("failed", CHILD, ROOT), finished("completed")])
     await publisher.drain(timeout_s=5)
     await publisher.stop()
     return _published(transport)

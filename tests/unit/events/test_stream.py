@@ -70,10 +70,10 @@ async def test_a_reconnect_with_last_event_id_misses_nothing(rig, open_stream):
 
 
 async def test_a_resume_from_an_event_no_longer_kept_is_a_reset(rig_factory):
-    rig = await rig_factory(capacity=3)
+    rig = await rig_factory(capacity=2)
     first = await open_events(rig.http)
     await rig.orchestrator.submit("flow", {})
-    await rig.answer(await rig.request("prep"), {})  # 4 events so far: the ring keeps 3
+    await rig.answer(await rig.request("prep"), {})  # 4 events so far: the ring keeps 2
     oldest = (await first.take(1))[0]
     await first.close()
 
