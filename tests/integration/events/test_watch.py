@@ -31,7 +31,7 @@ async def test_watch_follows_a_fan_out_until_it_completes(site):
     code = await _exit_code(watch)
     output = watch.output
     assert code == 0, output
-    assert "step.dispatched prep attempt 1" in output
+    assert "step.completed prep attempt 1" in output
     assert "step.completed each" in output
     assert "each" in output and "[########################] 3/3" in output
     assert f"job {job_id}  fan  completed" in output
