@@ -132,6 +132,7 @@ class EventHub:
         self._last = 0
         self._subscribers: list[Subscription] = []
         self._sinks: list[Sink] = []
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"<EventHub last={self.event_id(self._last)} subscribers={len(self._subscribers)}>"
@@ -180,6 +181,8 @@ class EventHub:
         resume = self._resume(wanted, after)
         subscription = Subscription(self, wanted, self.queue_limit)
         self._subscribers.append(subscription)
+        if self._closed:
+            subscription.end()  # opened while the manager stops: ends at once
         return subscription, resume
 
     def unsubscribe(self, subscription: Subscription) -> None:
@@ -188,7 +191,9 @@ class EventHub:
             self._subscribers.remove(subscription)
 
     def close(self) -> None:
-        """End every open stream (the manager is stopping; HTTP waits for open responses)."""
+        """End every open stream, and those opened from now on (the manager is stopping, and
+        the HTTP server waits for open responses)."""
+        self._closed = True
         for subscription in list(self._subscribers):
             subscription.end()
 

@@ -41,3 +41,13 @@ async def test_bad_query_answers_400_over_http(site):
     response = await running.http.get("/api/events", params={"job": "42"})
     assert response.status_code == 400
     assert "query parameter 'job' '42' is not a UUID" in response.json()["error"]
+
+
+async def test_the_manager_stops_promptly_with_a_stream_open(site):
+    running = await site()
+    async with running.http.stream("GET", "/api/events") as response:
+        lines = response.aiter_lines()
+        assert await anext(lines) == ": connected"
+        # Its HTTP server waits for open responses: the stream must end for it to stop.
+        assert await running.manager.process.stop(timeout_s=10) == 0
+        assert [line async for line in lines] == [""]  # the end of the comment, then the end

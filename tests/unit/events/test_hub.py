@@ -96,3 +96,12 @@ def test_filters_match_the_job_its_children_and_the_workflow():
     assert not EventFilter(job="33333333-3333-4333-8333-333333333333").matches(child_event)
     assert EventFilter(workflow="wf").matches(child_event)
     assert not EventFilter(job=ROOT, workflow="other").matches(child_event)
+
+
+async def test_closing_the_hub_ends_every_stream_and_any_opened_after():
+    hub = EventHub()
+    before, _ = hub.subscribe(EventFilter())
+    hub.close()
+    after, _ = hub.subscribe(EventFilter())
+    assert before.closed and after.closed
+    assert await after.next_batch(timeout_s=60) == []  # at once, not after the timeout
