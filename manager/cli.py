@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import sys
 import uuid
@@ -16,6 +15,7 @@ from typing import Any
 from manager.bridge.cli import add_bridge_parser, bridge_command
 from manager.conformance.command import add_conformance_parser, run_conformance_command
 from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
+from manager.logformat import LOG_FORMATS
 
 __all__ = ["main", "build_parser"]
 
@@ -31,6 +31,7 @@ EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 EPILOG = """\
 examples:
   workflow-manager serve --config workflows.yaml --db wm.db --port 8080
+  WM_API_TOKEN=s3cret workflow-manager serve --host 0.0.0.0 --log-format json
   workflow-manager validate workflows.yaml
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
@@ -51,6 +52,9 @@ environment:
   WM_RETENTION               serve's --retention in days (default 7)
   WM_EVENTS                  serve's --events: jobs, steps or off (default jobs)
   WM_API_URL                 status's and watch's --api-url (default http://127.0.0.1:8080)
+  WM_API_TOKEN               serve's --api-token: the API asks every client for it; the
+                             commands that call the API send it
+  WM_LOG_FORMAT              serve's --log-format: text (default) or json
 
 exit codes: 0 ok, 1 job failed or invalid file, 2 bad arguments, 3 broker or API unreachable
 """
@@ -118,6 +122,20 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "either way (env WM_EVENTS; default: %(default)s)",
     )
     serve.add_argument(
+        "--log-format",
+        default=env.get("WM_LOG_FORMAT", "text"),
+        choices=LOG_FORMATS,
+        help="text, or json: one object a line with time, level, logger, message and the job,"
+        " workflow and step it is about (env WM_LOG_FORMAT; default: %(default)s)",
+    )
+    serve.add_argument(
+        "--api-token",
+        default=env.get("WM_API_TOKEN") or None,
+        metavar="TOKEN",
+        help="every HTTP route but /healthz, /readyz and /metrics needs 'Authorization: Bearer"
+        " TOKEN' (prefer the env WM_API_TOKEN: arguments show in ps)",
+    )
+    serve.add_argument(
         "--loop",
         default=env.get("WM_LOOP", "auto"),
         choices=EVENT_LOOPS,
@@ -144,11 +162,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     submit.add_argument("--amqp-url", default=amqp_url, help="RabbitMQ URL (env AMQP_URL)")
     submit.add_argument("--queue", default=queue, help="the manager's queue (default: %(default)s)")
-    submit.add_argument(
-        "--api-url",
-        default=env.get("WM_API_URL", DEFAULT_API_URL),
-        help="manager API, for --wait's progress (default: %(default)s)",
-    )
+    _add_api_options(submit, env, "manager API, for --wait's progress")
 
     for action, text in (
         ("cancel", "cancel a running job (its on_cancel steps run)"),
@@ -156,11 +170,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     ):
         control = commands.add_parser(action, help=text)
         control.add_argument("job_id", type=job_id_arg, help="job UUID")
-        control.add_argument(
-            "--api-url",
-            default=env.get("WM_API_URL", DEFAULT_API_URL),
-            help="manager API (default: %(default)s)",
-        )
+        _add_api_options(control, env)
 
     journal = commands.add_parser("journal", help="print a job's journal entries in order")
     journal.add_argument("job_id", type=job_id_arg, help="job UUID")
@@ -171,11 +181,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="show a job's state")
     status.add_argument("job_id", type=job_id_arg, help="job UUID")
-    status.add_argument(
-        "--api-url",
-        default=env.get("WM_API_URL", DEFAULT_API_URL),
-        help="manager API (default: %(default)s)",
-    )
+    _add_api_options(status, env)
     status.add_argument("--json", action="store_true", help="print the raw JSON")
 
     watch = commands.add_parser(
@@ -184,15 +190,28 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "(exit 0 completed, 1 failed or cancelled)",
     )
     watch.add_argument("job_id", type=job_id_arg, help="job UUID")
-    watch.add_argument(
-        "--api-url",
-        default=env.get("WM_API_URL", DEFAULT_API_URL),
-        help="manager API; follows GET /api/events?job=ID (default: %(default)s)",
-    )
+    _add_api_options(watch, env, "manager API; watch follows GET /api/events?job=ID")
     _add_dead_letters_parser(commands, amqp_url, queue)
     add_bridge_parser(commands, env, amqp_url)
     add_conformance_parser(commands, amqp_url)
     return parser
+
+
+def _add_api_options(
+    parser: argparse.ArgumentParser, env: Mapping[str, str], what: str = "manager API"
+) -> None:
+    """--api-url and --api-token, for the commands that call the manager's HTTP API."""
+    parser.add_argument(
+        "--api-url",
+        default=env.get("WM_API_URL", DEFAULT_API_URL),
+        help=f"{what} (env WM_API_URL; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--api-token",
+        default=env.get("WM_API_TOKEN") or None,
+        metavar="TOKEN",
+        help="the manager's API token, when it has one (prefer the env WM_API_TOKEN)",
+    )
 
 
 def _add_dead_letters_parser(commands: Any, amqp_url: str, queue: str) -> None:
@@ -263,15 +282,18 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from manager.api import ApiToken
     from manager.config import load_workflows
+    from manager.logformat import configure_logging
     from manager.orchestrator import ManagerSettings
     from manager.server import run, serve
 
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("aio_pika").setLevel(logging.WARNING)
-    logging.getLogger("aiormq").setLevel(logging.WARNING)
+    if args.log_format not in LOG_FORMATS:  # argparse checks only what is typed, not the env
+        return _usage(f"WM_LOG_FORMAT must be text or json, got {args.log_format!r}")
+    if args.api_token == "":  # the env's empty value is None: this one was typed
+        return _usage("--api-token is empty; give the token, or leave the option out")
+    configure_logging(args.log_level, args.log_format)
+    api_token = ApiToken(args.api_token) if args.api_token else None
     workflows = load_workflows(args.config)
     if args.retention <= 0:
         return _usage(f"--retention must be a number of days above 0, got {args.retention}")
@@ -281,7 +303,9 @@ def _serve(args: argparse.Namespace) -> int:
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
         events=args.events,
     )  # fmt: skip
-    run(serve(workflows, settings, args.db, args.host, args.port), args.loop)
+    run(
+        serve(workflows, settings, args.db, args.host, args.port, api_token=api_token), args.loop
+    )
     return EXIT_OK
 
 
@@ -314,7 +338,7 @@ def _submit(args: argparse.Namespace) -> int:
     async def show_progress() -> None:
         nonlocal last_line
         try:
-            line = progress_line(await fetch_job(args.api_url, job_id))
+            line = progress_line(await fetch_job(args.api_url, job_id, args.api_token))
         except ManagerError:
             return  # progress is a courtesy; the outcome message is what counts
         if line != last_line and sys.stderr.isatty():
@@ -331,7 +355,9 @@ def _submit(args: argparse.Namespace) -> int:
         if not args.wait:
             return await sending
         opened = asyncio.Event()
-        follower = asyncio.create_task(follow_job(args.api_url, job_id, show_progress, opened))
+        follower = asyncio.create_task(
+            follow_job(args.api_url, job_id, show_progress, opened, api_token=args.api_token)
+        )
         try:
             # Trigger once the stream is open, so no event of the job falls before it.
             with contextlib.suppress(TimeoutError):
@@ -369,7 +395,7 @@ def _control(args: argparse.Namespace) -> int:
     from manager.client import control_job
 
     job_id = args.job_id
-    job = asyncio.run(control_job(args.api_url, job_id, args.command))
+    job = asyncio.run(control_job(args.api_url, job_id, args.command, args.api_token))
     print(f"job {job_id}: {job.get('status')}")
     return EXIT_OK
 
@@ -426,7 +452,7 @@ def _dead_letters(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace) -> int:
     from manager.watch import watch_job
 
-    status = asyncio.run(watch_job(args.api_url, args.job_id, sys.stdout))
+    status = asyncio.run(watch_job(args.api_url, args.job_id, sys.stdout, args.api_token))
     return EXIT_OK if status == "completed" else EXIT_FAILED
 
 
@@ -434,7 +460,7 @@ def _status(args: argparse.Namespace) -> int:
     from manager.client import fetch_job
 
     job_id = args.job_id
-    job = asyncio.run(fetch_job(args.api_url, job_id))
+    job = asyncio.run(fetch_job(args.api_url, job_id, args.api_token))
     if args.json:
         print(json.dumps(job, indent=2))
     else:

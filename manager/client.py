@@ -24,7 +24,15 @@ from manager.transport import (
 )
 from manager.transport.errors import broker_errors
 
-__all__ = ["Outcome", "submit_job", "follow_job", "fetch_job", "control_job", "progress_line"]
+__all__ = [
+    "Outcome",
+    "api_headers",
+    "submit_job",
+    "follow_job",
+    "fetch_job",
+    "control_job",
+    "progress_line",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +111,7 @@ async def follow_job(
     on_change: Callable[[], Awaitable[Any]],
     opened: asyncio.Event | None = None,
     every_s: float = 0.25,
+    api_token: str | None = None,
 ) -> None:
     """Await `on_change()` when job `job_id` (or a child) changes, at most every `every_s`.
 
@@ -115,7 +124,9 @@ async def follow_job(
     shown_at = 0.0
     try:
         async with (
-            httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None)) as http,
+            httpx.AsyncClient(
+                timeout=httpx.Timeout(10.0, read=None), headers=api_headers(api_token)
+            ) as http,
             http.stream("GET", url, params={"job": job_id}) as response,
         ):
             if opened is not None:
@@ -133,22 +144,29 @@ async def follow_job(
             opened.set()
 
 
-async def fetch_job(api_url: str, job_id: str) -> dict[str, Any]:
+async def fetch_job(api_url: str, job_id: str, api_token: str | None = None) -> dict[str, Any]:
     """A job as `GET /api/job/{id}` shows it; ManagerError with the API's message otherwise."""
-    return await _call(api_url, "GET", f"/api/job/{job_id}")
+    return await _call(api_url, "GET", f"/api/job/{job_id}", api_token)
 
 
-async def control_job(api_url: str, job_id: str, action: str) -> dict[str, Any]:
+async def control_job(
+    api_url: str, job_id: str, action: str, api_token: str | None = None
+) -> dict[str, Any]:
     """Cancel (`DELETE /api/job/{id}`) or retry (`POST .../retry`) a job; returns the job."""
     if action == "cancel":
-        return await _call(api_url, "DELETE", f"/api/job/{job_id}")
-    return await _call(api_url, "POST", f"/api/job/{job_id}/retry")
+        return await _call(api_url, "DELETE", f"/api/job/{job_id}", api_token)
+    return await _call(api_url, "POST", f"/api/job/{job_id}/retry", api_token)
 
 
-async def _call(api_url: str, method: str, path: str) -> dict[str, Any]:
+def api_headers(api_token: str | None) -> dict[str, str]:
+    """The headers a call to the manager's API carries: the bearer token when there is one."""
+    return {"Authorization": f"Bearer {api_token}"} if api_token else {}
+
+
+async def _call(api_url: str, method: str, path: str, api_token: str | None) -> dict[str, Any]:
     url = f"{api_url.rstrip('/')}{path}"
     try:
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, headers=api_headers(api_token)) as client:
             response = await client.request(method, url)
     except httpx.HTTPError as exc:
         raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc

@@ -55,6 +55,7 @@ from manager.errors import (
     SubmitError,
     UnknownWorkflow,
 )
+from manager.ignoredlog import IgnoredLog
 from manager.journal import Batch, JobRow, Journal
 from manager.observers import Observer
 from manager.outbox import Outbox
@@ -107,6 +108,7 @@ class Orchestrator:
         self._state = EngineState.from_workflows(self.workflows)
         self._outbox = Outbox(transport, journal, clock, self._fail, settings.publish_retry_s)
         self._timers = Timekeeper(clock, self._timer_due)
+        self._ignored = IgnoredLog(log)
         # Rows of jobs that ended, until their batch is committed: they may have left memory.
         self._ended: dict[str, JobRow] = {}
         self._in_flight = 0
@@ -169,6 +171,7 @@ class Orchestrator:
         if self._retention is not None:
             self._retention.cancel()
         self._timers.close()  # journaled: the next start arms them again
+        self._ignored.close()
         await self.transport.stop_consuming()
         await self._idle.wait()
         await self.transport.close()
@@ -278,7 +281,7 @@ class Orchestrator:
         row = await self.finished_row(event.job_id)
         if row is None:
             return False
-        log.info("duplicate trigger for finished job=%s", row.id)
+        log.info("duplicate trigger for finished job=%s", row.id, extra={"job": row.id})
         if event.reply_to:
             entry, notice = finished_notice(row, event.reply_to, event.at)
             await self.journal.append(Batch(events=[entry]))
@@ -287,7 +290,10 @@ class Orchestrator:
 
     async def _reject(self, delivery: Delivery, reason: str) -> None:
         """Dead-letter a trigger that cannot become a job."""
-        log.warning("trigger rejected: job=%s reason=%s", delivery.correlation_id, reason)
+        log.warning(
+            "trigger rejected: job=%s reason=%s", delivery.correlation_id, reason,
+            extra={"job": delivery.correlation_id or None},
+        )  # fmt: skip
         await self._outbox.dead_letter(delivery, self._dead_letters, reason)
 
     @property
@@ -337,7 +343,9 @@ class Orchestrator:
     def _carry_out(self, command: Command) -> None:
         """What a command asks of the manager itself, once its event is journaled."""
         _log_command(command)
-        if isinstance(command, StartTimer):
+        if isinstance(command, Ignored):
+            self._ignored.ignored(command.subject, command.reason)
+        elif isinstance(command, StartTimer):
             self._timers.arm(command.key, command.due_at)
         elif isinstance(command, CancelTimer):
             self._timers.cancel(command.key)
@@ -477,22 +485,27 @@ def _log_crash(task: asyncio.Task[None]) -> None:
 def _log_command(command: Command) -> None:
     if isinstance(command, JobStarted):
         level = logging.INFO if command.parent_id is None else logging.DEBUG
-        log.log(level, "job started job=%s workflow=%s", command.job_id, command.workflow)
+        log.log(
+            level, "job started job=%s workflow=%s", command.job_id, command.workflow,
+            extra={"job": command.job_id, "workflow": command.workflow},
+        )  # fmt: skip
     elif isinstance(command, JobFinished):
         level = logging.INFO if command.parent_id is None else logging.DEBUG
         detail = f" error={command.error}" if command.error else ""
         log.log(
             level, "job %s job=%s workflow=%s%s",
             command.status, command.job_id, command.workflow, detail,
+            extra={
+                "job": command.job_id,
+                "workflow": command.workflow,
+                "step": (command.error or {}).get("step"),
+            },
         )  # fmt: skip
-    elif isinstance(command, Ignored):
-        # At-least-once delivery makes duplicates normal (after an outage, many): the journal
-        # keeps each with its reason (`workflow-manager journal`).
-        log.debug("ignored %s: %s", command.subject, command.reason)
     elif isinstance(command, StartTimer):
         key = timer_keys.parse(command.key)
         if key is not None and key.is_retry:
             log.info(
                 "retry scheduled job=%s step=%s attempt=%s at=%.3f",
                 key.job_id, key.step, key.attempt, command.due_at,
+                extra={"job": key.job_id, "step": key.step, "attempt": key.attempt},
             )  # fmt: skip

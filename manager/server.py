@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import logging
 import signal
 import socket
@@ -13,7 +14,7 @@ from typing import Any
 
 import uvicorn
 
-from manager.api import create_app
+from manager.api import ApiToken, create_app
 from manager.config import Workflow
 from manager.errors import ManagerError
 from manager.events import EventHub
@@ -50,6 +51,14 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _loopback(sock: socket.socket) -> bool:
+    """True when `sock` is bound to a loopback address: only this host can reach it."""
+    try:
+        return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
+    except ValueError:
+        return False
+
+
 def run(main: Coroutine[Any, Any, None], event_loop: str = "auto") -> None:
     """Run `main` to the end on uvloop ("auto": where it is installed) or asyncio's own loop.
 
@@ -78,8 +87,11 @@ async def serve(
     host: str,
     port: int,
     stop: asyncio.Event | None = None,
+    api_token: ApiToken | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM (or `stop` is set): stop consuming, finish in hand, close.
+
+    With `api_token`, the HTTP API asks every client but the probes for it.
 
     Raises the journal's error if the journal fails while running (after a clean stop).
     """
@@ -88,6 +100,11 @@ async def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     sock = listen(host, port)
+    if api_token is None and not _loopback(sock):
+        log.warning(
+            "the HTTP API listens on %s:%d with no API token: anyone who can reach it can start, "
+            "cancel and read jobs; set --api-token or WM_API_TOKEN", host, port,
+        )  # fmt: skip
     try:
         journal = await open_journal(db)
     except BaseException:
@@ -113,11 +130,20 @@ async def serve(
         await journal.close()
         raise
     gc.freeze()  # what recovery built lives as long as the process: stop scanning it
-    app = create_app(orchestrator, events=events)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        create_app(orchestrator, api_token=api_token, events=events),
+        host=host,
+        port=port,
+        log_level="warning",
+        log_config=None,  # uvicorn's lines go through our handler, in the same format
+        lifespan="off",
+    )
     server = _Server(config)
     http = asyncio.create_task(server.serve(sockets=[sock]), name="http")
-    log.info("serving %d workflows; HTTP API on http://%s:%d", len(workflows), host, port)
+    access = "; every route but the probes needs the API token" if api_token else ""
+    log.info(
+        "serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access
+    )
     waiter = asyncio.create_task(stop.wait())
     failed = asyncio.create_task(orchestrator.failed.wait())
     await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)

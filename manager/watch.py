@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import httpx
 
+from manager.client import api_headers
 from manager.errors import ApiUnreachable, ManagerError
 from manager.events.sse import SseMessage, read_events
 
@@ -195,7 +196,13 @@ async def _consume(
             return job["status"], last_id
 
 
-async def watch_job(api_url: str, job_id: str, out: TextIO, refresh_s: float = 0.2) -> str:
+async def watch_job(
+    api_url: str,
+    job_id: str,
+    out: TextIO,
+    api_token: str | None = None,
+    refresh_s: float = 0.2,
+) -> str:
     """Follow job `job_id` until it ends; returns its status (completed, failed or cancelled).
 
     ManagerError when there is no such job; ApiUnreachable when the API cannot be reached
@@ -205,7 +212,9 @@ async def watch_job(api_url: str, job_id: str, out: TextIO, refresh_s: float = 0
     last_id: str | None = None
     down_since: float | None = None
     timeout = httpx.Timeout(10.0, read=None)  # an idle stream gets only a heartbeat now and then
-    async with httpx.AsyncClient(base_url=api_url.rstrip("/"), timeout=timeout) as http:
+    async with httpx.AsyncClient(
+        base_url=api_url.rstrip("/"), timeout=timeout, headers=api_headers(api_token)
+    ) as http:
         while True:
             try:
                 status, last_id = await _follow(http, job_id, view, last_id, refresh_s)

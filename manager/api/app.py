@@ -13,13 +13,14 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from manager import __version__
+from manager.api.access import ApiToken, TokenGate, document_access, login_router
 from manager.api.errors import install_error_handlers
 from manager.api.events import install_events
 from manager.api.routes import router
 from manager.api.service import Clock, JobService
 from manager.events import EventHub
 
-__all__ = ["JobService", "Clock", "create_app"]
+__all__ = ["ApiToken", "JobService", "Clock", "create_app"]
 
 _DESCRIPTION = """\
 Start jobs of the workflows the manager serves, and watch them run.
@@ -27,6 +28,8 @@ Start jobs of the workflows the manager serves, and watch them run.
 * `POST /api/workflow/{name}` starts a job; the JSON body is its payload.
 * `GET /api/job/{id}` shows a job's steps, result or error; child jobs of task steps too.
 * Every error answers `{"error": "..."}` with a 4xx status (5xx only for a manager bug).
+* When the manager runs with `--api-token`, every route but `/healthz`, `/readyz` and
+  `/metrics` needs `Authorization: Bearer <token>` (or the cookie `POST /ui/login` sets).
 
 Paths and field names match the older Go tool's API, so its clients keep working.
 """
@@ -35,6 +38,7 @@ _TAGS = [
     {"name": "workflows", "description": "Workflow definitions, and starting jobs."},
     {"name": "jobs", "description": "Running and finished jobs."},
     {"name": "events", "description": "Run events as they happen (Server-Sent Events)."},
+    {"name": "access", "description": "The web UI's login, when the manager has an API token."},
     {
         "name": "health",
         "description": "Broker connection (`/healthz`) and readiness to take work (`/readyz`).",
@@ -43,10 +47,15 @@ _TAGS = [
 
 
 def create_app(
-    service: JobService, *, clock: Clock = time.time, events: EventHub | None = None
+    service: JobService,
+    *,
+    clock: Clock = time.time,
+    api_token: ApiToken | None = None,
+    events: EventHub | None = None,
 ) -> FastAPI:
     """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
 
+    With `api_token`, every route but the probes needs it (manager.api.access).
     `events`: the hub observing the orchestrator, served at `GET /api/events`.
     """
     app = FastAPI(
@@ -57,16 +66,21 @@ def create_app(
     )
     app.state.service = service
     app.state.clock = clock
-    install_error_handlers(app, router.routes)
+    app.state.api_token = api_token
+    install_error_handlers(app, [*router.routes, *login_router.routes])
     app.include_router(router)
     if events is not None:
         install_events(app, events)
+    if api_token is not None:  # without a token there is nothing to log in to
+        app.include_router(login_router)
+        app.add_middleware(TokenGate, token=api_token)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's schema without the 422 answers it adds to every route: ours answer 400."""
+    """FastAPI's schema without the 422 answers it adds to every route (ours answer 400), and
+    with the token's security scheme and 401 answers when the manager has one."""
     if app.openapi_schema is None:
         schema = get_openapi(
             title=app.title,
@@ -81,5 +95,6 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         schemas = schema.get("components", {}).get("schemas", {})
         for unused in ("HTTPValidationError", "ValidationError"):
             schemas.pop(unused, None)
+        document_access(schema, token_set=app.state.api_token is not None)
         app.openapi_schema = schema
     return app.openapi_schema

@@ -47,24 +47,47 @@ async def _clock(request: Request) -> Clock:
 Service = Annotated[JobService, Depends(_service)]
 Now = Annotated[Clock, Depends(_clock)]
 WorkflowName = Annotated[str, Path(description="The workflow's name.")]
+JobIdPath = Annotated[
+    str,
+    Path(
+        description="The job's id: a UUID, in any letter case.",
+        json_schema_extra={"format": "uuid"},
+    ),
+]
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorBody} for code in codes}
 
 
+_UUID = {"type": "string", "format": "uuid"}
 _PAYLOAD_DOC: dict[str, Any] = {
+    # `?id=` is declared here rather than by FastAPI, which would make it "string or null".
+    "parameters": [
+        {
+            "name": "id",
+            "in": "query",
+            "required": False,
+            "description": "The new job's id (a UUID); generated when not given. When the "
+            "body has a string `id` too, both must name the same job (else 400).",
+            "schema": _UUID,
+        }
+    ],
     "requestBody": {
         "required": True,
         "description": "The job payload: any JSON object. A string `id` in it is taken as the "
-        "job id, like `?id=`.",
+        "job id, like `?id=`, so it must be a UUID; any other `id` is just payload.",
         "content": {
             "application/json": {
-                "schema": {"type": "object", "additionalProperties": True},
+                "schema": {
+                    "type": "object",
+                    "properties": {"id": {"anyOf": [_UUID, {"not": {"type": "string"}}]}},
+                    "additionalProperties": True,
+                },
                 "example": {"text": "It was a bright cold day in April"},
             }
         },
-    }
+    },
 }
 
 router = APIRouter()
@@ -87,10 +110,7 @@ async def submit_job(
     name: WorkflowName,
     request: Request,
     service: Service,
-    job_id: Annotated[
-        str | None,
-        Query(alias="id", description="The new job's id (a UUID); generated when not given."),
-    ] = None,
+    job_id: Annotated[str | None, Query(alias="id", include_in_schema=False)] = None,
 ) -> dict[str, Any]:
     """Start a job of workflow `name`; the JSON object body is its payload."""
     if name not in service.workflows:
@@ -148,7 +168,7 @@ async def running_jobs(service: Service) -> dict[str, Any]:
     responses=_errors(400, 404),
 )
 async def job_detail(
-    job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
+    job_id: JobIdPath,
     service: Service,
     now: Now,
 ) -> JSONResponse:
@@ -169,7 +189,7 @@ async def job_detail(
     responses=_errors(400, 404, 409),
 )
 async def cancel_job(
-    job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
+    job_id: JobIdPath,
     service: Service,
     now: Now,
 ) -> JSONResponse:
@@ -186,7 +206,7 @@ async def cancel_job(
     responses=_errors(400, 404, 409),
 )
 async def retry_job(
-    job_id: Annotated[str, Path(description="The job's id: a UUID, in any letter case.")],
+    job_id: JobIdPath,
     service: Service,
     now: Now,
 ) -> JSONResponse:

@@ -2,6 +2,10 @@
 
 Each command carries everything the stages after the engine need (the journal's rows, the
 messages to publish), so nothing reads the engine's state after `apply`.
+
+Commands are plain slotted dataclasses, not frozen ones: a frozen dataclass sets each field
+through `object.__setattr__`, and the engine makes several commands per event (replaying a
+journal makes millions). Treat them as read-only all the same.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Subject:
     """The job an event concerned (None: none) and its top-level job: where the journal files it.
 
@@ -36,7 +40,7 @@ class Subject:
     root_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Dispatch:
     """Publish a step request to `queue`; `workflow` is the top-level workflow's name."""
 
@@ -55,7 +59,7 @@ class Dispatch:
         return f"{self.correlation_id}:{self.attempt}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepFinished:
     """A step (or one attempt of it) ended, for those who watch runs: events and metrics.
 
@@ -77,7 +81,7 @@ class StepFinished:
     at: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobStarted:
     """A job (or child job, when `parent_id` is set) began, or began again after a retry.
 
@@ -96,7 +100,7 @@ class JobStarted:
     at: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobFinished:
     """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
@@ -115,7 +119,7 @@ class JobFinished:
     snapshot: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NotifyOutcome:
     """Tell a trigger's `reply_to` how its job ended (`status`: completed, failed or cancelled)."""
 
@@ -126,7 +130,7 @@ class NotifyOutcome:
     body: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobRejected:
     """A submission was refused; `reason` is written for the person who sent it.
 
@@ -140,7 +144,7 @@ class JobRejected:
     kind: str = "invalid-payload"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ignored:
     """An event changed nothing (duplicate, late or stray); reported so it can be logged."""
 
@@ -148,7 +152,7 @@ class Ignored:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StartTimer:
     """Deliver TimerFired(key) at `due_at` (unix seconds), unless cancelled first."""
 
@@ -156,14 +160,14 @@ class StartTimer:
     due_at: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelTimer:
     """The timer `key` is no longer wanted."""
 
     key: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Refused:
     """A cancel or retry request cannot be done; `kind` is "not-found" or "conflict"."""
 

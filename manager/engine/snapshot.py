@@ -17,7 +17,9 @@ __all__ = ["root_of", "descendants", "forget", "snapshot", "restore"]
 
 def root_of(state: EngineState, job: Job) -> str:
     """The id of the top-level job `job` belongs to (itself when it has no parent)."""
-    while job.parent is not None:
+    if job.root_id:
+        return job.root_id
+    while job.parent is not None:  # a job restored from its snapshot does not know it
         parent = state.jobs.get(job.parent.job_id)
         if parent is None:
             return job.parent.job_id

@@ -99,6 +99,9 @@ class Job:
     branch: str | None = None
     branch_input: dict[str, Any] | None = None
     branch_left: int = 0
+    # The top-level job's id, kept when the job is made: every command of a child names it,
+    # and walking up the parents for each would cost as much as the rest of the event.
+    root_id: str = ""
 
     @property
     def is_running(self) -> bool:

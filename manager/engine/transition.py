@@ -60,14 +60,14 @@ class Transition(FailureRules, JobControl):
     def concerns(self, job: Job | None, job_id: str | None = None) -> None:
         """Note the job this event is about (for the journal); `job_id` when it is not in memory."""
         if job is not None:
-            self.subject = Subject(job.id, root_of(self.state, job))
+            self.subject = Subject(job.id, job.root_id)
         elif job_id is not None:
             self.subject = Subject(job_id, self.root_of_gone(job_id))
 
     def started(self, job: Job) -> JobStarted:
         """The JobStarted command for a job that (re)starts now."""
         return JobStarted(
-            job.id, root_of(self.state, job), job.workflow.name, job.workflow.content_hash,
+            job.id, job.root_id, job.workflow.name, job.workflow.content_hash,
             job.flow.name, job.parent.job_id if job.parent else None, job.payload,
             job.submitted_at, self.at,
         )  # fmt: skip
@@ -79,7 +79,7 @@ class Transition(FailureRules, JobControl):
         sent_at = run.started_at if run.spec.task is not None else run.dispatched_at
         self.commands.append(
             StepFinished(
-                job.id, root_of(self.state, job), job.workflow.name, run.name, run.attempt,
+                job.id, job.root_id, job.workflow.name, run.name, run.attempt,
                 outcome, reason, message, sent_at, self.at,
             )  # fmt: skip
         )
@@ -87,7 +87,7 @@ class Transition(FailureRules, JobControl):
     def finished(self, job: Job) -> JobFinished:
         """The JobFinished command for a job that has just settled, with its final snapshot."""
         return JobFinished(
-            job.id, root_of(self.state, job), job.workflow.name, job.workflow.content_hash,
+            job.id, job.root_id, job.workflow.name, job.workflow.content_hash,
             job.flow.name, job.status, job.result, job.error,
             job.parent.job_id if job.parent else None, job.payload, job.submitted_at, self.at,
             snapshot(job),
@@ -189,6 +189,7 @@ class Transition(FailureRules, JobControl):
     ) -> Job:
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
+        job.root_id = self.state.jobs[parent.job_id].root_id if parent else job_id
         self.state.jobs[job_id] = job
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
@@ -286,7 +287,7 @@ class Transition(FailureRules, JobControl):
         self.commands.append(
             Dispatch(
                 job_id=job.id,
-                root_id=root_of(self.state, job),
+                root_id=job.root_id,
                 step=run.name,
                 queue=run.spec.queue_name,
                 correlation_id=f"{job.id}:{run.name}",

@@ -41,11 +41,16 @@ class System:
     config: Path
     db: Path
     amqp_url: str
+    manager_args: tuple[str, ...] = ()
+    manager_env: dict[str, str] | None = None
 
     async def restart(self, sig: int = signal.SIGTERM) -> int:
         """Stop the manager (gracefully, or SIGKILL) and start it again on the same journal."""
         code = await self.manager.process.stop(sig)
-        self.manager = await start_manager(self.config, self.manager.queue, self.amqp_url, self.db)
+        self.manager = await start_manager(
+            self.config, self.manager.queue, self.amqp_url, self.db,
+            extra_args=self.manager_args, env=self.manager_env,
+        )  # fmt: skip
         await self.http.aclose()
         self.http = httpx.AsyncClient(base_url=self.manager.api_url, timeout=10)
         return code
@@ -129,10 +134,17 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
         step_queues: list[str] = (),
         worker: str | None = None,
         worker_env: dict[str, str] | None = None,
+        log_level: str = "info",
+        manager_args: tuple[str, ...] = (),
+        manager_env: dict[str, str] | None = None,
     ) -> System:
         config = tmp_path / "workflows.yaml"
         config.write_text(yaml_text.replace("{p}", unique))
-        manager = await start_manager(config, f"{unique}.wm", amqp_url, tmp_path / "wm.db")
+        db = tmp_path / "wm.db"
+        manager = await start_manager(
+            config, f"{unique}.wm", amqp_url, db, log_level,
+            extra_args=manager_args, env=manager_env,
+        )  # fmt: skip
         workers = []
         if step_queues or worker:
             env = {
@@ -143,7 +155,10 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
             workers.append(await start_worker(target, amqp_url, env))
         http = httpx.AsyncClient(base_url=manager.api_url, timeout=10)
         db = tmp_path / "wm.db"
-        system = System(unique, manager, workers, channel, http, config, db, amqp_url)
+        system = System(
+            unique, manager, workers, channel, http, config, db, amqp_url,
+            manager_args, manager_env,
+        )  # fmt: skip
         started.append(system)
         return system
 

@@ -113,15 +113,20 @@ async def start_manager(
     amqp_url: str,
     db: Path,
     log_level: str = "info",
-    extra: Sequence[str] = (),
+    extra_args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
 ) -> Manager:
-    """Start the manager on a free port (`extra`: more serve options); wait until it serves."""
+    """Start the manager on a free port and wait until it serves HTTP.
+
+    `extra_args` go after serve's own (e.g. `--log-format json`); `env` adds to the environment.
+    """
     port = free_port()
     process = await Process.start(
         "manager",
         sys.executable, "-m", "manager", "serve",
         "--config", str(config), "--queue", queue, "--amqp-url", amqp_url,
-        "--db", str(db), "--port", str(port), "--log-level", log_level, *extra,
+        "--db", str(db), "--port", str(port), "--log-level", log_level, *extra_args,
+        env=env,
     )  # fmt: skip
     await process.wait_for_line(r"HTTP API on")
     return Manager(process, queue, f"http://127.0.0.1:{port}")

@@ -98,7 +98,7 @@ async def site(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Site
 
     async def start(*extra: str) -> Site:
         manager = await start_manager(
-            config, f"{unique}.wm", amqp_url, tmp_path / "wm.db", extra=extra
+            config, f"{unique}.wm", amqp_url, tmp_path / "wm.db", extra_args=extra
         )
         http = httpx.AsyncClient(base_url=manager.api_url, timeout=10)
         made.append(Site(unique, manager, http, channel, amqp_url))

@@ -91,7 +91,7 @@ async def test_a_worker_that_never_replies_times_out(system):
 
 
 async def test_a_late_reply_after_a_retry_wins_when_it_is_the_first_good_one(system):
-    sys_ = await system(MANUAL)
+    sys_ = await system(MANUAL, log_level="debug")  # every ignored reply logged
     job_id = str(uuid.uuid4())
     outcomes = await sys_.reply_queue()
     await sys_.trigger("slow", {}, job_id, outcomes.name)
@@ -114,7 +114,7 @@ async def test_the_job_timeout_fails_the_job_with_no_step(system):
 
 
 async def test_cancelling_a_job_with_a_thousand_running_children(system):
-    sys_ = await system(MANUAL)
+    sys_ = await system(MANUAL, log_level="debug")  # every ignored reply logged
     job_id = str(uuid.uuid4())
     outcomes = await sys_.reply_queue()
     await sys_.trigger("fan", {"items": list(range(1000))}, job_id, outcomes.name)

@@ -71,7 +71,7 @@ async def test_x_error_reply_fails_the_step_with_its_message(system):
 
 
 async def test_stray_replies_are_logged_and_the_manager_carries_on(system):
-    sys = await system(MANUAL)
+    sys = await system(MANUAL, log_level="debug")  # every ignored reply logged
     stray = f"{uuid.uuid4()}:hand"
     for correlation_id in (stray, "garbage-without-colon"):
         message = aio_pika.Message(b"{}", correlation_id=correlation_id)
