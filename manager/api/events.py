@@ -22,12 +22,29 @@ from fastapi.responses import StreamingResponse
 from manager.api.errors import unknown_workflow
 from manager.api.inputs import parse_job_id
 from manager.api.models import ErrorBody
-from manager.events import EventFilter, EventHub, RunEvent, Subscription, parse_event_id
+from manager.events import (
+    EVENT_TYPES,
+    EventFilter,
+    EventHub,
+    RunEvent,
+    Subscription,
+    parse_event_id,
+)
 from manager.events.sse import comment, format_event
 
 __all__ = ["install_events", "router"]
 
 _EXAMPLE_ID = "1732441234567-42"
+# One SSE message, as OpenAPI 3.1 describes a text/event-stream: its fields as an object.
+_SSE_MESSAGE: dict[str, Any] = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "event": {"type": "string", "enum": [*EVENT_TYPES, "reset", "overflow"]},
+        "id": {"type": "string", "pattern": r"^\d{1,20}-\d{1,20}$"},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+}
 _HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 router = APIRouter()
@@ -82,7 +99,7 @@ def _filter(request: Request, job: str | None, workflow: str | None) -> EventFil
     response_class=StreamingResponse,
     responses={
         200: {
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {"text/event-stream": {"schema": _SSE_MESSAGE}},
             "description": "An endless stream of run events (Server-Sent Events).",
         },
         400: {"model": ErrorBody},
@@ -91,17 +108,23 @@ def _filter(request: Request, job: str | None, workflow: str | None) -> EventFil
 )
 async def event_stream(
     request: Request,
+    # Declared `str` with a None default: OpenAPI then offers no null for them.
     job: Annotated[
-        str | None, Query(description="Only this job (a UUID) and its child jobs.")
-    ] = None,
-    workflow: Annotated[str | None, Query(description="Only jobs of this workflow.")] = None,
+        str,
+        Query(
+            description="Only this job (a UUID, in any letter case) and its child jobs.",
+            json_schema_extra={"format": "uuid"},
+        ),
+    ] = None,  # type: ignore[assignment]
+    workflow: Annotated[str, Query(description="Only jobs of this workflow.")] = None,  # type: ignore[assignment]
     last_event_id: Annotated[
-        str | None,
+        str,
         Header(
             alias="Last-Event-ID",
             description="Resume after this event id (browsers send it when they reconnect).",
+            json_schema_extra={"pattern": r"^\s*\d{1,20}-\d{1,20}\s*$"},
         ),
-    ] = None,
+    ] = None,  # type: ignore[assignment]
 ) -> Any:
     """Run events as they happen: job.started|completed|failed|cancelled, step.dispatched|
     completed|failed|retrying. Each SSE id can be sent back as `Last-Event-ID` to resume."""
