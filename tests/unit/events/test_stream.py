@@ -184,9 +184,8 @@ async def test_a_slow_client_is_told_and_dropped_then_resumes_without_a_gap(rig_
 async def test_the_openapi_document_describes_the_stream(rig):
     operation = (await rig.http.get("/openapi.json")).json()["paths"]["/api/events"]["get"]
     params = {p["name"]: p for p in operation["parameters"]}
-    assert params["job"]["schema"] == {"type": "string", "format": "uuid", **{
-        k: v for k, v in params["job"]["schema"].items() if k not in ("type", "format")
-    }}
+    assert params["job"]["schema"]["format"] == "uuid"
+    assert "null" not in str(params["job"]["schema"])  # a client may not send `job=null`
     assert params["Last-Event-ID"]["in"] == "header"
     message = operation["responses"]["200"]["content"]["text/event-stream"]["schema"]
     assert "job.completed" in message["properties"]["event"]["enum"]
