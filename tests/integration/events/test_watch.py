@@ -31,10 +31,10 @@ async def test_watch_follows_a_fan_out_until_it_completes(site):
     code = await _exit_code(watch)
     output = watch.output
     assert code == 0, output
-    assert "step.completed prep attempt 1" in output
-    assert "step.completed each" in output
-    assert "each" in output and "[########################] 3/3" in output
-    assert f"job {job_id}  fan  completed" in output
+    assert "step.completed prep attempt 1" in output, output
+    assert "step.completed each" in output, output
+    assert "[########################] 3/3" in output, output
+    assert f"job {job_id}  fan  completed" in output, output
 
 
 async def test_watch_exits_1_for_a_failed_job_and_shows_the_error(site):
@@ -46,7 +46,7 @@ async def test_watch_exits_1_for_a_failed_job_and_shows_the_error(site):
     watch = await _watch(running, job_id)  # after the end: it shows the job and exits
     code = await _exit_code(watch)
     assert code == 1, watch.output
-    assert "✗ boom" in watch.output and "boom in boom" in watch.output
+    assert "✗ boom" in watch.output and "boom in boom" in watch.output, watch.output
 
 
 async def test_watch_of_an_unknown_job_says_so(site):
