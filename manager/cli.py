@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -34,6 +35,8 @@ examples:
   workflow-manager validate workflows.yaml
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager watch 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  curl -N 'http://127.0.0.1:8080/api/events?workflow=book-word-counts'
   workflow-manager journal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --db wm.db
   workflow-manager cancel 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
@@ -47,7 +50,8 @@ environment:
   WM_QUEUE                   the manager's queue      (default workflow-manager)
   WM_CONFIG, WM_DB           serve's --config, --db (and journal's --db)
   WM_RETENTION               serve's --retention in days (default 7)
-  WM_API_URL                 status's --api-url       (default http://127.0.0.1:8080)
+  WM_EVENTS                  serve's --events: jobs, steps or off (default jobs)
+  WM_API_URL                 status's and watch's --api-url (default http://127.0.0.1:8080)
   WM_API_TOKEN               serve's --api-token: the API asks every client for it; the
                              commands that call the API send it
   WM_LOG_FORMAT              serve's --log-format: text (default) or json
@@ -115,6 +119,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="debug logs every message (default: %(default)s)",
     )
     serve.add_argument(
+        "--events",
+        default=env.get("WM_EVENTS", "jobs"),
+        choices=["jobs", "steps", "off"],
+        help="run events published to the exchange QUEUE.events: jobs (job.* of top-level "
+        "jobs), steps (step.* and child jobs' too) or off; GET /api/events streams them all "
+        "either way (env WM_EVENTS; default: %(default)s)",
+    )
+    serve.add_argument(
         "--log-format",
         default=env.get("WM_LOG_FORMAT", "text"),
         choices=LOG_FORMATS,
@@ -150,11 +162,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     submit.add_argument(
         "--wait",
         action="store_true",
-        help="show progress, print the result; exit 1 if the job fails",
+        help="show progress (following the API's event stream), print the result; exit 1 if "
+        "the job fails",
     )
     submit.add_argument("--amqp-url", default=amqp_url, help="RabbitMQ URL (env AMQP_URL)")
     submit.add_argument("--queue", default=queue, help="the manager's queue (default: %(default)s)")
-    _add_api_options(submit, env, "manager API, for progress")
+    _add_api_options(submit, env, "manager API, for --wait's progress")
 
     for action, text in (
         ("cancel", "cancel a running job (its on_cancel steps run)"),
@@ -175,6 +188,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     status.add_argument("job_id", type=job_id_arg, help="job UUID")
     _add_api_options(status, env)
     status.add_argument("--json", action="store_true", help="print the raw JSON")
+
+    watch = commands.add_parser(
+        "watch",
+        help="follow a job live until it ends: its steps, and progress of task steps "
+        "(exit 0 completed, 1 failed or cancelled)",
+    )
+    watch.add_argument("job_id", type=job_id_arg, help="job UUID")
+    _add_api_options(watch, env, "manager API; watch follows GET /api/events?job=ID")
     _add_dead_letters_parser(commands, amqp_url, queue)
     add_bridge_parser(commands, env, amqp_url)
     add_conformance_parser(commands, amqp_url)
@@ -260,6 +281,8 @@ def _run(args: argparse.Namespace) -> int:
         return bridge_command(args)
     if args.command == "conformance":
         return run_conformance_command(args)
+    if args.command == "watch":
+        return _watch(args)
     return _status(args)
 
 
@@ -279,9 +302,12 @@ def _serve(args: argparse.Namespace) -> int:
     workflows = load_workflows(args.config)
     if args.retention <= 0:
         return _usage(f"--retention must be a number of days above 0, got {args.retention}")
+    if args.events not in ("jobs", "steps", "off"):
+        return _usage(f"--events (or WM_EVENTS) must be jobs, steps or off, got {args.events!r}")
     settings = ManagerSettings(
-        amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention
-    )
+        amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
+        events=args.events,
+    )  # fmt: skip
     run(
         serve(workflows, settings, args.db, args.host, args.port, api_token=api_token), args.loop
     )
@@ -303,7 +329,7 @@ def _usage(message: str) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from manager.client import fetch_job, progress_line, submit_job
+    from manager.client import fetch_job, follow_job, progress_line, submit_job
 
     try:
         payload = json.loads(args.payload)
@@ -326,17 +352,28 @@ def _submit(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr, flush=True)
         last_line = line
 
-    outcome = asyncio.run(
-        submit_job(
-            args.amqp_url,
-            args.workflow,
-            payload,
-            job_id,
-            queue=args.queue,
-            wait=args.wait,
-            on_progress=show_progress,
+    async def submit() -> Any:
+        # Progress follows the job's event stream; the outcome message says how it ended.
+        sending = submit_job(
+            args.amqp_url, args.workflow, payload, job_id, queue=args.queue, wait=args.wait
         )
-    )
+        if not args.wait:
+            return await sending
+        opened = asyncio.Event()
+        follower = asyncio.create_task(
+            follow_job(args.api_url, job_id, show_progress, opened, api_token=args.api_token)
+        )
+        try:
+            # Trigger once the stream is open, so no event of the job falls before it.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(opened.wait(), 5.0)
+            return await sending
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+
+    outcome = asyncio.run(submit())
     if outcome is None:
         print(job_id)
         return EXIT_OK
@@ -415,6 +452,13 @@ def _dead_letters(args: argparse.Namespace) -> int:
         empty = f"no dead letters in '{dead_letter_queue(args.queue)}'"
         print(format_dead_letters(letters) or empty)
     return EXIT_OK
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from manager.watch import watch_job
+
+    status = asyncio.run(watch_job(args.api_url, args.job_id, sys.stdout, args.api_token))
+    return EXIT_OK if status == "completed" else EXIT_FAILED
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ import aio_pika
 import httpx
 
 from manager.errors import ApiUnreachable, ManagerError
+from manager.events.sse import read_events
 from manager.transport import (
     DEFAULT_QUEUE,
     HEADER_STATUS,
@@ -22,7 +24,15 @@ from manager.transport import (
 )
 from manager.transport.errors import broker_errors
 
-__all__ = ["Outcome", "api_headers", "submit_job", "fetch_job", "control_job", "progress_line"]
+__all__ = [
+    "Outcome",
+    "api_headers",
+    "submit_job",
+    "follow_job",
+    "fetch_job",
+    "control_job",
+    "progress_line",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,45 @@ async def _await_outcome(
             except ValueError:
                 body = {"raw": incoming.body.decode("utf-8", errors="replace")}
             return Outcome(job_id, status, body)
+
+
+async def follow_job(
+    api_url: str,
+    job_id: str,
+    on_change: Callable[[], Awaitable[Any]],
+    opened: asyncio.Event | None = None,
+    every_s: float = 0.25,
+    api_token: str | None = None,
+) -> None:
+    """Await `on_change()` when job `job_id` (or a child) changes, at most every `every_s`.
+
+    Follows `GET /api/events?job=ID` and sets `opened` once it follows (or has given up), so
+    a caller can start the job after that and miss no event. Returns quietly when the stream
+    ends or the API cannot be reached: progress is a courtesy, the outcome message is what
+    counts.
+    """
+    url = f"{api_url.rstrip('/')}/api/events"
+    shown_at = 0.0
+    try:
+        async with (
+            httpx.AsyncClient(
+                timeout=httpx.Timeout(10.0, read=None), headers=api_headers(api_token)
+            ) as http,
+            http.stream("GET", url, params={"job": job_id}) as response,
+        ):
+            if opened is not None:
+                opened.set()
+            if response.status_code != 200:
+                return
+            async for _ in read_events(response.aiter_lines()):
+                if time.monotonic() - shown_at >= every_s:
+                    await on_change()
+                    shown_at = time.monotonic()
+    except httpx.HTTPError:
+        return
+    finally:
+        if opened is not None:
+            opened.set()
 
 
 async def fetch_job(api_url: str, job_id: str, api_token: str | None = None) -> dict[str, Any]:

@@ -17,6 +17,8 @@ import uvicorn
 from manager.api import ApiToken, create_app
 from manager.config import Workflow
 from manager.errors import ManagerError
+from manager.events import EventHub
+from manager.events.publisher import EventPublisher
 from manager.journal import open_journal
 from manager.metrics import Metrics
 from manager.orchestrator import ManagerSettings, Orchestrator
@@ -111,7 +113,14 @@ async def serve(
         raise
     transport = Broker(settings.amqp_url, settings.prefetch)
     metrics = Metrics(workflows)
-    orchestrator = Orchestrator(workflows, settings, journal, transport, observers=[metrics])
+    events = EventHub()
+    publisher = None
+    if settings.events != "off":
+        publisher = EventPublisher(transport, settings.queue, settings.events)
+        events.add_sink(publisher)
+    orchestrator = Orchestrator(
+        workflows, settings, journal, transport, observers=[metrics, events]
+    )
     metrics.watch(orchestrator)
     journal.watch_commits(metrics.journal_committed)
     # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
@@ -120,13 +129,15 @@ async def serve(
     gc.set_threshold(50_000, 20, 100)
     try:
         await orchestrator.start()
+        if publisher is not None:
+            await publisher.start()
     except BaseException:
         sock.close()
         await journal.close()
         raise
     gc.freeze()  # what recovery built lives as long as the process: stop scanning it
     config = uvicorn.Config(
-        create_app(orchestrator, api_token=api_token, metrics=metrics),
+        create_app(orchestrator, api_token=api_token, metrics=metrics, events=events),
         host=host,
         port=port,
         log_level="warning",
@@ -144,7 +155,12 @@ async def serve(
     await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
     log.info("shutting down")
     server.should_exit = True
+    events.close()  # open event streams end, or the HTTP server would wait for them
+    if publisher is not None:
+        await publisher.drain(timeout_s=2.0)
     await orchestrator.stop()
+    if publisher is not None:
+        await publisher.stop()
     await http
     waiter.cancel()
     failed.cancel()

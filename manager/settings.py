@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +26,8 @@ class ManagerSettings(BaseModel):
     publish_retry_s: float = Field(default=0.25, gt=0)
     retention_days: float = Field(default=7.0, gt=0)
     retention_every_s: float = Field(default=3600.0, gt=0)
+    # Run events on the broker's `<queue>.events` exchange: job.* only, step.* too, or none.
+    events: Literal["jobs", "steps", "off"] = "jobs"
 
 
 def step_queues(workflows: Iterable[Workflow]) -> list[str]:

@@ -15,10 +15,12 @@ from fastapi.openapi.utils import get_openapi
 from manager import __version__
 from manager.api.access import ApiToken, TokenGate, document_access, login_router
 from manager.api.errors import install_error_handlers
+from manager.api.events import install_events
 from manager.api.routes import router
 from manager.api.scrape import MetricsSource
 from manager.api.scrape import router as metrics_router
 from manager.api.service import Clock, JobService
+from manager.events import EventHub
 
 __all__ = ["ApiToken", "JobService", "Clock", "create_app"]
 
@@ -37,6 +39,7 @@ Paths and field names match the older Go tool's API, so its clients keep working
 _TAGS = [
     {"name": "workflows", "description": "Workflow definitions, and starting jobs."},
     {"name": "jobs", "description": "Running and finished jobs."},
+    {"name": "events", "description": "Run events as they happen (Server-Sent Events)."},
     {"name": "access", "description": "The web UI's login, when the manager has an API token."},
     {
         "name": "health",
@@ -52,11 +55,13 @@ def create_app(
     clock: Clock = time.time,
     api_token: ApiToken | None = None,
     metrics: MetricsSource | None = None,
+    events: EventHub | None = None,
 ) -> FastAPI:
     """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
 
     With `api_token`, every route but the probes needs it (manager.api.access). With
-    `metrics`, `GET /metrics` serves them (Prometheus text format).
+    `metrics`, `GET /metrics` serves them (Prometheus text format). `events`: the hub
+    observing the orchestrator, served at `GET /api/events`.
     """
     app = FastAPI(
         title="workflow-manager",
@@ -69,6 +74,8 @@ def create_app(
     app.state.api_token = api_token
     install_error_handlers(app, [*router.routes, *login_router.routes])
     app.include_router(router)
+    if events is not None:
+        install_events(app, events)
     if api_token is not None:  # without a token there is nothing to log in to
         app.include_router(login_router)
         app.add_middleware(TokenGate, token=api_token)

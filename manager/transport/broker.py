@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import aiormq
+from aio_pika import ExchangeType
 from aio_pika.abc import (
     AbstractChannel,
     AbstractIncomingMessage,
@@ -122,6 +123,12 @@ class Broker:
             with broker_errors(f"cannot declare queue '{name}'"):
                 await channel.declare_queue(name, durable=True)
 
+    async def declare_exchange(self, name: str) -> None:
+        """Declare a durable topic exchange; the robust channel declares it again on reconnect."""
+        channel = self._require(self._publish_channel)
+        with broker_errors(f"cannot declare exchange '{name}'"):
+            await channel.declare_exchange(name, ExchangeType.TOPIC, durable=True)
+
     async def consume(self, queue: str, handler: Handler) -> None:
         """Deliver messages of `queue` to `handler`, which must `ack()` each one it is done with."""
         channel = self._require(self._consume_channel)
@@ -156,9 +163,14 @@ class Broker:
                 log.debug("cancelling consumer %s failed: %s", tag, exc)
 
     async def publish(self, message: Outbound) -> None:
-        """Publish a persistent JSON message on the default exchange and wait for its confirm."""
+        """Publish a persistent JSON message and wait for its confirm.
+
+        On the default exchange it must reach a queue (else `Unroutable`); on a named
+        `exchange` (run events) it need not.
+        """
         channel = self._require(self._publish_channel)
         routing_key = message.queue
+        exchange = message.exchange
         # Straight to aiormq: an aio_pika.Message per publish costs more CPU than the rest of
         # aio-pika's publish path, and these messages need none of what it adds.
         properties = BasicProperties(
@@ -169,15 +181,20 @@ class Broker:
             message_id=message.message_id,
             headers=dict(message.headers),
         )
+        target = f"exchange '{exchange}'" if exchange else f"queue '{routing_key}'"
         if channel.is_closed:
-            raise BrokerError(f"publishing to queue '{routing_key}' failed: the channel is closed")
+            raise BrokerError(f"publishing to {target} failed: the channel is closed")
         with broker_errors(
-            f"publishing to queue '{routing_key}' failed",
+            f"publishing to {target} failed",
             returned=f"no queue '{routing_key}' exists; the message came back",
         ):
             underlay = await channel.get_underlay_channel()
             await underlay.basic_publish(
-                message.body, routing_key=routing_key, properties=properties, mandatory=True
+                message.body,
+                exchange=exchange,
+                routing_key=routing_key,
+                properties=properties,
+                mandatory=not exchange,
             )
 
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:

@@ -23,6 +23,7 @@ class MemoryTransport:
 
     def __init__(self) -> None:
         self.declared: set[str] = set()
+        self.exchanges: set[str] = set()
         self.published: list[Outbound] = []
         self.acked: list[Delivery] = []
         self.down_for_s: float | None = None
@@ -70,6 +71,10 @@ class MemoryTransport:
         """Remember the queues as declared."""
         self.declared.update(queues)
 
+    async def declare_exchange(self, name: str) -> None:
+        """Remember the exchange as declared."""
+        self.exchanges.add(name)
+
     async def consume(self, queue: str, handler: Handler) -> None:
         """Hand `deliver(queue, ...)` messages to `handler`."""
         self.declared.add(queue)
@@ -86,7 +91,10 @@ class MemoryTransport:
         await self.confirming.wait()
         if not self.connected:
             raise BrokerError(f"publishing to queue '{message.queue}' failed: not connected")
-        if message.queue not in self.declared:
+        if message.exchange:
+            if message.exchange not in self.exchanges:
+                raise BrokerError(f"no exchange '{message.exchange}' was declared")
+        elif message.queue not in self.declared:
             raise Unroutable(f"no queue '{message.queue}' exists; the message came back")
         self.published.append(message)
         self.published_event.set()
@@ -143,7 +151,11 @@ class MemoryTransport:
 
     def sent_to(self, queue: str) -> list[Outbound]:
         """What was published to `queue`, in order."""
-        return [m for m in self.published if m.queue == queue]
+        return [m for m in self.published if m.queue == queue and not m.exchange]
+
+    def sent_to_exchange(self, exchange: str) -> list[Outbound]:
+        """What was published to `exchange`, in order."""
+        return [m for m in self.published if m.exchange == exchange]
 
     async def wait_for(self, predicate: Callable[[list[Outbound]], bool], timeout_s: float = 5.0):
         """Wait until `predicate(published)` holds (after a publish), or TimeoutError."""

@@ -42,6 +42,8 @@ class Outbound:
     `message_id` doubles as its id in the journal (None: not journaled). `step_request`: the
     queue is a step queue, ours to declare again if it vanished; any other unroutable message
     (a notice to a reply queue that is gone) can never be delivered and is dropped.
+    `exchange`: publish to this exchange instead, with `queue` as the routing key; no queue
+    need be bound (a run event nobody listens to is no error).
     """
 
     queue: str
@@ -51,6 +53,7 @@ class Outbound:
     headers: Mapping[str, Any] = field(default_factory=dict)
     message_id: str | None = None
     step_request: bool = False
+    exchange: str = ""
 
 
 def step_request(

@@ -10,8 +10,11 @@ __all__ = [
     "HEADER_ERROR",
     "HEADER_STATUS",
     "TRIGGER_WORKFLOW_HEADER",
+    "HEADER_EVENT",
     "trigger_queue",
     "dead_letter_queue",
+    "events_exchange",
+    "event_routing_key",
 ]
 
 DEFAULT_QUEUE = "workflow-manager"
@@ -23,6 +26,7 @@ HEADER_ATTEMPT = "x-attempt"
 HEADER_ERROR = "x-error"
 HEADER_STATUS = "x-status"
 TRIGGER_WORKFLOW_HEADER = "workflow"
+HEADER_EVENT = "x-event"  # a run event's type, on the events exchange
 
 
 def trigger_queue(queue: str) -> str:
@@ -33,3 +37,13 @@ def trigger_queue(queue: str) -> str:
 def dead_letter_queue(queue: str) -> str:
     """The queue messages that cannot be processed at all are moved to."""
     return f"{queue}.dead"
+
+
+def events_exchange(queue: str) -> str:
+    """The durable topic exchange run events are published to."""
+    return f"{queue}.events"
+
+
+def event_routing_key(workflow: str, event_type: str) -> str:
+    """A run event's routing key on the events exchange, e.g. `book-word-counts.job.completed`."""
+    return f"{workflow}.{event_type}"

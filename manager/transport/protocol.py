@@ -42,6 +42,10 @@ class Transport(Protocol):
         """Declare durable queues (as workers do, so they never conflict)."""
         ...
 
+    async def declare_exchange(self, name: str) -> None:
+        """Declare a durable topic exchange (for run events)."""
+        ...
+
     async def consume(self, queue: str, handler: Handler) -> None:
         """Deliver the messages of `queue` to `handler`, in order."""
         ...

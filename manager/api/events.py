@@ -1,0 +1,149 @@
+"""`GET /api/events`: run events as Server-Sent Events, from the manager's `EventHub`.
+
+A stream starts with a `: connected` comment, then (with `Last-Event-ID`) the events the
+client missed, then live events; an idle stream gets a `: keepalive` comment every
+`heartbeat_s`. Two messages of its own tell a client to act:
+
+    event: reset      the events after its Last-Event-ID are no longer kept (or the manager
+                      restarted): re-read the state (`GET /api/job/{id}`), then carry on; its
+                      id is the latest, so a later reconnect resumes from there
+    event: overflow   the client read too slowly and fell `queue_limit` events behind: the
+                      stream ends; reconnect with the last id received to resume
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import StreamingResponse
+
+from manager.api.errors import unknown_workflow
+from manager.api.inputs import parse_job_id
+from manager.api.models import ErrorBody
+from manager.events import (
+    EVENT_TYPES,
+    EventFilter,
+    EventHub,
+    RunEvent,
+    Subscription,
+    parse_event_id,
+)
+from manager.events.sse import comment, format_event
+
+__all__ = ["install_events", "router"]
+
+_EXAMPLE_ID = "1732441234567-42"
+# One SSE message, as OpenAPI 3.1 describes a text/event-stream: its fields as an object.
+_SSE_MESSAGE: dict[str, Any] = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "event": {"type": "string", "enum": [*EVENT_TYPES, "reset", "overflow"]},
+        "id": {"type": "string", "pattern": r"^\d{1,20}-\d{1,20}$"},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+}
+_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+router = APIRouter()
+
+
+def install_events(app: FastAPI, hub: EventHub) -> None:
+    """Serve `hub`'s events at `GET /api/events` on `app`."""
+    app.state.events = hub
+    app.include_router(router)
+
+
+def _message(event: RunEvent) -> str:
+    return format_event(event.type, event.to_json(), event.id)
+
+
+async def _stream(
+    subscription: Subscription, head: list[str], heartbeat_s: float
+) -> AsyncIterator[str]:
+    """The response body: what was missed, then live events, until the client goes."""
+    try:
+        yield "".join(head)
+        while not subscription.closed:
+            batch = await subscription.next_batch(heartbeat_s)
+            if batch:
+                yield "".join(map(_message, batch))
+            elif subscription.overflowed:
+                reason = (
+                    f"this client fell {subscription.limit} events behind; reconnect with "
+                    "Last-Event-ID set to the last id received to resume"
+                )
+                yield format_event("overflow", {"reason": reason})
+                return
+            elif not subscription.closed:
+                yield comment("keepalive")
+    finally:
+        subscription.close()
+
+
+def _filter(request: Request, job: str | None, workflow: str | None) -> EventFilter:
+    if job is not None:
+        job = parse_job_id(job, "query parameter 'job'")
+    if workflow is not None:
+        known = request.app.state.service.workflows
+        if workflow not in known:
+            raise unknown_workflow(workflow, known)
+    return EventFilter(job, workflow)
+
+
+@router.get(
+    "/api/events",
+    tags=["events"],
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"text/event-stream": {"schema": _SSE_MESSAGE}},
+            "description": "An endless stream of run events (Server-Sent Events).",
+        },
+        400: {"model": ErrorBody},
+        404: {"model": ErrorBody},
+    },
+)
+async def event_stream(
+    request: Request,
+    # Declared `str` with a None default: OpenAPI then offers no null for them.
+    job: Annotated[
+        str,
+        Query(
+            description="Only this job (a UUID, in any letter case) and its child jobs.",
+            json_schema_extra={"format": "uuid"},
+        ),
+    ] = None,  # type: ignore[assignment]
+    workflow: Annotated[str, Query(description="Only jobs of this workflow.")] = None,  # type: ignore[assignment]
+    last_event_id: Annotated[
+        str,
+        Header(
+            alias="Last-Event-ID",
+            description="Resume after this event id (browsers send it when they reconnect).",
+            json_schema_extra={"pattern": r"^\s*\d{1,20}-\d{1,20}\s*$"},
+        ),
+    ] = None,  # type: ignore[assignment]
+) -> Any:
+    """Run events as they happen: job.started|completed|failed|cancelled, step.dispatched|
+    completed|failed|retrying. Each SSE id can be sent back as `Last-Event-ID` to resume."""
+    hub: EventHub = request.app.state.events
+    wanted = _filter(request, job, workflow)
+    if last_event_id is not None and parse_event_id(last_event_id) is None:
+        raise HTTPException(
+            status_code=400,
+            detail=f"header 'Last-Event-ID' {last_event_id!r} is not an event id of this "
+            f"stream (e.g. {_EXAMPLE_ID}); leave it out to start from now",
+        )
+    subscription, resume = hub.subscribe(wanted, last_event_id)
+    head = [comment("connected")]
+    if resume.reset is not None:
+        reason = f"{resume.reset}; re-read the state you need, then follow this stream"
+        head.append(format_event("reset", {"reason": reason}, resume.latest_id))
+    head.extend(map(_message, resume.backlog))
+    return StreamingResponse(
+        _stream(subscription, head, hub.heartbeat_s),
+        media_type="text/event-stream",
+        headers=_HEADERS,
+    )
