@@ -144,12 +144,11 @@ class Metrics:
             f"{_P}outbox_pending", "Publishes in flight: sent, not yet confirmed.", registry=r
         )
         self._workflows: dict[str, _WorkflowSeries] = {}
-        # Label children by label values, each made the first time it is needed.
-        self._requests: dict[tuple[str, str], Any] = {}
-        self._durations: dict[tuple[str, str], Any] = {}
-        self._failures: dict[tuple[str, str, str], Any] = {}
-        self._finished: dict[tuple[str, str], Any] = {}
-        self._dead: dict[str, Any] = {}
+        self._requests = _Children(self._step_requests)
+        self._durations = _Children(self._step_duration)
+        self._failures = _Children(self._step_failures)
+        self._finished = _Children(self._jobs_finished)
+        self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
         self._started_at: dict[str, float] = {}
         self._handlers: dict[type, Callable[[Any], None]] = {
@@ -197,10 +196,7 @@ class Metrics:
 
     def dead_lettered(self, reason: str) -> None:
         """A message went to the dead-letter queue; `reason` is a short fixed label."""
-        child = self._dead.get(reason)
-        if child is None:
-            child = self._dead[reason] = self._dead_letters.labels(reason)
-        child.inc()
+        self._dead(reason).inc()
 
     def journal_committed(self, seconds: float) -> None:
         """The journal wrote one group commit in `seconds`."""
@@ -209,25 +205,14 @@ class Metrics:
     # -- commands ----------------------------------------------------------------------
 
     def _dispatched(self, command: Dispatch) -> None:
-        key = (command.workflow, command.step)
-        child = self._requests.get(key)
-        if child is None:
-            child = self._requests[key] = self._step_requests.labels(*key)
-        child.inc()
+        self._requests(command.workflow, command.step).inc()
 
     def _step_finished(self, command: StepFinished) -> None:
         if command.dispatched_at is not None:
-            key = (command.workflow, command.step)
-            child = self._durations.get(key)
-            if child is None:
-                child = self._durations[key] = self._step_duration.labels(*key)
-            child.observe(command.at - command.dispatched_at)
+            duration = self._durations(command.workflow, command.step)
+            duration.observe(command.at - command.dispatched_at)
         if command.outcome in _FAILED_OUTCOMES:
-            failure = (command.workflow, command.step, command.reason or "error")
-            child = self._failures.get(failure)
-            if child is None:
-                child = self._failures[failure] = self._step_failures.labels(*failure)
-            child.inc()
+            self._failures(command.workflow, command.step, command.reason or "error").inc()
 
     def _job_started(self, command: JobStarted) -> None:
         if command.parent_id is not None:
@@ -244,11 +229,7 @@ class Metrics:
         series.running.dec()
         started_at = self._started_at.pop(command.job_id, command.submitted_at)
         series.duration.observe(max(0.0, command.at - started_at))
-        key = (command.workflow, str(command.status))
-        child = self._finished.get(key)
-        if child is None:
-            child = self._finished[key] = self._jobs_finished.labels(*key)
-        child.inc()
+        self._finished(command.workflow, str(command.status)).inc()
 
     # -- label children, made once ---------------------------------------------------------
 
@@ -261,3 +242,26 @@ class Metrics:
                 self._job_duration.labels(name),
             )
         return series
+
+
+class _Children:
+    """A labelled metric's children, each made the first time its label values are seen.
+
+    `labels()` costs a lock and a lookup of its own on every call; this keeps the children.
+    """
+
+    __slots__ = ("_metric", "_made")
+
+    def __init__(self, metric: Any) -> None:
+        self._metric = metric
+        self._made: dict[tuple[str, ...], Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def __call__(self, *values: str) -> Any:
+        """The child for these label values."""
+        child = self._made.get(values)
+        if child is None:
+            child = self._made[values] = self._metric.labels(*values)
+        return child

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
 
-from pyworker.errors import BrokerError, PyworkerError
+from pyworker.cliopts import (
+    EXIT_BROKER,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_options,
+    configure_logging,
+    run_reporting,
+)
 from pyworker.execcli import exec_main
 from pyworker.loader import load_target
 
 __all__ = ["main", "EXIT_OK", "EXIT_BROKER", "EXIT_USAGE"]
 
-EXIT_OK = 0  # stopped by SIGINT/SIGTERM after finishing in-flight requests
-EXIT_BROKER = 1  # RabbitMQ unreachable or refused a declaration
-EXIT_USAGE = 2  # bad arguments, bad MODULE:OBJECT target or invalid settings
 
 HELP_EPILOG = """\
 MODULE is a dotted module name (importable from the current directory) or a path to
@@ -54,18 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--prefetch", type=int, metavar="N", help="requests handled at once per step queue"
     )
-    parser.add_argument(
-        "--queue-prefix",
-        metavar="PREFIX",
-        help="prepend PREFIX to every step queue name (default: $QUEUE_PREFIX, else none)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="INFO",
-        type=str.upper,
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="logging level (default: INFO)",
-    )
+    add_common_options(parser, "every step queue name")
     return parser
 
 
@@ -75,22 +67,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["exec"]:  # no MODULE:OBJECT target is named `exec` (it has no colon)
         return exec_main(argv[1:])
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(args.log_level)
     # Console scripts do not put the current directory on sys.path; `python -m` does.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    try:
+
+    def run() -> None:
         worker = load_target(args.target)
         worker.configure(
             amqp_url=args.amqp_url, prefetch=args.prefetch, queue_prefix=args.queue_prefix
         )
         worker.run()
-    except BrokerError as exc:
-        print(f"pyworker: error: {exc}", file=sys.stderr)
-        return EXIT_BROKER
-    except PyworkerError as exc:
-        print(f"pyworker: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK
+
+    return run_reporting("pyworker", run)

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import math
 import os
-import sys
 from collections.abc import Mapping, Sequence
 
-from pyworker.errors import BrokerError, PyworkerError, SettingsError
+from pyworker.cliopts import add_common_options, configure_logging, run_reporting
+from pyworker.errors import SettingsError
 from pyworker.execstep import ExecStep, resolve_command
 from pyworker.settings import resolve_queue_prefix
 from pyworker.worker import Worker
 
 __all__ = ["build_exec_worker", "exec_main", "split_command"]
 
-EXIT_OK = 0
-EXIT_BROKER = 1
-EXIT_USAGE = 2
 _STOP_GRACE_S = 30.0
 
 USAGE = "pyworker exec QUEUE [options] -- COMMAND [ARGS...]"
@@ -85,18 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         help="kill a command (and its children) running longer; default: no limit",
     )
     parser.add_argument("--amqp-url", metavar="URL", help="RabbitMQ URL (default: $AMQP_URL)")
-    parser.add_argument(
-        "--queue-prefix",
-        metavar="PREFIX",
-        help="prepend PREFIX to the queue name (default: $QUEUE_PREFIX, else none)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="INFO",
-        type=str.upper,
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="logging level (default: INFO)",
-    )
+    add_common_options(parser, "the queue name")
     return parser
 
 
@@ -138,10 +123,9 @@ def exec_main(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
     args = parser.parse_args(options)
     if not command:
         parser.error(f"missing '-- COMMAND' after the options; usage: {USAGE}")
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    try:
+    configure_logging(args.log_level)
+
+    def run() -> None:
         worker = build_exec_worker(args, command, environ)
         queue = resolve_queue_prefix(args.queue_prefix, environ) + args.queue
 
@@ -149,10 +133,5 @@ def exec_main(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
             print(f"pyworker exec: listening on {queue}: {' '.join(command)}", flush=True)
 
         asyncio.run(worker.serve(handle_signals=True, on_start=announce))
-    except BrokerError as exc:
-        print(f"pyworker exec: error: {exc}", file=sys.stderr)
-        return EXIT_BROKER
-    except PyworkerError as exc:
-        print(f"pyworker exec: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK
+
+    return run_reporting("pyworker exec", run)

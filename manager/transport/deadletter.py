@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aio_pika import DeliveryMode, Message
 from aio_pika.abc import AbstractIncomingMessage
 
-__all__ = ["HEADER_DEAD_REASON", "HEADER_DEAD_FROM", "copy_message", "dead_letter"]
+__all__ = [
+    "HEADER_DEAD_REASON",
+    "HEADER_DEAD_FROM",
+    "copy_message",
+    "dead_letter",
+    "dead_letter_headers",
+]
 
 HEADER_DEAD_REASON = "x-dead-reason"
 HEADER_DEAD_FROM = "x-dead-from"
@@ -31,9 +38,13 @@ def copy_message(message: AbstractIncomingMessage, headers: dict[str, Any]) -> M
     )  # no user_id: the broker checks it against the publisher, i.e. us; no expiration: kept
 
 
+def dead_letter_headers(
+    headers: Mapping[str, Any] | None, reason: str, source_queue: str
+) -> dict[str, Any]:
+    """A message's headers plus why it is a dead letter and the queue it came from."""
+    return {**(headers or {}), HEADER_DEAD_REASON: reason, HEADER_DEAD_FROM: source_queue}
+
+
 def dead_letter(message: AbstractIncomingMessage, reason: str, source_queue: str) -> Message:
     """A copy of `message` with its original properties, plus why and where it came from."""
-    headers = dict(message.headers or {})
-    headers[HEADER_DEAD_REASON] = reason
-    headers[HEADER_DEAD_FROM] = source_queue
-    return copy_message(message, headers)
+    return copy_message(message, dead_letter_headers(message.headers, reason, source_queue))

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from manager.errors import BrokerError, Unroutable
-from manager.transport.deadletter import HEADER_DEAD_FROM, HEADER_DEAD_REASON
+from manager.transport.deadletter import dead_letter_headers
 from manager.transport.message import Delivery, Outbound
 from manager.transport.protocol import Handler
 
@@ -101,7 +101,7 @@ class MemoryTransport:
 
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
         """Publish a copy of `delivery` to `queue` with the dead-letter headers."""
-        headers = {**delivery.headers, HEADER_DEAD_REASON: reason, HEADER_DEAD_FROM: delivery.queue}
+        headers = dead_letter_headers(delivery.headers, reason, delivery.queue)
         await self.publish(
             Outbound(
                 queue, delivery.body, delivery.correlation_id, delivery.reply_to, headers,
