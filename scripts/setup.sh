@@ -41,6 +41,10 @@ if ! command -v go >/dev/null 2>&1 \
   apt_install golang-go golang-github-rabbitmq-amqp091-go-dev golang-golang-x-text-dev \
     || echo "setup: Go or its packaged libraries are missing; the Go worker tests will be skipped" >&2
 fi
+if [ ! -x /usr/bin/chromium ]; then
+  # The web UI tests drive Debian's Chromium through Playwright (no browser download).
+  apt_install chromium || echo "setup: Chromium missing; the web UI tests will be skipped" >&2
+fi
 if command -v npm >/dev/null 2>&1; then
   # jsworker and the example's JavaScript worker: their locked dependencies, from the registry.
   for dir in jsworker examples/word-counts/js; do
