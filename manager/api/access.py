@@ -3,8 +3,10 @@
 A client shows the token as `Authorization: Bearer TOKEN` (API clients, the CLI) or in the
 `wm_token` cookie that `POST /ui/login` sets (the web UI: a browser cannot add a header to a
 link). The gate is ASGI middleware, so routes added later (UI pages, streams) are covered
-without naming them; only `PUBLIC_PATHS` are open. Tokens are compared in constant time and
-never appear in a repr, a log line or an error.
+without naming them; only `PUBLIC_PATHS` and the UI's static assets (`PUBLIC_PREFIXES`: no
+data in them) are open. A browser asking for a UI page without the token is sent to the login
+page (303) rather than shown the API's 401. Tokens are compared in constant time and never
+appear in a repr, a log line or an error.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,6 +27,7 @@ __all__ = [
     "ApiToken",
     "COOKIE_NAME",
     "PUBLIC_PATHS",
+    "PUBLIC_PREFIXES",
     "Refusal",
     "TokenGate",
     "document_access",
@@ -35,6 +38,8 @@ COOKIE_NAME = "wm_token"
 LOGIN_PATH = "/ui/login"
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", LOGIN_PATH})
 """Open without the token: the probes (orchestrators and scrapers hold no token) and the login."""
+PUBLIC_PREFIXES = ("/ui/assets/",)
+"""Open without the token too: the UI's scripts and styles, which the login page needs."""
 
 _FORM = "application/x-www-form-urlencoded"
 _HOW = "send 'Authorization: Bearer <token>' (the manager's --api-token / WM_API_TOKEN)"
@@ -122,8 +127,8 @@ class TokenGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # "/metrics/" too: a mounted metrics app answers there (Starlette redirects to it).
-        path = scope.get("path", "").rstrip("/")
-        if scope["type"] not in ("http", "websocket") or path in self.public:
+        path = scope.get("path", "")
+        if scope["type"] not in ("http", "websocket") or self._is_public(path):
             await self.app(scope, receive, send)
             return
         refused = refusal(self.token, HTTPConnection(scope))
@@ -131,8 +136,30 @@ class TokenGate:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": "API token needed"})
+        elif _is_page_request(scope):
+            await to_login(scope)(scope, receive, send)
         else:
             await refused.response()(scope, receive, send)
+
+    def _is_public(self, path: str) -> bool:
+        return path.rstrip("/") in self.public or path.startswith(PUBLIC_PREFIXES)
+
+
+def _is_page_request(scope: Scope) -> bool:
+    """A browser loading a UI page (not an asset, not the API): it is shown the login page."""
+    path: str = scope.get("path", "")
+    page = path in ("/", "/ui") or path.startswith("/ui/")
+    return page and scope.get("method") in ("GET", "HEAD")
+
+
+def to_login(scope: Scope) -> RedirectResponse:
+    """303 to the login page, which comes back to the page asked for once logged in."""
+    path: str = scope.get("path", "/")
+    query = scope.get("query_string", b"").decode("latin-1")
+    wanted = path if path.startswith("/ui/") else "/ui/"
+    if query and wanted == path:
+        wanted += "?" + query
+    return RedirectResponse(f"{LOGIN_PATH}?next={quote(wanted, safe='')}", status_code=303)
 
 
 # -- the UI's login ------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from manager.api.routes import router
 from manager.api.scrape import MetricsSource
 from manager.api.scrape import router as metrics_router
 from manager.api.service import Clock, JobService
+from manager.api.ui import UiHeaders
+from manager.api.ui import router as ui_router
 from manager.events import EventHub
 
 __all__ = ["ApiToken", "JobService", "Clock", "create_app"]
@@ -72,13 +74,15 @@ def create_app(
     app.state.service = service
     app.state.clock = clock
     app.state.api_token = api_token
-    install_error_handlers(app, [*router.routes, *login_router.routes])
+    install_error_handlers(app, [*router.routes, *login_router.routes, *ui_router.routes])
     app.include_router(router)
+    app.include_router(ui_router)  # the web UI (manager.api.ui), left out of the OpenAPI doc
     if events is not None:
         install_events(app, events)
     if api_token is not None:  # without a token there is nothing to log in to
         app.include_router(login_router)
         app.add_middleware(TokenGate, token=api_token)
+    app.add_middleware(UiHeaders)  # outermost: the gate's redirects to the login page get them
     if metrics is not None:
         app.state.metrics = metrics
         app.include_router(metrics_router)

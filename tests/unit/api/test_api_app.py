@@ -38,7 +38,7 @@ async def test_readyz_says_why_the_manager_cannot_take_work(client, service):
     assert reason.startswith("stopped taking work:") and "journal" in reason
 
 
-@pytest.mark.parametrize("path", ["/", "/api", "/api/job", "/api/workflow", "/api/jobs/extra"])
+@pytest.mark.parametrize("path", ["/nope", "/api", "/api/job", "/api/workflow", "/api/jobs/extra"])
 async def test_unknown_route_is_404_with_an_error_body(client, path):
     response = await client.get(path)
     assert response.status_code == 404

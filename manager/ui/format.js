@@ -1,0 +1,113 @@
+// How values read on the page: statuses (icon + label, never colour alone), times, durations.
+
+import { h, s } from "./dom.js";
+
+export const EVENT_TYPES = [
+  "job.started", "job.completed", "job.failed", "job.cancelled",
+  "step.dispatched", "step.completed", "step.failed", "step.retrying",
+];
+
+export const JOB_STATUSES = ["running", "completed", "failed", "cancelled"];
+export const CHILD_STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
+
+// Each icon is drawn in a 16x16 box; the shapes differ, so statuses read without colour.
+const ICONS = {
+  pending: [["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2 }]],
+  running: [
+    ["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2, opacity: 0.3 }],
+    ["path", { d: "M8 2.5a5.5 5.5 0 0 1 5.5 5.5", fill: "none", "stroke-width": 2, class: "spin" }],
+  ],
+  retrying: [
+    ["path", { d: "M13 8a5 5 0 1 1-1.5-3.6", fill: "none", "stroke-width": 2 }],
+    ["path", { d: "M12.5 1.5v3.5H9", fill: "none", "stroke-width": 2 }],
+  ],
+  completed: [
+    ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
+    ["path", { d: "M4.5 8.2 7 10.7l4.6-5", fill: "none", "stroke-width": 2, class: "knock" }],
+  ],
+  failed: [
+    ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
+    ["path", { d: "M5.3 5.3l5.4 5.4M10.7 5.3l-5.4 5.4", "stroke-width": 2, class: "knock" }],
+  ],
+  cancelled: [
+    ["circle", { cx: 8, cy: 8, r: 6, fill: "none", "stroke-width": 2 }],
+    ["path", { d: "M4 12 12 4", "stroke-width": 2 }],
+  ],
+};
+
+const LABELS = {
+  pending: "pending", running: "running", retrying: "retrying", completed: "completed",
+  failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
+};
+
+/** The label of a status (or attempt outcome). */
+export function statusLabel(status) {
+  return LABELS[status] || String(status);
+}
+
+/** An inline SVG icon for a status; `x`/`y` place it inside another SVG. */
+export function statusIcon(status, { size = 16, x, y } = {}) {
+  const shapes = ICONS[status] || ICONS.pending;
+  return s(
+    "svg",
+    { class: `icon status-${status}`, width: size, height: size, x, y, viewBox: "0 0 16 16", "aria-hidden": "true" },
+    shapes.map(([tag, attrs]) => s(tag, attrs)),
+  );
+}
+
+/** A status badge: icon and label, coloured by a class. */
+export function statusBadge(status, attrs = {}) {
+  return h("span", { class: `badge status-${status}`, ...attrs }, statusIcon(status), statusLabel(status));
+}
+
+/** Seconds as "850 ms", "12.3 s", "4 min 05 s", "2 h 03 min". */
+export function duration(seconds) {
+  if (seconds === undefined || seconds === null || Number.isNaN(seconds)) return "–";
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+  if (seconds < 60) return `${seconds.toFixed(seconds < 10 ? 2 : 1)} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${String(Math.floor(seconds % 60)).padStart(2, "0")} s`;
+  const hours = Math.floor(minutes / 60);
+  return `${hours} h ${String(minutes % 60).padStart(2, "0")} min`;
+}
+
+/** An ISO time as the browser's local date and time, with the UTC original as a tooltip. */
+export function time(iso) {
+  if (!iso) return "–";
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return String(iso);
+  return h("time", { datetime: iso, title: iso }, date.toLocaleString(undefined, {
+    year: "numeric", month: "short", day: "numeric",
+    hour: "2-digit", minute: "2-digit", second: "2-digit",
+  }));
+}
+
+/** An ISO time as the local time of day only (for tables of attempts), date in the tooltip. */
+export function clock(iso) {
+  if (!iso) return "–";
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return String(iso);
+  const text = date.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+  return h("time", { datetime: iso, title: iso }, `${text}.${String(date.getMilliseconds()).padStart(3, "0")}`);
+}
+
+/** How long ago an ISO time was: "3 min ago". */
+export function age(iso, now = Date.now()) {
+  const seconds = (now - ms(iso)) / 1000;
+  if (!Number.isFinite(seconds)) return "–";
+  const units = [[86400, "d"], [3600, "h"], [60, "min"], [1, "s"]];
+  const [size, unit] = units.find(([size]) => Math.max(seconds, 1) >= size);
+  return `${Math.floor(Math.max(seconds, 0) / size)} ${unit} ago`;
+}
+
+/** Milliseconds since the epoch of an ISO time (NaN when absent). */
+export function ms(iso) {
+  return iso ? new Date(iso).getTime() : NaN;
+}
+
+/** The first 8 characters of an id, with the whole id as a tooltip. */
+export function shortId(id) {
+  return h("code", { title: id }, String(id).slice(0, 8));
+}
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

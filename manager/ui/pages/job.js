@@ -1,0 +1,127 @@
+// The job page: header, Cancel / Retry, the DAG, the timeline, payload and result or error.
+// It follows /api/events?job=ID and re-reads the steps (at most every 500 ms) as the job runs.
+
+import { ApiError, debounce, del, follow, get, post, seg } from "../api.js";
+import { dag } from "../dag.js";
+import { confirmAction } from "../dialog.js";
+import { facts, h, jsonBlock, notice, replace } from "../dom.js";
+import { UUID, duration, shortId, statusBadge, time } from "../format.js";
+import { timeline } from "../timeline.js";
+import { stepPanel } from "./steppanel.js";
+
+function header(job, actions) {
+  const parent = job.parent
+    ? h("span", {}, h("a", { href: `/ui/job/${seg(job.parent)}`, "data-link": "parent" }, shortId(job.parent)), job.parent_step ? ` (step ${job.parent_step})` : "")
+    : undefined;
+  const root = job.root && job.root !== job.uuid && job.root !== job.parent
+    ? h("a", { href: `/ui/job/${seg(job.root)}` }, shortId(job.root))
+    : undefined;
+  return [
+    h("div", { class: "title-row" },
+      h("h1", {}, job.task ? "Child job " : "Job ", h("code", { class: "job-id" }, job.uuid)),
+      statusBadge(job.status, { "data-job-status": job.status, id: "job-status" }),
+      h("div", { class: "actions" }, actions)),
+    facts([
+      ["Workflow", h("a", { href: `/ui/workflow/${seg(job.workflow)}` }, job.workflow)],
+      ["Task", job.task],
+      ["Parent", parent],
+      ["Root", root],
+      ["Started", time(job.submitted_at)],
+      ["Finished", job.finished_at ? time(job.finished_at) : undefined],
+      ["Duration", duration(job.elapsed)],
+      ["Trace id", job.trace_id ? h("code", {}, job.trace_id) : undefined],
+      ["Definition", job.definition ? h("code", {}, job.definition) : undefined],
+    ]),
+  ];
+}
+
+/** Render the job page for `id` into `main`, and keep it live. */
+export function showJob(main, id) {
+  document.title = `Job ${id.slice(0, 8)} · workflow-manager`;
+  if (!UUID.test(id)) {
+    replace(main, h("h1", {}, "Job"), notice(`'${id}' is not a job id (a UUID like 3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f).`));
+    return;
+  }
+  const head = h("section", { class: "job-head" });
+  const messages = h("div", { class: "messages", "aria-live": "polite" });
+  const graph = h("div", { class: "dag-box" });
+  const panel = h("aside", { class: "step-panel", id: "step-panel", "aria-label": "Step details" }, h("p", { class: "muted" }, "Select a step in the graph to see its input, output and attempts."));
+  const gantt = h("div", { class: "timeline-box" });
+  const data = h("div", { class: "data-grid" });
+  replace(
+    main,
+    head, messages,
+    h("div", { class: "job-layout" },
+      h("section", { class: "card graph-card" }, h("h2", {}, "Steps"), graph),
+      panel),
+    h("section", { class: "card" }, h("h2", {}, "Timeline"), gantt),
+    data,
+  );
+
+  const state = { job: null, selected: null };
+  const details = stepPanel(panel, id);
+
+  const act = async (what) => {
+    const cancel = what === "cancel";
+    const ok = await confirmAction({
+      title: cancel ? "Cancel this job?" : "Retry this job?",
+      message: cancel
+        ? "No more steps will be dispatched for it or its child jobs; its on_cancel steps run."
+        : "It runs again from where it failed: completed steps keep their outputs.",
+      confirm: cancel ? "Cancel job" : "Retry job",
+      danger: cancel,
+    });
+    if (!ok) return;
+    try {
+      if (cancel) await del(`/api/job/${seg(id)}`);
+      else await post(`/api/job/${seg(id)}/retry`);
+      replace(messages, notice(cancel ? "Job cancelled." : "Job restarted.", "ok"));
+    } catch (error) {
+      replace(messages, notice(`Could not ${what} the job: ${error.message}`));
+    }
+    await load();
+  };
+
+  const render = () => {
+    const job = state.job;
+    const actions = [];
+    if (job.can_cancel) actions.push(h("button", { type: "button", class: "danger", "data-action": "cancel", onclick: () => act("cancel") }, "Cancel"));
+    if (job.can_retry) actions.push(h("button", { type: "button", class: "primary", "data-action": "retry", onclick: () => act("retry") }, "Retry"));
+    replace(head, header(job, actions));
+    const select = (name) => {
+      state.selected = name;
+      render();
+    };
+    replace(graph, dag(job.steps, { mode: "run", selected: state.selected, onSelect: select }));
+    replace(gantt, timeline(job));
+    replace(
+      data,
+      h("section", { class: "card" }, h("h2", {}, "Payload"), jsonBlock(job.payload, "no payload")),
+      job.error !== undefined && job.error !== null
+        ? h("section", { class: "card error-card", id: "job-error" }, h("h2", {}, "Error"), jsonBlock(job.error))
+        : h("section", { class: "card", id: "job-result" }, h("h2", {}, "Result"), jsonBlock(job.result, job.status === "running" ? "not yet: the job is running" : "none")),
+    );
+    const step = job.steps.find((one) => one.name === state.selected);
+    details.show(job, step);
+  };
+
+  const load = async () => {
+    try {
+      state.job = await get(`/api/job/${seg(id)}/steps`);
+      document.title = `Job ${id.slice(0, 8)} (${state.job.status}) · ${state.job.workflow}`;
+      render();
+    } catch (error) {
+      if (!state.job) {
+        const text = error instanceof ApiError && error.status === 404 ? `No job ${id}.` : `Could not load the job: ${error.message}`;
+        replace(head, h("h1", {}, "Job ", h("code", {}, id)));
+        replace(messages, notice(text));
+      } else {
+        replace(messages, notice(`Could not refresh the job: ${error.message}`));
+      }
+    }
+  };
+
+  const refresh = debounce(load, 500);
+  follow({ job: id }, refresh);
+  load();
+}

@@ -1,0 +1,109 @@
+// The details of the step picked in the graph: input, output, error, each attempt, and for a
+// task step a page of its child jobs (filtered by status, 50 a page) linking to each child.
+
+import { get, seg } from "../api.js";
+import { facts, h, jsonBlock, notice, replace, table } from "../dom.js";
+import { CHILD_STATUSES, clock, duration, shortId, statusBadge, statusLabel, time } from "../format.js";
+
+const PAGE = 50;
+
+function attempts(step) {
+  const history = step.history || [];
+  if (!history.length) return h("p", { class: "muted" }, "Not dispatched yet.");
+  return h("div", { class: "table-scroll" }, table(
+    ["#", "Started", "Ended", "Took", "Outcome", "Error"],
+    history.map((a) => h("tr", { "data-attempt": a.attempt },
+      h("td", {}, String(a.attempt)),
+      h("td", {}, clock(a.dispatched_at)),
+      h("td", {}, clock(a.finished_at)),
+      h("td", { class: "num" }, duration(a.elapsed)),
+      h("td", {}, h("span", { class: `outcome outcome-${a.outcome}` }, statusLabel(a.outcome))),
+      h("td", { class: "error-text" }, a.error === undefined || a.error === null ? "" : typeof a.error === "string" ? a.error : JSON.stringify(a.error)))),
+    { class: "attempts" },
+  ));
+}
+
+function counts(children) {
+  const parts = [`${children.total} children`];
+  for (const status of CHILD_STATUSES) if (children[status]) parts.push(`${children[status]} ${statusLabel(status)}`);
+  return h("p", { class: "child-counts", "data-total": children.total }, parts.join(" · "));
+}
+
+/** The panel in `box` for job `jobId`; `show(job, step)` renders a step (or the hint). */
+export function stepPanel(box, jobId) {
+  const paging = { step: null, status: "", offset: 0 };
+  const childBox = h("div", { class: "children" });
+
+  const loadChildren = async () => {
+    const step = paging.step;
+    try {
+      const page = await get(`/api/job/${seg(jobId)}/children`, { task: step, status: paging.status, offset: paging.offset, limit: PAGE });
+      if (paging.step !== step) return; // another step was picked meanwhile
+      renderChildren(page);
+    } catch (error) {
+      replace(childBox, notice(`Could not load the children: ${error.message}`));
+    }
+  };
+
+  const go = (offset) => {
+    paging.offset = Math.max(0, offset);
+    loadChildren();
+  };
+
+  const renderChildren = (page) => {
+    const filter = h("select", { "aria-label": "Child status", "data-filter": "child-status" },
+      h("option", { value: "" }, `all (${Object.values(page.counts).reduce((a, b) => a + b, 0)})`),
+      CHILD_STATUSES.map((status) => h("option", { value: status, selected: paging.status === status }, `${statusLabel(status)} (${page.counts[status] ?? 0})`)));
+    filter.addEventListener("change", () => {
+      paging.status = filter.value;
+      go(0);
+    });
+    const first = page.total ? page.offset + 1 : 0;
+    const last = page.offset + page.children.length;
+    const rows = page.children.map((child) => h("tr", { "data-child": child.uuid },
+      h("td", {}, String(child.index)),
+      h("td", {}, h("a", { href: `/ui/job/${seg(child.uuid)}` }, shortId(child.uuid))),
+      h("td", {}, statusBadge(child.status)),
+      h("td", { class: "num" }, duration(child.elapsed)),
+      h("td", { class: "error-text" }, child.error === undefined || child.error === null ? "" : typeof child.error === "string" ? child.error : JSON.stringify(child.error))));
+    replace(
+      childBox,
+      h("div", { class: "pager" },
+        filter,
+        h("span", { class: "range", "data-range": `${first}-${last}` }, `${first}–${last} of ${page.total}`),
+        h("button", { type: "button", "data-page": "prev", disabled: page.offset === 0, onclick: () => go(page.offset - PAGE) }, "‹ Previous"),
+        h("button", { type: "button", "data-page": "next", disabled: last >= page.total, onclick: () => go(page.offset + PAGE) }, "Next ›")),
+      rows.length ? h("div", { class: "table-scroll" }, table(["#", "Child", "Status", "Took", "Error"], rows, { class: "child-table" })) : h("p", { class: "muted" }, "No child jobs match."),
+    );
+  };
+
+  const show = (job, step) => {
+    if (!step) return;
+    if (paging.step !== step.name) Object.assign(paging, { step: step.name, status: "", offset: 0 });
+    const where = step.http ? `${step.http.method || "POST"} ${step.http.url}` : step.queue;
+    replace(
+      box,
+      h("div", { class: "panel-head" },
+        h("h2", {}, step.name),
+        statusBadge(step.status, { "data-step-status": step.status })),
+      facts([
+        ["Kind", step.kind],
+        ["Queue", step.queue && !step.http ? h("code", {}, step.queue) : undefined],
+        ["HTTP", step.http ? h("code", {}, where) : undefined],
+        ["Depends on", step.depends && step.depends.length ? step.depends.join(", ") : undefined],
+        ["Attempts", String(step.attempts ?? 0)],
+        ["Started", step.started_at ? time(step.started_at) : undefined],
+        ["Finished", step.finished_at ? time(step.finished_at) : undefined],
+        ["Duration", step.elapsed !== undefined ? duration(step.elapsed) : undefined],
+      ]),
+      step.error !== undefined && step.error !== null ? [h("h3", {}, "Error"), h("pre", { class: "json error-text", "data-field": "error" }, typeof step.error === "string" ? step.error : JSON.stringify(step.error, null, 2))] : null,
+      h("h3", {}, "Attempts"), attempts(step),
+      step.children ? [h("h3", {}, "Child jobs"), counts(step.children), childBox] : null,
+      h("h3", {}, "Input"), jsonBlock(step.input, "not known yet"),
+      h("h3", {}, "Output"), jsonBlock(step.output, "none yet"),
+    );
+    if (step.children) loadChildren();
+  };
+
+  return { show };
+}
