@@ -103,6 +103,11 @@ export function showOverview(main) {
   const typed = debounce(restart, 250);
   search.addEventListener("input", () => {
     const value = search.value.trim().toLowerCase();
+    if (!/^[0-9a-f-]*$/.test(value)) {
+      replace(messages, notice(`'${search.value.trim()}' is not the start of a job id (a UUID: 0-9, a-f and -).`));
+      return;
+    }
+    replace(messages);
     filters.id = value;
     typed();
   });
