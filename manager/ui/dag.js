@@ -2,7 +2,7 @@
 // one past its deepest dependency), on_error / on_cancel steps in lanes of their own below.
 
 import { h, s } from "./dom.js";
-import { duration, statusIcon, statusLabel } from "./format.js";
+import { duration, httpCall, statusIcon, statusLabel } from "./format.js";
 
 const NODE_W = 210;
 const NODE_H = 74;
@@ -75,7 +75,7 @@ function runLines(step) {
 }
 
 function definitionLines(step) {
-  const where = step.task ? `task ${step.task.name}` : step.http ? `http ${step.http.method || "POST"}` : `queue ${step.queue || step.name}`;
+  const where = step.task ? `task ${step.task.name}` : step.http ? httpCall(step.http) : `queue ${step.queue || step.name}`;
   const policy = [`retries ${step.retries ?? 0}`];
   if (step.timeout) policy.push(`timeout ${duration(step.timeout)}`);
   return [where, policy.join(" · ")];

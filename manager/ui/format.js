@@ -105,6 +105,11 @@ export function ms(iso) {
   return iso ? new Date(iso).getTime() : NaN;
 }
 
+/** An HTTP step's call as text: the URL (or "METHOD URL" when given as an object). */
+export function httpCall(http) {
+  return typeof http === "string" ? http : `${http.method || "POST"} ${http.url}`;
+}
+
 /** The first 8 characters of an id, with the whole id as a tooltip. */
 export function shortId(id) {
   return h("code", { title: id }, String(id).slice(0, 8));

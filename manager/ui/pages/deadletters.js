@@ -45,8 +45,9 @@ export function showDeadLetters(main) {
       replace(messages, notice(`Could not load the dead letters: ${error.message}`));
       return;
     }
-    replayAll.disabled = answer.count === 0;
-    replayAll.onclick = () => replay({ all: true }, `all ${answer.count} dead letters`);
+    const shown = answer.letters.length;
+    replayAll.disabled = shown === 0;
+    replayAll.onclick = () => replay({ all: true }, answer.more ? "every dead letter" : `all ${shown} dead letter${shown === 1 ? "" : "s"}`);
     const rows = answer.letters.map((letter) => h("tr", { "data-correlation-id": letter.correlation_id || "" },
       h("td", {}, letter.reason || "–"),
       h("td", {}, h("code", {}, letter.source_queue || "–")),
@@ -58,7 +59,7 @@ export function showDeadLetters(main) {
         onclick: () => replay({ correlation_id: letter.correlation_id }, "this message"),
       }, "Replay"))));
     replace(box, rows.length
-      ? [h("p", { class: "muted" }, `${answer.count} in the dead-letter queue${answer.count > rows.length ? `; the first ${rows.length} shown` : ""}.`),
+      ? [h("p", { class: "muted" }, answer.more ? `The oldest ${shown} of the dead-letter queue; it holds more.` : `${shown} in the dead-letter queue, oldest first.`),
         table(["Reason", "From queue", "Correlation id", "Age", "Body", ""], rows, { class: "letters" })]
       : h("p", { class: "muted" }, "The dead-letter queue is empty."));
   };

@@ -24,6 +24,7 @@ function header(job, actions) {
     facts([
       ["Workflow", h("a", { href: `/ui/workflow/${seg(job.workflow)}` }, job.workflow)],
       ["Task", job.task],
+      ["Item", job.index !== undefined && job.index !== null ? `#${job.index}` : undefined],
       ["Parent", parent],
       ["Root", root],
       ["Started", time(job.submitted_at)],

@@ -3,7 +3,7 @@
 
 import { get, seg } from "../api.js";
 import { facts, h, jsonBlock, notice, replace, table } from "../dom.js";
-import { CHILD_STATUSES, clock, duration, shortId, statusBadge, statusLabel, time } from "../format.js";
+import { CHILD_STATUSES, clock, duration, httpCall, shortId, statusBadge, statusLabel, time } from "../format.js";
 
 const PAGE = 50;
 
@@ -37,7 +37,7 @@ export function stepPanel(box, jobId) {
   const loadChildren = async () => {
     const step = paging.step;
     try {
-      const page = await get(`/api/job/${seg(jobId)}/children`, { task: step, status: paging.status, offset: paging.offset, limit: PAGE });
+      const page = await get(`/api/job/${seg(jobId)}/children`, { step, status: paging.status, offset: paging.offset, limit: PAGE });
       if (paging.step !== step) return; // another step was picked meanwhile
       renderChildren(page);
     } catch (error) {
@@ -80,7 +80,6 @@ export function stepPanel(box, jobId) {
   const show = (job, step) => {
     if (!step) return;
     if (paging.step !== step.name) Object.assign(paging, { step: step.name, status: "", offset: 0 });
-    const where = step.http ? `${step.http.method || "POST"} ${step.http.url}` : step.queue;
     replace(
       box,
       h("div", { class: "panel-head" },
@@ -89,7 +88,7 @@ export function stepPanel(box, jobId) {
       facts([
         ["Kind", step.kind],
         ["Queue", step.queue && !step.http ? h("code", {}, step.queue) : undefined],
-        ["HTTP", step.http ? h("code", {}, where) : undefined],
+        ["HTTP", step.http ? h("code", {}, httpCall(step.http)) : undefined],
         ["Depends on", step.depends && step.depends.length ? step.depends.join(", ") : undefined],
         ["Attempts", String(step.attempts ?? 0)],
         ["Started", step.started_at ? time(step.started_at) : undefined],
