@@ -7,7 +7,7 @@ import { duration, ms, statusLabel } from "./format.js";
 const LABEL_W = 170;
 const ROW_H = 24;
 const BAR_H = 14;
-const TRACK_W = 760;
+const TRACK_W = 900;
 const AXIS_H = 22;
 
 function span(job, steps, now) {

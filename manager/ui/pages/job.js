@@ -36,6 +36,16 @@ function header(job, actions) {
   ];
 }
 
+/** A job's error: its message as a sentence (naming the step), then any other fields as JSON. */
+function errorBlock(error) {
+  if (!error || typeof error !== "object" || typeof error.message !== "string") return jsonBlock(error);
+  const { message, step, ...rest } = error;
+  return [
+    h("p", { class: "error-text", "data-field": "message" }, step ? `Step ${step}: ${message}` : message),
+    Object.keys(rest).length ? jsonBlock(rest) : null,
+  ];
+}
+
 /** Render the job page for `id` into `main`, and keep it live. */
 export function showJob(main, id) {
   document.title = `Job ${id.slice(0, 8)} · workflow-manager`;
@@ -99,7 +109,7 @@ export function showJob(main, id) {
       data,
       h("section", { class: "card" }, h("h2", {}, "Payload"), jsonBlock(job.payload, "no payload")),
       job.error !== undefined && job.error !== null
-        ? h("section", { class: "card error-card", id: "job-error" }, h("h2", {}, "Error"), jsonBlock(job.error))
+        ? h("section", { class: "card error-card", id: "job-error" }, h("h2", {}, "Error"), errorBlock(job.error))
         : h("section", { class: "card", id: "job-result" }, h("h2", {}, "Result"), jsonBlock(job.result, job.status === "running" ? "not yet: the job is running" : "none")),
     );
     const step = job.steps.find((one) => one.name === state.selected);

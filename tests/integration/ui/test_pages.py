@@ -18,7 +18,7 @@ workflows:
     tasks:
       - name: per_item
         itemListKey: items
-        maxFailedItems: 2
+        max_failed_items: 2
         steps:
           - {name: work, queue: "{p}.work"}
     on_error:
@@ -77,7 +77,7 @@ async def test_a_workflows_page_shows_its_graph_policies_hash_and_yaml(site, pag
     assert names == ["prep:step", "each:task", "sum:step", "alert:on_error"]
     assert await page.text_content("[data-hash]") == definition["hash"]
     task = page.locator('[data-task="per_item"]')
-    assert await task.locator('[data-step="work"]').count() == 1
+    assert await task.locator('svg.dag [data-step="work"]').count() == 1
     assert "2" in await task.locator("dd").nth(2).text_content()  # failed items allowed
     retries = page.locator('table.policies tr[data-step="prep"] td').nth(3)
     assert await retries.text_content() == "2"
