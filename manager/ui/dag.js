@@ -67,9 +67,9 @@ function runLines(step) {
   const first = `${status}${attempt}`;
   if (step.children) {
     const c = step.children;
-    const done = c.completed + c.failed + c.cancelled;
     const failed = c.failed ? `, ${c.failed} failed` : "";
-    return [first, `${done} of ${c.total} done${failed}`];
+    const cancelled = c.cancelled ? `, ${c.cancelled} cancelled` : "";
+    return [first, `${c.completed} of ${c.total} done${failed}${cancelled}`];
   }
   return [first, step.elapsed !== undefined && step.elapsed !== null ? duration(step.elapsed) : ""];
 }
@@ -122,6 +122,26 @@ function node(step, pos, options) {
   return group;
 }
 
+/** True when a straight line at height `y` from `x1` to `x2` would cross a node. */
+function blocked(at, y, x1, x2) {
+  for (const pos of at.values()) {
+    if (pos.x < x2 && pos.x + NODE_W > x1 && y > pos.y - 4 && y < pos.y + NODE_H + 4) return true;
+  }
+  return false;
+}
+
+/** The path of an edge: a curve to the next column; across columns, straight along the
+ * source's row through the empty space, then a curve (or one long curve when a node is in the way). */
+function route(at, x1, y1, x2, y2) {
+  const bend = x2 - GAP_X;
+  if (bend - x1 > GAP_X && !blocked(at, y1, x1, bend)) {
+    const mid = (bend + x2) / 2;
+    return `M${x1},${y1} H${bend} C${mid},${y1} ${mid},${y2} ${x2},${y2}`;
+  }
+  const mid = (x1 + x2) / 2;
+  return `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`;
+}
+
 function edges(steps, at) {
   const paths = [];
   for (const step of steps) {
@@ -129,13 +149,8 @@ function edges(steps, at) {
     for (const dep of step.depends || []) {
       const from = at.get(dep);
       if (!from) continue;
-      const x1 = from.x + NODE_W;
-      const y1 = from.y + NODE_H / 2;
-      const x2 = to.x - 4;
-      const y2 = to.y + NODE_H / 2;
-      const mid = (x1 + x2) / 2;
       paths.push(s("path", {
-        class: "edge", d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
+        class: "edge", d: route(at, from.x + NODE_W, from.y + NODE_H / 2, to.x - 4, to.y + NODE_H / 2),
         "marker-end": "url(#arrow)", "data-from": dep, "data-to": step.name,
       }));
     }

@@ -105,6 +105,15 @@ export function ms(iso) {
   return iso ? new Date(iso).getTime() : NaN;
 }
 
+/** An error as one line of text: a string as it is, {"step", "message"} as "step: message",
+ * anything else as JSON. */
+export function errorText(error) {
+  if (error === undefined || error === null) return "";
+  if (typeof error === "string") return error;
+  if (typeof error.message === "string") return error.step ? `${error.step}: ${error.message}` : error.message;
+  return JSON.stringify(error);
+}
+
 /** An HTTP step's call as text: the URL (or "METHOD URL" when given as an object). */
 export function httpCall(http) {
   return typeof http === "string" ? http : `${http.method || "POST"} ${http.url}`;

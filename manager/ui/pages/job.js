@@ -56,21 +56,25 @@ export function showJob(main, id) {
   const head = h("section", { class: "job-head" });
   const messages = h("div", { class: "messages", "aria-live": "polite" });
   const graph = h("div", { class: "dag-box" });
-  const panel = h("aside", { class: "step-panel", id: "step-panel", "aria-label": "Step details" }, h("p", { class: "muted" }, "Select a step in the graph to see its input, output and attempts."));
+  const panel = h("section", { class: "card step-panel", id: "step-panel", "aria-label": "Step details", hidden: true });
   const gantt = h("div", { class: "timeline-box" });
   const data = h("div", { class: "data-grid" });
   replace(
     main,
     head, messages,
-    h("div", { class: "job-layout" },
-      h("section", { class: "card graph-card" }, h("h2", {}, "Steps"), graph),
-      panel),
+    h("section", { class: "card graph-card" },
+      h("div", { class: "section-head" }, h("h2", {}, "Steps"), h("span", { class: "muted" }, "Click a step for its input, output and attempts.")),
+      graph),
+    panel,
     h("section", { class: "card" }, h("h2", {}, "Timeline"), gantt),
     data,
   );
 
   const state = { job: null, selected: null };
-  const details = stepPanel(panel, id);
+  const details = stepPanel(panel, id, () => {
+    state.selected = null;
+    render();
+  });
 
   const act = async (what) => {
     const cancel = what === "cancel";
@@ -102,6 +106,7 @@ export function showJob(main, id) {
     const select = (name) => {
       state.selected = name;
       render();
+      panel.scrollIntoView({ block: "nearest" });
     };
     replace(graph, dag(job.steps, { mode: "run", selected: state.selected, onSelect: select }));
     replace(gantt, timeline(job));

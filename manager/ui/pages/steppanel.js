@@ -3,7 +3,7 @@
 
 import { get, seg } from "../api.js";
 import { facts, h, jsonBlock, notice, replace, table } from "../dom.js";
-import { CHILD_STATUSES, clock, duration, httpCall, shortId, statusBadge, statusLabel, time } from "../format.js";
+import { CHILD_STATUSES, clock, duration, errorText, httpCall, shortId, statusBadge, statusLabel, time } from "../format.js";
 
 const PAGE = 50;
 
@@ -18,7 +18,7 @@ function attempts(step) {
       h("td", {}, clock(a.finished_at)),
       h("td", { class: "num" }, duration(a.elapsed)),
       h("td", {}, h("span", { class: `outcome outcome-${a.outcome}` }, statusLabel(a.outcome))),
-      h("td", { class: "error-text" }, a.error === undefined || a.error === null ? "" : typeof a.error === "string" ? a.error : JSON.stringify(a.error)))),
+      h("td", { class: "error-text" }, errorText(a.error)))),
     { class: "attempts" },
   ));
 }
@@ -29,8 +29,8 @@ function counts(children) {
   return h("p", { class: "child-counts", "data-total": children.total }, parts.join(" · "));
 }
 
-/** The panel in `box` for job `jobId`; `show(job, step)` renders a step (or the hint). */
-export function stepPanel(box, jobId) {
+/** The panel in `box` for job `jobId`; `show(job, step)` renders a step, the × calls `onClose`. */
+export function stepPanel(box, jobId, onClose) {
   const paging = { step: null, status: "", offset: 0 };
   const childBox = h("div", { class: "children" });
 
@@ -65,7 +65,7 @@ export function stepPanel(box, jobId) {
       h("td", {}, h("a", { href: `/ui/job/${seg(child.uuid)}` }, shortId(child.uuid))),
       h("td", {}, statusBadge(child.status)),
       h("td", { class: "num" }, duration(child.elapsed)),
-      h("td", { class: "error-text" }, child.error === undefined || child.error === null ? "" : typeof child.error === "string" ? child.error : JSON.stringify(child.error))));
+      h("td", { class: "error-text" }, errorText(child.error))));
     replace(
       childBox,
       h("div", { class: "pager" },
@@ -78,29 +78,41 @@ export function stepPanel(box, jobId) {
   };
 
   const show = (job, step) => {
-    if (!step) return;
+    if (!step) {
+      box.hidden = true;
+      return;
+    }
     if (paging.step !== step.name) Object.assign(paging, { step: step.name, status: "", offset: 0 });
+    const task = step.kind === "task";
+    const error = step.error !== undefined && step.error !== null
+      ? [h("h3", {}, "Error"), h("pre", { class: "json error-text", "data-field": "error" }, errorText(step.error))]
+      : null;
+    const data = [h("h3", {}, "Input"), jsonBlock(step.input, "not known yet"), h("h3", {}, "Output"), jsonBlock(step.output, "none yet")];
     replace(
       box,
       h("div", { class: "panel-head" },
         h("h2", {}, step.name),
-        statusBadge(step.status, { "data-step-status": step.status })),
-      facts([
-        ["Kind", step.kind],
-        ["Queue", step.queue && !step.http ? h("code", {}, step.queue) : undefined],
-        ["HTTP", step.http ? h("code", {}, httpCall(step.http)) : undefined],
-        ["Depends on", step.depends && step.depends.length ? step.depends.join(", ") : undefined],
-        ["Attempts", String(step.attempts ?? 0)],
-        ["Started", step.started_at ? time(step.started_at) : undefined],
-        ["Finished", step.finished_at ? time(step.finished_at) : undefined],
-        ["Duration", step.elapsed !== undefined ? duration(step.elapsed) : undefined],
-      ]),
-      step.error !== undefined && step.error !== null ? [h("h3", {}, "Error"), h("pre", { class: "json error-text", "data-field": "error" }, typeof step.error === "string" ? step.error : JSON.stringify(step.error, null, 2))] : null,
-      h("h3", {}, "Attempts"), attempts(step),
-      step.children ? [h("h3", {}, "Child jobs"), counts(step.children), childBox] : null,
-      h("h3", {}, "Input"), jsonBlock(step.input, "not known yet"),
-      h("h3", {}, "Output"), jsonBlock(step.output, "none yet"),
+        statusBadge(step.status, { "data-step-status": step.status }),
+        h("button", { type: "button", class: "close", "aria-label": "Close the step details", onclick: () => onClose() }, "×")),
+      h("div", { class: "panel-body" },
+        h("div", {},
+          facts([
+            ["Kind", step.kind],
+            ["Queue", step.queue && !step.http ? h("code", {}, step.queue) : undefined],
+            ["HTTP", step.http ? h("code", {}, httpCall(step.http)) : undefined],
+            ["Depends on", step.depends && step.depends.length ? step.depends.join(", ") : undefined],
+            ["Attempts", task ? undefined : String(step.attempts ?? 0)],
+            ["Started", step.started_at ? time(step.started_at) : undefined],
+            ["Finished", step.finished_at ? time(step.finished_at) : undefined],
+            ["Duration", step.elapsed !== undefined ? duration(step.elapsed) : undefined],
+          ]),
+          error,
+          task ? null : [h("h3", {}, "Attempts"), attempts(step)],
+          task ? data : null),
+        h("div", {},
+          step.children ? [h("h3", {}, "Child jobs"), counts(step.children), childBox] : data)),
     );
+    box.hidden = false;
     if (step.children) loadChildren();
   };
 

@@ -59,3 +59,9 @@ async def test_a_ten_thousand_child_job_page_summarises_and_pages_its_children(
     assert all(link.startswith("/ui/job/") for link in links) and len(links) == 3
     assert await page.locator("[data-child]").count() <= 50  # never more than one page
     assert await page.evaluate("document.getElementsByTagName('*').length") < 3000
+
+    await rows.nth(0).locator("a").click()  # a child's own page links back to its parent
+    await page.wait_for_url(f"**{links[0]}")
+    await page.wait_for_selector('[data-job-status="completed"]')
+    assert await page.get_attribute('[data-link="parent"]', "href") == f"/ui/job/{job_id}"
+    assert await page.locator('svg.dag [data-step="work"][data-status="completed"]').count() == 1
