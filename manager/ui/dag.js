@@ -102,12 +102,12 @@ function node(step, pos, options) {
     s("title", {}, label),
     s("rect", { class: "box", width: NODE_W, height: NODE_H, rx: 8 }),
     run ? statusIcon(status, { x: 10, y: 10, size: 16 }) : null,
-    s("text", { class: "name", x: run ? 32 : 12, y: 23 }, clip(step.name, run ? 22 : 25)),
+    s("text", { class: "name", x: run ? 32 : 12, y: 23 }, clip(step.name, (run ? 22 : 25) - (kind === "step" ? 0 : 5))),
     s("text", { class: "line", x: 12, y: 45 }, clip(second, 30)),
     s("text", { class: "line muted", x: 12, y: 63 }, clip(third || "", 30)),
   );
   if (kind !== "step") {
-    group.append(s("text", { class: "kind", x: NODE_W - 8, y: NODE_H - 9, "text-anchor": "end" }, kind));
+    group.append(s("text", { class: "kind", x: NODE_W - 8, y: 15, "text-anchor": "end" }, kind));
   }
   if (options.onSelect) {
     const pick = () => options.onSelect(step.name);

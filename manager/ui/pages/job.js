@@ -29,7 +29,7 @@ function header(job, actions) {
       ["Root", root],
       ["Started", time(job.submitted_at)],
       ["Finished", job.finished_at ? time(job.finished_at) : undefined],
-      ["Duration", duration(job.elapsed)],
+      ["Duration", job.status === "running" ? h("span", { "data-ticking": job.elapsed, "data-read-at": Date.now() }, duration(job.elapsed)) : duration(job.elapsed)],
       ["Trace id", job.trace_id ? h("code", {}, job.trace_id) : undefined],
       ["Definition", job.definition ? h("code", {}, job.definition) : undefined],
     ]),
@@ -137,6 +137,14 @@ export function showJob(main, id) {
     }
   };
 
+  // A running job's duration goes on between refreshes: the manager's figure plus the time
+  // since it was read (the browser's clock may differ from the manager's).
+  setInterval(() => {
+    for (const span of head.querySelectorAll("[data-ticking]")) {
+      const since = (Date.now() - Number(span.dataset.readAt)) / 1000;
+      span.textContent = duration(Number(span.dataset.ticking) + since);
+    }
+  }, 1000);
   const refresh = debounce(load, 500);
   follow({ job: id }, refresh);
   load();
