@@ -1,4 +1,4 @@
-"""The API token: who gets in, what a refusal says, the UI's login cookie, and the docs."""
+"""The API token: who gets in, what a refusal says, the UI's login cookie and pages, the docs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from manager.api import ApiToken, create_app
 from manager.api.access import COOKIE_NAME
+from manager.api.ui import CSP
 
 TOKEN = "s3cret-token"
 FORM = "application/x-www-form-urlencoded"
@@ -162,3 +163,51 @@ async def test_openapi_declares_the_token_and_its_401(guarded):
             else:
                 assert "security" not in operation, (method, path)
             assert "401" in operation["responses"] or path in ("/healthz", "/readyz")
+
+
+# -- the web UI: a browser is sent to the login page, the API stays 401 ------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "next_page"),
+    [
+        ("/", "%2Fui%2F"),
+        ("/ui", "%2Fui%2F"),
+        ("/ui/", "%2Fui%2F"),
+        (f"/ui/job/{JOB}", f"%2Fui%2Fjob%2F{JOB}"),
+        ("/ui/workflow/a b?x=1&y=2", "%2Fui%2Fworkflow%2Fa%20b%3Fx%3D1%26y%3D2"),
+        ("/ui/dead-letters", "%2Fui%2Fdead-letters"),
+    ],
+)
+async def test_a_page_without_the_token_sends_to_the_login_page(guarded, path, next_page):
+    response = await guarded.get(path)
+    assert response.status_code == 303
+    assert response.headers["location"] == f"/ui/login?next={next_page}"
+    assert response.headers["content-security-policy"] == CSP
+    stale = await guarded.get(path, headers={"Cookie": f"{COOKIE_NAME}=old"})
+    assert stale.status_code == 303  # a cookie from before a token change: log in again
+
+
+async def test_the_login_page_and_the_assets_are_open(guarded):
+    page = await guarded.get("/ui/login")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<script type="module" src="/ui/assets/login.js"></script>' in page.text
+    assert page.headers["content-security-policy"] == CSP
+    for asset in ("login.js", "style.css", "icon.svg"):
+        assert (await guarded.get(f"/ui/assets/{asset}")).status_code == 200, asset
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/jobs", f"/api/job/{JOB}", "/api/events", "/openapi.json", "/docs"]
+)
+async def test_the_api_stays_401_json_even_for_a_browser(guarded, path):
+    response = await guarded.get(path, headers={"Accept": "text/html,*/*"})
+    assert response.status_code == 401
+    assert "needs its API token" in response.json()["error"]
+
+
+async def test_after_login_the_pages_open(guarded):
+    assert (await guarded.post("/ui/login", data={"token": TOKEN})).status_code == 204
+    response = await guarded.get(f"/ui/job/{JOB}")  # the client keeps the cookie
+    assert response.status_code == 200 and "app.js" in response.text
+    assert (await guarded.get("/api/jobs")).status_code == 200
