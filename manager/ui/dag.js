@@ -11,6 +11,10 @@ const GAP_Y = 18;
 const PAD = 16;
 const LANE_HEAD = 26;
 const BRANCH_KINDS = ["on_error", "on_cancel"];
+const LANE_TITLES = {
+  on_error: "on_error — runs when the job fails",
+  on_cancel: "on_cancel — runs when the job is cancelled",
+};
 
 /** Column of each step: 0 for roots, else one past its deepest dependency in `steps`. */
 export function layers(steps) {
@@ -176,8 +180,11 @@ export function dag(steps, options = {}) {
     const branch = place(lane, top);
     width = Math.max(width, branch.width, 320);
     parts.push(
-      s("rect", { class: `lane lane-${kind}`, x: 4, y: top - LANE_HEAD, rx: 8, width: Math.max(branch.width, 320) - 8, height: branch.height + LANE_HEAD + 8, "data-lane": kind }),
-      s("text", { class: "lane-title", x: PAD, y: top - 8 }, kind === "on_error" ? "on_error — runs when the job fails" : "on_cancel — runs when the job is cancelled"),
+      s("rect", {
+        class: `lane lane-${kind}`, x: 4, y: top - LANE_HEAD, rx: 8, "data-lane": kind,
+        width: Math.max(branch.width, 320) - 8, height: branch.height + LANE_HEAD + 8,
+      }),
+      s("text", { class: "lane-title", x: PAD, y: top - 8 }, LANE_TITLES[kind]),
       ...edges(lane, branch.at),
       ...lane.map((step) => node(step, branch.at.get(step.name), options)),
     );
@@ -187,7 +194,11 @@ export function dag(steps, options = {}) {
   const svg = s(
     "svg",
     { class: "dag", width, height, viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": "Steps of the job" },
-    s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" }, s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }))),
+    s("defs", {}, s(
+      "marker",
+      { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }),
+    )),
     parts,
   );
   return h("div", { class: "dag-scroll" }, svg);

@@ -31,7 +31,10 @@ function bar(attempt, x, y, width, endless) {
   const error = attempt.error ? ` — ${String(attempt.error).slice(0, 200)}` : "";
   return s(
     "rect",
-    { class: `bar outcome-${outcome}${endless ? " open" : ""}`, x, y, width: Math.max(width, 2), height: BAR_H, rx: 3, "data-attempt": attempt.attempt, "data-outcome": outcome },
+    {
+      class: `bar outcome-${outcome}${endless ? " open" : ""}`, x, y, width: Math.max(width, 2), height: BAR_H, rx: 3,
+      "data-attempt": attempt.attempt, "data-outcome": outcome,
+    },
     s("title", {}, `attempt ${attempt.attempt}: ${statusLabel(outcome)}, ${took}${error}`),
   );
 }
@@ -53,7 +56,8 @@ export function timeline(job, now = Date.now()) {
       const open = !attempt.finished_at;
       const to = open ? (job.finished_at ? end : now) : ms(attempt.finished_at);
       if (previousEnd !== null && from > previousEnd) {
-        parts.push(s("line", { class: "wait", x1: xOf(previousEnd), x2: xOf(from), y1: y + 12, y2: y + 12 }, s("title", {}, `waited ${duration((from - previousEnd) / 1000)} before attempt ${attempt.attempt}`)));
+        const waited = `waited ${duration((from - previousEnd) / 1000)} before attempt ${attempt.attempt}`;
+        parts.push(s("line", { class: "wait", x1: xOf(previousEnd), x2: xOf(from), y1: y + 12, y2: y + 12 }, s("title", {}, waited)));
       }
       parts.push(bar(attempt, xOf(from), y + 5, (to - from) * scale, open));
       previousEnd = to;

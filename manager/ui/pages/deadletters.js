@@ -19,7 +19,12 @@ export function showDeadLetters(main) {
   const box = h("div", { class: "table-scroll" }, h("p", { class: "muted" }, "Loading…"));
   const replayAll = h("button", { type: "button", class: "primary", "data-action": "replay-all", disabled: true }, "Replay all");
   const reload = h("button", { type: "button", "data-action": "reload" }, "Refresh");
-  replace(main, h("div", { class: "title-row" }, h("h1", {}, "Dead letters"), h("div", { class: "actions" }, reload, replayAll)), messages, h("section", { class: "card" }, box));
+  replace(
+    main,
+    h("div", { class: "title-row" }, h("h1", {}, "Dead letters"), h("div", { class: "actions" }, reload, replayAll)),
+    messages,
+    h("section", { class: "card" }, box),
+  );
 
   const replay = async (body, what) => {
     const ok = await confirmAction({

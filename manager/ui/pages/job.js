@@ -115,7 +115,8 @@ export function showJob(main, id) {
       h("section", { class: "card" }, h("h2", {}, "Payload"), jsonBlock(job.payload, "no payload")),
       job.error !== undefined && job.error !== null
         ? h("section", { class: "card error-card", id: "job-error" }, h("h2", {}, "Error"), errorBlock(job.error))
-        : h("section", { class: "card", id: "job-result" }, h("h2", {}, "Result"), jsonBlock(job.result, job.status === "running" ? "not yet: the job is running" : "none")),
+        : h("section", { class: "card", id: "job-result" }, h("h2", {}, "Result"),
+          jsonBlock(job.result, job.status === "running" ? "not yet: the job is running" : "none")),
     );
     const step = job.steps.find((one) => one.name === state.selected);
     details.show(job, step);

@@ -5,6 +5,8 @@ import { debounce, follow, get, seg } from "../api.js";
 import { h, notice, replace, table } from "../dom.js";
 import { JOB_STATUSES, UUID, duration, shortId, statusBadge, statusLabel, time } from "../format.js";
 
+const WORKFLOW_COLUMNS = ["Workflow", "Running", "Completed (24 h)", "Failed (24 h)", "Cancelled (24 h)", "Median duration"];
+
 function workflowRows(workflows) {
   return workflows.map((wf) => h("tr", { "data-workflow": wf.name },
     h("th", { scope: "row" }, h("a", { href: `/ui/workflow/${seg(wf.name)}` }, wf.name)),
@@ -57,7 +59,7 @@ export function showOverview(main) {
     const known = new Set(Array.from(workflowFilter.options).map((o) => o.value));
     for (const wf of overview.workflows) if (!known.has(wf.name)) workflowFilter.append(h("option", { value: wf.name }, wf.name));
     replace(workflowBox, overview.workflows.length
-      ? table(["Workflow", "Running", "Completed (24 h)", "Failed (24 h)", "Cancelled (24 h)", "Median duration"], workflowRows(overview.workflows), { class: "workflows" })
+      ? table(WORKFLOW_COLUMNS, workflowRows(overview.workflows), { class: "workflows" })
       : h("p", { class: "muted" }, "No workflows are loaded."));
   };
 

@@ -73,7 +73,9 @@ export function stepPanel(box, jobId, onClose) {
         h("span", { class: "range", "data-range": `${first}-${last}` }, `${first}–${last} of ${page.total}`),
         h("button", { type: "button", "data-page": "prev", disabled: page.offset === 0, onclick: () => go(page.offset - PAGE) }, "‹ Previous"),
         h("button", { type: "button", "data-page": "next", disabled: last >= page.total, onclick: () => go(page.offset + PAGE) }, "Next ›")),
-      rows.length ? h("div", { class: "table-scroll" }, table(["#", "Child", "Status", "Took", "Error"], rows, { class: "child-table" })) : h("p", { class: "muted" }, "No child jobs match."),
+      rows.length
+        ? h("div", { class: "table-scroll" }, table(["#", "Child", "Status", "Took", "Error"], rows, { class: "child-table" }))
+        : h("p", { class: "muted" }, "No child jobs match."),
     );
   };
 
