@@ -56,7 +56,7 @@ from manager.errors import (
     UnknownWorkflow,
 )
 from manager.ignoredlog import IgnoredLog
-from manager.journal import Batch, JobRow, Journal
+from manager.journal import Batch, JobHistory, JobRow, Journal
 from manager.observers import DeadLetterWatcher, Observer
 from manager.outbox import Outbox
 from manager.recorder import (
@@ -123,6 +123,11 @@ class Orchestrator:
         jobs = self._state.jobs
         running = sum(job.is_running for job in jobs.values())
         return f"<Orchestrator queue={self.settings.queue} jobs={len(jobs)} running={running}>"
+
+    @property
+    def history(self) -> JobHistory:
+        """The journal's reads for browsing jobs (the API's lists and job pages)."""
+        return self.journal
 
     @property
     def state(self) -> EngineState:

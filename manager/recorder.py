@@ -205,16 +205,25 @@ def _started(command: JobStarted, batch: Batch) -> None:
         return
     batch.jobs.append(
         JobRow(
-            id=command.job_id, root_id=command.root_id, parent_id=None,
-            workflow=command.workflow, definition=command.definition, flow=command.flow,
-            status="running", submitted_at=command.submitted_at, finished_at=None,
+            id=command.job_id,
+            root_id=command.root_id,
+            parent_id=None,
+            workflow=command.workflow,
+            definition=command.definition,
+            flow=command.flow,
+            status="running",
+            submitted_at=command.submitted_at,
+            finished_at=None,
             payload=command.payload,
         )  # fmt: skip
     )
     batch.events.append(
         EventRow(
-            at=command.at, kind=EventKind.STARTED, job_id=command.job_id,
-            root_id=command.root_id, meta={"flow": command.flow},
+            at=command.at,
+            kind=EventKind.STARTED,
+            job_id=command.job_id,
+            root_id=command.root_id,
+            meta={"flow": command.flow},
         )  # fmt: skip
     )
 
@@ -235,8 +244,11 @@ def _finished(command: JobFinished, batch: Batch) -> JobRow:
             meta["error"] = command.error
         batch.events.append(
             EventRow(
-                at=command.at, kind=EventKind.FINISHED, job_id=command.job_id,
-                root_id=command.root_id, meta=meta,
+                at=command.at,
+                kind=EventKind.FINISHED,
+                job_id=command.job_id,
+                root_id=command.root_id,
+                meta=meta,
             )  # fmt: skip
         )
     return row

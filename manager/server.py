@@ -16,6 +16,7 @@ import uvicorn
 
 from manager.api import ApiToken, create_app
 from manager.config import Workflow
+from manager.deadletters import DeadLetterQueue
 from manager.errors import ManagerError
 from manager.events import EventHub
 from manager.events.publisher import EventPublisher
@@ -137,7 +138,13 @@ async def serve(
         raise
     gc.freeze()  # what recovery built lives as long as the process: stop scanning it
     config = uvicorn.Config(
-        create_app(orchestrator, api_token=api_token, metrics=metrics, events=events),
+        create_app(
+            orchestrator,
+            api_token=api_token,
+            metrics=metrics,
+            events=events,
+            dead_letters=DeadLetterQueue(settings.amqp_url, settings.queue),
+        ),
         host=host,
         port=port,
         log_level="warning",
@@ -147,9 +154,7 @@ async def serve(
     server = _Server(config)
     http = asyncio.create_task(server.serve(sockets=[sock]), name="http")
     access = "; every route but the probes needs the API token" if api_token else ""
-    log.info(
-        "serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access
-    )
+    log.info("serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access)
     waiter = asyncio.create_task(stop.wait())
     failed = asyncio.create_task(orchestrator.failed.wait())
     await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)

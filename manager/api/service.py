@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from manager.config.models import Workflow
 from manager.engine import EngineState, Job
+from manager.journal import JobHistory
 
 __all__ = ["JobService", "Clock"]
 
@@ -20,6 +21,11 @@ class JobService(Protocol):
     @property
     def state(self) -> EngineState:
         """Every job by id (read only)."""
+        ...
+
+    @property
+    def history(self) -> JobHistory:
+        """The journal's reads for browsing jobs (committed state)."""
         ...
 
     @property

@@ -79,8 +79,16 @@ class Transition(FailureRules, JobControl):
         sent_at = run.started_at if run.spec.task is not None else run.dispatched_at
         self.commands.append(
             StepFinished(
-                job.id, job.root_id, job.workflow.name, run.name, run.attempt,
-                outcome, reason, message, sent_at, self.at,
+                job.id,
+                job.root_id,
+                job.workflow.name,
+                run.name,
+                run.attempt,
+                outcome,
+                reason,
+                message,
+                sent_at,
+                self.at,
             )  # fmt: skip
         )
 
