@@ -75,6 +75,7 @@ def snapshot(job: Job) -> dict[str, Any]:
         "branch": job.branch,
         "steps": {name: _step(run) for name, run in job.steps.items()},
         "trace_id": job.trace_id,
+        "trace_parent": job.trace_parent,
     }
 
 
@@ -119,4 +120,5 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         branch=branch,
         # A snapshot from before jobs had traces: the trace a replay of it would give.
         trace_id=data.get("trace_id") or derived_trace_id(data["id"]),
+        trace_parent=data.get("trace_parent"),
     )
