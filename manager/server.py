@@ -174,9 +174,7 @@ async def serve(
     server = _Server(config)
     http = asyncio.create_task(server.serve(sockets=[sock]), name="http")
     access = "; every route but the probes needs the API token" if api_token else ""
-    log.info(
-        "serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access
-    )
+    log.info("serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access)
     waiter = asyncio.create_task(stop.wait())
     failed = asyncio.create_task(orchestrator.failed.wait())
     await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
