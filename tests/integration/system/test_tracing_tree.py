@@ -25,18 +25,7 @@ from manager.traces.export import SpanRecorder
 from manager.transport import Broker
 from pyworker import Worker
 
-WORKFLOW = """
-workflows:
-  - name: fan
-    steps:
-      - {name: prep, queue: "{p}.prep"}
-      - {name: each, task: sq, depends: [prep]}
-    tasks:
-      - name: sq
-        itemListKey: items
-        steps:
-          - {name: square, queue: "{p}.square"}
-"""
+from .test_tracing_process import WORKFLOW  # the same fan-out: prep, then a child per item
 
 
 class JobEnd:
