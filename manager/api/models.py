@@ -120,6 +120,9 @@ class JobDetail(BaseModel):
     )
     failed: list[StepEntry] = Field(description="Extra: steps that failed.")
     progress: Progress
+    trace_id: str = Field(
+        description="Extra: the W3C trace id (32 hex digits) of the job, its children's too."
+    )
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
