@@ -308,9 +308,7 @@ def _serve(args: argparse.Namespace) -> int:
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
         events=args.events,
     )  # fmt: skip
-    run(
-        serve(workflows, settings, args.db, args.host, args.port, api_token=api_token), args.loop
-    )
+    run(serve(workflows, settings, args.db, args.host, args.port, api_token=api_token), args.loop)
     return EXIT_OK
 
 

@@ -69,9 +69,7 @@ async def submit_job(
             reply_to=reply_queue.name if reply_queue else None,
             headers={TRIGGER_WORKFLOW_HEADER: workflow},
         )
-        with broker_errors(
-            f"cannot publish to '{trigger_queue(queue)}' (is the manager running?)"
-        ):
+        with broker_errors(f"cannot publish to '{trigger_queue(queue)}' (is the manager running?)"):
             await channel.default_exchange.publish(message, trigger_queue(queue), mandatory=True)
         if reply_queue is None:
             return None

@@ -19,9 +19,10 @@ from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 from aiormq.exceptions import ChannelNotFoundEntity
 
 from manager.errors import BrokerError
-from manager.textline import body_preview, one_line
+from manager.textline import body_preview, iso_utc, one_line
 from manager.transport import (
     DEFAULT_QUEUE,
+    HEADER_DEAD_AT,
     HEADER_DEAD_FROM,
     HEADER_DEAD_REASON,
     copy_message,
@@ -33,6 +34,8 @@ from manager.transport.errors import AMQP_ERRORS, broker_errors
 
 __all__ = [
     "DeadLetter",
+    "DeadLetterQueue",
+    "dead_at",
     "list_dead_letters",
     "replay_dead_letters",
     "format_dead_letters",
@@ -69,6 +72,7 @@ class DeadLetter:
     message_id: str | None = None
     deaths: int | None = None
     delivery_count: int | None = None
+    dead_at: float | None = None  # Unix seconds; None for a letter from before it was kept
 
     def __repr__(self) -> str:
         return f"<DeadLetter {self.correlation_id} from {self.source_queue}: {self.reason!r}>"
@@ -85,6 +89,8 @@ class DeadLetter:
             "deaths": self.deaths,
             "delivery_count": self.delivery_count,
         }
+        if self.dead_at is not None:
+            data["dead_at"] = iso_utc(self.dead_at)
         try:
             data["body"] = self.body.decode("utf-8")
         except UnicodeDecodeError:
@@ -122,7 +128,8 @@ def describe_headers(
     own = {
         key: value
         for key, value in headers.items()
-        if key not in (HEADER_DEAD_REASON, HEADER_DEAD_FROM) and not _is_broker_header(key)
+        if key not in (HEADER_DEAD_REASON, HEADER_DEAD_FROM, HEADER_DEAD_AT)
+        and not _is_broker_header(key)
     }
     return own, reason, source, (sum(counts) if counts else None)
 
@@ -139,7 +146,18 @@ def _letter(message: AbstractIncomingMessage) -> DeadLetter:
         message_id=message.message_id,
         deaths=deaths,
         delivery_count=_int((message.headers or {}).get("x-delivery-count")),
+        dead_at=dead_at(message.headers or {}),
     )
+
+
+def dead_at(headers: Mapping[str, Any]) -> float | None:
+    """When the manager dead-lettered it (`x-dead-at`), else when RabbitMQ did (`x-death`)."""
+    at = headers.get(HEADER_DEAD_AT)
+    if isinstance(at, int | float | Decimal) and not isinstance(at, bool):
+        return float(at)
+    deaths = [d for d in headers.get("x-death") or [] if isinstance(d, Mapping)]
+    when = deaths[0].get("time") if deaths else None
+    return when.timestamp() if isinstance(when, datetime) else None
 
 
 @contextlib.asynccontextmanager
@@ -311,3 +329,24 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterQueue:
+    """One manager's dead-letter queue (`<queue>.dead`), for the API: list it, replay from it."""
+
+    amqp_url: str
+    queue: str = DEFAULT_QUEUE
+
+    def __repr__(self) -> str:
+        return f"<DeadLetterQueue {dead_letter_queue(self.queue)} on {mask_url(self.amqp_url)}>"
+
+    async def letters(self, limit: int = 100) -> list[DeadLetter]:
+        """The first `limit` dead letters, oldest first; they stay in the queue."""
+        return await list_dead_letters(self.amqp_url, self.queue, limit)
+
+    async def replay(self, correlation_id: str | None = None, *, all: bool = False) -> int:
+        """Replay the dead letters with `correlation_id`, or `all`; returns how many."""
+        return await replay_dead_letters(
+            self.amqp_url, self.queue, correlation_id=correlation_id, all=all
+        )

@@ -1,7 +1,8 @@
 """Messages in, engine events out: worker replies and job triggers, read strictly. Pure.
 
 A message that cannot become an event is `Undeliverable`, with the reason written for
-whoever looks at the dead-letter queue (and, for a trigger, its sender).
+whoever looks at the dead-letter queue (and, for a trigger, its sender). Ids come in from the
+caller; a malformed `traceparent` is only logged.
 """
 
 from __future__ import annotations
@@ -12,8 +13,14 @@ from typing import Any
 
 from manager.engine import JobSubmitted, StepReplied
 from manager.engine.replies import ReplyError, decode_json
+from manager.traces import submitter_trace
 from manager.transport.message import Delivery, header_text, split_correlation_id
-from manager.transport.naming import HEADER_ATTEMPT, HEADER_ERROR, TRIGGER_WORKFLOW_HEADER
+from manager.transport.naming import (
+    HEADER_ATTEMPT,
+    HEADER_ERROR,
+    HEADER_TRACEPARENT,
+    TRIGGER_WORKFLOW_HEADER,
+)
 
 __all__ = ["Undeliverable", "reply_event", "trigger_event"]
 
@@ -67,9 +74,13 @@ def reply_event(delivery: Delivery, at: float, max_bytes: int) -> StepReplied | 
 
 
 def trigger_event(
-    delivery: Delivery, at: float, new_id: str, max_bytes: int
+    delivery: Delivery, at: float, new_id: str, max_bytes: int, new_trace_id: str = ""
 ) -> JobSubmitted | Undeliverable:
-    """A trigger as a submission; `new_id` is used when the sender gave no correlation id."""
+    """A trigger as a submission; `new_id` is used when the sender gave no correlation id.
+
+    The job joins the trace of the trigger's `traceparent` header, else `new_trace_id`'s (a
+    malformed header is ignored: empty `new_trace_id`, the engine derives one from the job id).
+    """
     workflow = header_text(delivery.headers, TRIGGER_WORKFLOW_HEADER)
     if not workflow:
         return Undeliverable(
@@ -83,10 +94,13 @@ def trigger_event(
         payload = decode_json(delivery.body, "trigger") if delivery.body.strip() else {}
     except ReplyError as exc:
         return Undeliverable(str(exc))
+    trace = submitter_trace(delivery.headers.get(HEADER_TRACEPARENT), "trigger")
     return JobSubmitted(
         job_id=delivery.correlation_id or new_id,
         workflow=workflow,
         payload=payload,
         at=at,
         reply_to=delivery.reply_to or None,
+        trace_id=trace.trace_id if trace else new_trace_id or None,
+        trace_parent=trace.span_id if trace else None,
     )

@@ -56,7 +56,7 @@ from manager.errors import (
     UnknownWorkflow,
 )
 from manager.ignoredlog import IgnoredLog
-from manager.journal import Batch, JobRow, Journal
+from manager.journal import Batch, JobHistory, JobRow, Journal
 from manager.observers import DeadLetterWatcher, Observer
 from manager.outbox import Outbox
 from manager.recorder import (
@@ -69,6 +69,7 @@ from manager.recorder import (
 )
 from manager.settings import ManagerSettings, step_queues
 from manager.timekeeper import Timekeeper
+from manager.traces import TraceParent, new_trace_id
 from manager.transport import Delivery, Outbound, Transport, dead_letter_queue, trigger_queue
 
 __all__ = ["ManagerSettings", "Orchestrator", "step_queues"]
@@ -123,6 +124,11 @@ class Orchestrator:
         jobs = self._state.jobs
         running = sum(job.is_running for job in jobs.values())
         return f"<Orchestrator queue={self.settings.queue} jobs={len(jobs)} running={running}>"
+
+    @property
+    def history(self) -> JobHistory:
+        """The journal's reads for browsing jobs (the API's lists and job pages)."""
+        return self.journal
 
     @property
     def state(self) -> EngineState:
@@ -260,7 +266,7 @@ class Orchestrator:
     async def on_trigger(self, delivery: Delivery) -> None:
         """A job trigger: start the job (or answer a duplicate), or dead-letter it with why."""
         event = intake.trigger_event(
-            delivery, self.now(), self.new_id(), self.settings.max_message_bytes
+            delivery, self.now(), self.new_id(), self.settings.max_message_bytes, new_trace_id()
         )
         if isinstance(event, intake.Undeliverable):
             await self._reject(delivery, event.reason, "invalid_trigger")
@@ -383,8 +389,17 @@ class Orchestrator:
 
     # -- the API's requests --------------------------------------------------------------
 
-    async def submit(self, workflow: str, payload: Any, job_id: str | None = None) -> str:
-        """Start a job now (the HTTP API's way in); returns its id or raises a SubmitError."""
+    async def submit(
+        self,
+        workflow: str,
+        payload: Any,
+        job_id: str | None = None,
+        trace: TraceParent | None = None,
+    ) -> str:
+        """Start a job now (the HTTP API's way in); returns its id or raises a SubmitError.
+
+        The job joins `trace` (the caller's trace context), else it starts a trace of its own.
+        """
         chosen = job_id is not None  # a new id of ours cannot name an existing job
         job_id = job_id if job_id is not None else self.new_id()
         canonical = canonical_uuid(job_id)
@@ -398,9 +413,11 @@ class Orchestrator:
             )
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
-        result, sending = await self._process(
-            self.pinned(JobSubmitted(job_id, workflow, payload, self.now()))
+        trace_id, parent = (trace.trace_id, trace.span_id) if trace else (new_trace_id(), None)
+        submitted = JobSubmitted(
+            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent
         )
+        result, sending = await self._process(self.pinned(submitted))
         if result.rejected is not None:
             rejected = result.rejected
             raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)

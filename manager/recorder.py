@@ -34,6 +34,7 @@ from manager.engine import (
     outcome_body,
     timers,
 )
+from manager.engine.traceids import step_span_id, traceparent
 from manager.journal import Batch, EventKind, EventRow, JobRow
 from manager.transport.message import Outbound, outcome_notice, step_request
 
@@ -124,6 +125,10 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
             meta["reply_to"] = event.reply_to
         if event.definition:
             meta["definition"] = event.definition
+        if event.trace_id:
+            meta["trace"] = event.trace_id
+        if event.trace_parent:
+            meta["trace_parent"] = event.trace_parent
         return EventRow(
             at=event.at, kind=EventKind.SUBMITTED, job_id=job_id, root_id=root_id,
             body=jsontext.dumps(event.payload), meta=meta,
@@ -148,9 +153,13 @@ def _timer_step(key: str) -> tuple[str | None, int | None]:
 
 def _dispatch(at: float, command: Dispatch, reply_queue: str) -> tuple[EventRow, Outbound]:
     body = jsontext.dumps(command.body)
+    trace = None
+    if command.trace_id:
+        span = step_span_id(command.job_id, command.step, command.attempt)
+        trace = traceparent(command.trace_id, span)
     message = step_request(
         command.queue, body, command.correlation_id, reply_queue, command.workflow,
-        command.attempt, command.message_id,
+        command.attempt, command.message_id, trace,
     )  # fmt: skip
     row = EventRow(
         at=at, kind=EventKind.DISPATCHED, job_id=command.job_id, root_id=command.root_id,
@@ -205,16 +214,25 @@ def _started(command: JobStarted, batch: Batch) -> None:
         return
     batch.jobs.append(
         JobRow(
-            id=command.job_id, root_id=command.root_id, parent_id=None,
-            workflow=command.workflow, definition=command.definition, flow=command.flow,
-            status="running", submitted_at=command.submitted_at, finished_at=None,
+            id=command.job_id,
+            root_id=command.root_id,
+            parent_id=None,
+            workflow=command.workflow,
+            definition=command.definition,
+            flow=command.flow,
+            status="running",
+            submitted_at=command.submitted_at,
+            finished_at=None,
             payload=command.payload,
         )  # fmt: skip
     )
     batch.events.append(
         EventRow(
-            at=command.at, kind=EventKind.STARTED, job_id=command.job_id,
-            root_id=command.root_id, meta={"flow": command.flow},
+            at=command.at,
+            kind=EventKind.STARTED,
+            job_id=command.job_id,
+            root_id=command.root_id,
+            meta={"flow": command.flow},
         )  # fmt: skip
     )
 
@@ -235,8 +253,11 @@ def _finished(command: JobFinished, batch: Batch) -> JobRow:
             meta["error"] = command.error
         batch.events.append(
             EventRow(
-                at=command.at, kind=EventKind.FINISHED, job_id=command.job_id,
-                root_id=command.root_id, meta=meta,
+                at=command.at,
+                kind=EventKind.FINISHED,
+                job_id=command.job_id,
+                root_id=command.root_id,
+                meta=meta,
             )  # fmt: skip
         )
     return row
@@ -253,6 +274,9 @@ def to_event(row: EventRow) -> Event:
             at=row.at,
             reply_to=meta.get("reply_to"),
             definition=meta.get("definition"),
+            # None in a journal from before jobs had traces: the engine derives one.
+            trace_id=meta.get("trace"),
+            trace_parent=meta.get("trace_parent"),
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:
         return StepReplied(

@@ -7,22 +7,28 @@ import contextlib
 import gc
 import ipaddress
 import logging
+import os
 import signal
 import socket
 from collections.abc import Callable, Coroutine, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from manager.api import ApiToken, create_app
 from manager.config import Workflow
+from manager.deadletters import DeadLetterQueue
 from manager.errors import ManagerError
 from manager.events import EventHub
 from manager.events.publisher import EventPublisher
 from manager.journal import open_journal
 from manager.metrics import Metrics
+from manager.observers import Observer
 from manager.orchestrator import ManagerSettings, Orchestrator
 from manager.transport import Broker
+
+if TYPE_CHECKING:
+    from manager.traces.export import SpanRecorder
 
 __all__ = ["serve", "listen", "run"]
 
@@ -60,6 +66,26 @@ def _loopback(sock: socket.socket) -> bool:
         return False
 
 
+def _span_recorder(environ: Mapping[str, str]) -> SpanRecorder | None:
+    """The span exporter when OTEL_EXPORTER_OTLP_ENDPOINT is set (else no SDK is imported)."""
+    if not environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return None
+    try:
+        from manager.traces.export import span_recorder_from_env
+    except ImportError as exc:
+        raise ManagerError(
+            f"OTEL_EXPORTER_OTLP_ENDPOINT is set, but the OpenTelemetry SDK cannot be imported "
+            f"({exc}); install it with pip install 'workflow-manager[otel]', or unset the variable"
+        ) from exc
+    return span_recorder_from_env(environ)
+
+
+async def _close_spans(spans: SpanRecorder | None) -> None:
+    """Export the spans still buffered (network I/O, so off the loop) and stop exporting."""
+    if spans is not None:
+        await asyncio.to_thread(spans.close)
+
+
 def run(main: Coroutine[Any, Any, None], event_loop: str = "auto") -> None:
     """Run `main` to the end on uvloop ("auto": where it is installed) or asyncio's own loop.
 
@@ -89,14 +115,17 @@ async def serve(
     port: int,
     stop: asyncio.Event | None = None,
     api_token: ApiToken | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM (or `stop` is set): stop consuming, finish in hand, close.
 
-    With `api_token`, the HTTP API asks every client but the probes for it.
+    With `api_token`, the HTTP API asks every client but the probes for it. With
+    OTEL_EXPORTER_OTLP_ENDPOINT in `environ` (default: the process's), it exports spans.
 
     Raises the journal's error if the journal fails while running (after a clean stop).
     """
     stop = stop or asyncio.Event()
+    spans = _span_recorder(os.environ if environ is None else environ)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
@@ -118,9 +147,8 @@ async def serve(
     if settings.events != "off":
         publisher = EventPublisher(transport, settings.queue, settings.events)
         events.add_sink(publisher)
-    orchestrator = Orchestrator(
-        workflows, settings, journal, transport, observers=[metrics, events]
-    )
+    observers: list[Observer] = [metrics, events, *([spans] if spans is not None else [])]
+    orchestrator = Orchestrator(workflows, settings, journal, transport, observers=observers)
     metrics.watch(orchestrator)
     journal.watch_commits(metrics.journal_committed)
     # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
@@ -137,7 +165,13 @@ async def serve(
         raise
     gc.freeze()  # what recovery built lives as long as the process: stop scanning it
     config = uvicorn.Config(
-        create_app(orchestrator, api_token=api_token, metrics=metrics, events=events),
+        create_app(
+            orchestrator,
+            api_token=api_token,
+            metrics=metrics,
+            events=events,
+            dead_letters=DeadLetterQueue(settings.amqp_url, settings.queue),
+        ),
         host=host,
         port=port,
         log_level="warning",
@@ -147,9 +181,7 @@ async def serve(
     server = _Server(config)
     http = asyncio.create_task(server.serve(sockets=[sock]), name="http")
     access = "; every route but the probes needs the API token" if api_token else ""
-    log.info(
-        "serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access
-    )
+    log.info("serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access)
     waiter = asyncio.create_task(stop.wait())
     failed = asyncio.create_task(orchestrator.failed.wait())
     await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
@@ -161,6 +193,7 @@ async def serve(
     await orchestrator.stop()
     if publisher is not None:
         await publisher.stop()
+    await _close_spans(spans)
     await http
     waiter.cancel()
     failed.cancel()

@@ -9,6 +9,7 @@ from typing import Any
 
 from pyworker.protocol import (
     HEADER_ATTEMPT,
+    HEADER_TRACEPARENT,
     HEADER_WORKFLOW,
     header_text,
     parse_attempt,
@@ -32,6 +33,8 @@ class StepContext:
         message_id: The request's AMQP message id, or None.
         queue: The queue the request arrived on.
         redelivered: True when RabbitMQ delivered this request before (e.g. a worker died).
+        traceparent: The W3C `traceparent` header naming this attempt's span in the job's
+            trace, or None; make it your span's parent (pyworker does, with OpenTelemetry).
     """
 
     job_id: str
@@ -43,6 +46,7 @@ class StepContext:
     message_id: str | None = None
     queue: str = ""
     redelivered: bool = False
+    traceparent: str | None = None
 
     @classmethod
     def from_properties(
@@ -67,6 +71,7 @@ class StepContext:
             message_id=message_id,
             queue=queue,
             redelivered=redelivered,
+            traceparent=header_text(headers.get(HEADER_TRACEPARENT)),
         )
 
     @property

@@ -31,10 +31,13 @@ from pyworker.protocol import (
     error_reply,
     result_reply,
 )
+from pyworker.tracing import HandlerSpans
 
 __all__ = ["handle_delivery", "REFUSED_REPLY_DELAY_S"]
 
 log = logging.getLogger(__name__)
+
+DEFAULT_SPANS = HandlerSpans()  # on the global TracerProvider, when OpenTelemetry is installed
 
 # Wait this long before requeueing a request whose reply the broker refused (e.g. a full reply
 # queue), so a persistent refusal does not become a hot redelivery loop.
@@ -53,13 +56,14 @@ def context_of(message: AbstractIncomingMessage, queue: str) -> StepContext:
 
 
 async def _outcome(
-    handler: StepHandler, body: bytes, ctx: StepContext, executor: Executor
+    handler: StepHandler, body: bytes, ctx: StepContext, executor: Executor, spans: HandlerSpans
 ) -> Reply:
     """The reply for this request: the handler's result, or an x-error for whatever was raised."""
     started_s = time.monotonic()
     try:
-        data = decode_request(body)
-        reply = result_reply(await handler.invoke(data, ctx, executor), ctx.attempt)
+        with spans.span(ctx):  # a failure is recorded on the span, then answered below
+            data = decode_request(body)
+            reply = result_reply(await handler.invoke(data, ctx, executor), ctx.attempt)
     except Exception as exc:  # every failure of a step is reported to the manager, never raised
         reply = error_reply(exc, ctx.attempt)
         expected = isinstance(exc, ProtocolError | StepError | ValidationError)
@@ -113,8 +117,11 @@ async def handle_delivery(
     handler: StepHandler,
     channel: AbstractChannel,
     executor: Executor,
+    spans: HandlerSpans = DEFAULT_SPANS,
 ) -> bool:
     """Run `handler` on one request, publish its reply (or x-error) to `reply_to`, then ack.
+
+    With OpenTelemetry, the handler runs in a span from `spans` that continues the job's trace.
 
     Returns False when the request was left unanswered or unsettled because the connection was
     lost (RabbitMQ redelivers it once the worker is back); True otherwise.
@@ -125,7 +132,7 @@ async def handle_delivery(
         return await _settle(message, ctx, ack=True)
     again = " (redelivered)" if ctx.redelivered else ""
     log.debug("%s received on %r%s", ctx.log_fields, handler.queue, again)
-    reply = await _outcome(handler, message.body, ctx, executor)
+    reply = await _outcome(handler, message.body, ctx, executor, spans)
     if _channel_closed(message):
         # Lost with its connection: RabbitMQ redelivers it, so a reply now would be a duplicate.
         log.debug("%s its channel closed while it ran; not replying", ctx.log_fields)

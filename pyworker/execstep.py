@@ -121,7 +121,7 @@ def parse_output(stdout: bytes, program: str) -> dict[str, Any]:
         kind = "null" if value is None else type(value).__name__
         raise InvalidResult(
             f"{program} printed a JSON {kind} on stdout, not an object: {_preview(text)} "
-            "(wrap it, e.g. {\"value\": ...})"
+            '(wrap it, e.g. {"value": ...})'
         )
     return value
 

@@ -19,6 +19,7 @@ __all__ = [
     "HEADER_ATTEMPT",
     "HEADER_ERROR",
     "HEADER_ERROR_TYPE",
+    "HEADER_TRACEPARENT",
     "HEADER_WORKFLOW",
     "Reply",
     "decode_request",
@@ -34,6 +35,7 @@ HEADER_ATTEMPT = "x-attempt"
 HEADER_WORKFLOW = "x-workflow"
 HEADER_ERROR = "x-error"
 HEADER_ERROR_TYPE = "x-error-type"
+HEADER_TRACEPARENT = "traceparent"  # W3C trace context: the span of this step attempt
 _MAX_ERROR_CHARS = 4000  # keep x-error headers (and log lines) a readable size
 
 

@@ -34,6 +34,7 @@ from pyworker.settings import (
     resolve_amqp_url,
     resolve_queue_prefix,
 )
+from pyworker.tracing import HandlerSpans
 
 __all__ = ["Worker"]
 
@@ -70,6 +71,9 @@ class Worker:
         queue_prefix: Prepended to every step's queue name (e.g. "staging."). Default:
             $QUEUE_PREFIX, else none.
         environ: Environment to read the URL from (default `os.environ`); for tests.
+        tracer_provider: The OpenTelemetry TracerProvider for handler spans (default: the
+            global one). Used only when opentelemetry-api is installed: each handler then runs
+            in a span whose parent is the request's `traceparent`.
 
     Example:
         >>> worker = Worker(prefetch=4)
@@ -88,9 +92,11 @@ class Worker:
         stop_timeout_s: float = 30.0,
         queue_prefix: str | None = None,
         environ: Mapping[str, str] | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self._settings = WorkerSettings(amqp_url, prefetch, name, stop_timeout_s, queue_prefix)
         self._environ = environ
+        self._spans = HandlerSpans(tracer_provider)
         self._handlers: dict[str, StepHandler] = {}
         self._state = _State.NEW
         self._connection: AbstractRobustConnection | None = None
@@ -262,7 +268,9 @@ class Worker:
             return  # closed already: RabbitMQ requeued this request with the channel
         with self._in_flight.track(task):
             try:
-                answered = await handle_delivery(message, handler, self._channel, self._executor)
+                answered = await handle_delivery(
+                    message, handler, self._channel, self._executor, self._spans
+                )
             except asyncio.CancelledError:
                 if (
                     self._state is _State.RUNNING

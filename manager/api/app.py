@@ -14,6 +14,8 @@ from fastapi.openapi.utils import get_openapi
 
 from manager import __version__
 from manager.api.access import ApiToken, TokenGate, document_access, login_router
+from manager.api.browse import router as browse_router
+from manager.api.deadletters import install_dead_letters
 from manager.api.errors import install_error_handlers
 from manager.api.events import install_events
 from manager.api.routes import router
@@ -22,6 +24,7 @@ from manager.api.scrape import router as metrics_router
 from manager.api.service import Clock, JobService
 from manager.api.ui import UiHeaders
 from manager.api.ui import router as ui_router
+from manager.deadletters import DeadLetterQueue
 from manager.events import EventHub
 
 __all__ = ["ApiToken", "JobService", "Clock", "create_app"]
@@ -42,6 +45,7 @@ _TAGS = [
     {"name": "workflows", "description": "Workflow definitions, and starting jobs."},
     {"name": "jobs", "description": "Running and finished jobs."},
     {"name": "events", "description": "Run events as they happen (Server-Sent Events)."},
+    {"name": "dead letters", "description": "Messages the manager could not process, and replay."},
     {"name": "access", "description": "The web UI's login, when the manager has an API token."},
     {
         "name": "health",
@@ -58,12 +62,14 @@ def create_app(
     api_token: ApiToken | None = None,
     metrics: MetricsSource | None = None,
     events: EventHub | None = None,
+    dead_letters: DeadLetterQueue | None = None,
 ) -> FastAPI:
     """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
 
     With `api_token`, every route but the probes needs it (manager.api.access). With
     `metrics`, `GET /metrics` serves them (Prometheus text format). `events`: the hub
-    observing the orchestrator, served at `GET /api/events`.
+    observing the orchestrator, served at `GET /api/events`. `dead_letters`: the queue
+    served at `/api/dead-letters`.
     """
     app = FastAPI(
         title="workflow-manager",
@@ -74,11 +80,15 @@ def create_app(
     app.state.service = service
     app.state.clock = clock
     app.state.api_token = api_token
-    install_error_handlers(app, [*router.routes, *login_router.routes, *ui_router.routes])
+    routes = [*router.routes, *browse_router.routes, *login_router.routes, *ui_router.routes]
+    install_error_handlers(app, routes)
     app.include_router(router)
+    app.include_router(browse_router)
     app.include_router(ui_router)  # the web UI (manager.api.ui), left out of the OpenAPI doc
     if events is not None:
         install_events(app, events)
+    if dead_letters is not None:
+        install_dead_letters(app, dead_letters)
     if api_token is not None:  # without a token there is nothing to log in to
         app.include_router(login_router)
         app.add_middleware(TokenGate, token=api_token)

@@ -13,10 +13,22 @@ from pydantic import BaseModel, Field
 from manager.engine import JobStatus
 
 __all__ = [
+    "Attempt",
+    "ChildCounts",
+    "ChildEntry",
+    "ChildPage",
     "ErrorBody",
     "Health",
     "JobDetail",
     "JobIds",
+    "JobList",
+    "JobListEntry",
+    "JobPage",
+    "Overview",
+    "StepDefinition",
+    "StepView",
+    "WorkflowDefinition",
+    "WorkflowStats",
     "Progress",
     "StepEntry",
     "SubmitResponse",
@@ -108,6 +120,9 @@ class JobDetail(BaseModel):
     )
     failed: list[StepEntry] = Field(description="Extra: steps that failed.")
     progress: Progress
+    trace_id: str = Field(
+        description="Extra: the W3C trace id (32 hex digits) of the job, its children's too."
+    )
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
@@ -126,3 +141,166 @@ class Readiness(BaseModel):
 
     status: Literal["ready", "not-ready"]
     reasons: list[str] = Field(default_factory=list)
+
+
+# -- browsing (the web UI's reads) ---------------------------------------------------------
+
+StepStatusName = Literal["pending", "running", "retrying", "completed", "failed", "cancelled"]
+ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
+JobStatusName = Literal["running", "completed", "failed", "cancelled"]
+
+
+class Attempt(BaseModel):
+    """One request of a step and what came of it."""
+
+    attempt: int
+    dispatched_at: str
+    finished_at: str | None = None
+    elapsed: float = Field(description="Seconds: to now while running, else to the end.")
+    outcome: Literal["running", "completed", "failed", "timeout"]
+    error: str | None = None
+
+
+class ChildCounts(BaseModel):
+    """A task step's child jobs by status."""
+
+    total: int
+    pending: int = Field(description="Not started yet (max_in_flight), or never started.")
+    running: int
+    completed: int
+    failed: int
+    cancelled: int
+
+
+class StepView(BaseModel):
+    """One step of a job as the job page shows it; branch steps have kind on_error/on_cancel."""
+
+    name: str
+    kind: Literal["step", "task", "on_error", "on_cancel"]
+    depends: list[str]
+    queue: str | None = None
+    http: str | None = Field(default=None, description="The URL of an HTTP step.")
+    status: StepStatusName = Field(
+        description="cancelled: in flight when its job ended (a late reply is dropped)."
+    )
+    attempts: int = Field(description="Requests sent so far (0 before the first).")
+    started_at: str | None = None
+    finished_at: str | None = None
+    elapsed: float | None = None
+    input: Any = Field(default=None, description="The request body of the latest attempt.")
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    children: ChildCounts | None = Field(default=None, description="Task steps that fanned out.")
+    history: list[Attempt] = Field(description="Each attempt, oldest first.")
+
+
+class JobPage(BaseModel):
+    """A job with every step of its definition, each step's attempts and children's progress."""
+
+    uuid: str
+    workflow: str
+    task: str | None = None
+    parent: str | None = None
+    parent_step: str | None = None
+    index: int | None = Field(default=None, description="A child's element index in its list.")
+    root: str = Field(description="The top-level job's id (the job's own, for a top-level job).")
+    status: JobStatusName
+    submitted_at: str
+    finished_at: str | None = None
+    elapsed: float
+    payload: dict[str, Any]
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    trace_id: str | None = None
+    definition: str = Field(description="The content hash of the definition the job runs.")
+    branch: Literal["on_error", "on_cancel"] | None = None
+    can_cancel: bool
+    can_retry: bool
+    steps: list[StepView]
+
+
+class ChildEntry(BaseModel):
+    """One child job of a task step."""
+
+    uuid: str
+    task: str
+    step: str = Field(description="The task step that fanned it out.")
+    index: int = Field(description="Its element's index in the list.")
+    status: ChildStatusName
+    submitted_at: str | None = None
+    finished_at: str | None = None
+    elapsed: float | None = None
+    error: dict[str, Any] | None = None
+
+
+class ChildPage(BaseModel):
+    """A page of a job's children in element order, and the counts of all of them."""
+
+    total: int = Field(description="Children matching the filter.")
+    offset: int
+    limit: int
+    counts: dict[ChildStatusName, int]
+    children: list[ChildEntry]
+
+
+class JobListEntry(BaseModel):
+    """A top-level job in a list."""
+
+    uuid: str
+    workflow: str
+    status: JobStatusName
+    submitted_at: str
+    finished_at: str | None = None
+    elapsed: float
+
+
+class JobList(BaseModel):
+    """Top-level jobs, newest first; `next_before` fetches the next page (null at the end)."""
+
+    jobs: list[JobListEntry]
+    next_before: float | None
+
+
+class WorkflowStats(BaseModel):
+    """A workflow's jobs: running now, and finished since the overview's `since`."""
+
+    name: str
+    running: int
+    completed: int
+    failed: int
+    cancelled: int
+    median_seconds: float | None = Field(description="Median duration of the completed ones.")
+
+
+class Overview(BaseModel):
+    """Every workflow's recent activity."""
+
+    since: str
+    workflows: list[WorkflowStats]
+
+
+class StepDefinition(BaseModel):
+    """A step of a definition with its effective policy."""
+
+    name: str
+    kind: Literal["step", "task", "on_error", "on_cancel"]
+    depends: list[str]
+    queue: str | None = None
+    http: str | None = None
+    retries: int
+    timeout: float | None = None
+    retry_backoff: dict[str, float]
+    task: dict[str, Any] | None = Field(
+        default=None, description="For a task step: the task's settings and its own steps."
+    )
+
+
+class WorkflowDefinition(BaseModel):
+    """A workflow as loaded: its steps, content hash and YAML."""
+
+    name: str
+    hash: str
+    timeout: float | None = None
+    vhosts: list[str]
+    steps: list[StepDefinition]
+    yaml: str

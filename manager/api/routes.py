@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from manager.api import views
@@ -27,10 +27,15 @@ from manager.api.models import (
 )
 from manager.api.service import Clock, JobService
 from manager.engine import Job
+from manager.traces import submitter_trace
 
 __all__ = ["router"]
 
 DEFAULT_INTERVAL_MIN = 480.0
+_TRACEPARENT_DOC = (
+    "W3C trace context: the job joins this trace (its span's parent is this span); "
+    "a malformed value is ignored and the job starts a trace of its own."
+)
 _DISCONNECTED = "not connected to RabbitMQ, so no job can start now; try again shortly"
 
 
@@ -111,6 +116,7 @@ async def submit_job(
     request: Request,
     service: Service,
     job_id: Annotated[str | None, Query(alias="id", include_in_schema=False)] = None,
+    traceparent: Annotated[str | None, Header(description=_TRACEPARENT_DOC)] = None,
 ) -> dict[str, Any]:
     """Start a job of workflow `name`; the JSON object body is its payload."""
     if name not in service.workflows:
@@ -119,7 +125,8 @@ async def submit_job(
         # Refuse rather than hold the request open until the broker is back.
         raise HTTPException(status_code=503, detail=_DISCONNECTED)
     payload = parse_payload(await request.body())
-    new_id = await service.submit(name, payload, resolve_job_id(job_id, payload))
+    trace = submitter_trace(traceparent, "POST /api/workflow")
+    new_id = await service.submit(name, payload, resolve_job_id(job_id, payload), trace)
     return {"id": new_id}
 
 

@@ -7,6 +7,8 @@ from typing import Any, Protocol
 
 from manager.config.models import Workflow
 from manager.engine import EngineState, Job
+from manager.engine.traceids import TraceParent
+from manager.journal import JobHistory
 
 __all__ = ["JobService", "Clock"]
 
@@ -20,6 +22,11 @@ class JobService(Protocol):
     @property
     def state(self) -> EngineState:
         """Every job by id (read only)."""
+        ...
+
+    @property
+    def history(self) -> JobHistory:
+        """The journal's reads for browsing jobs (committed state)."""
         ...
 
     @property
@@ -42,8 +49,14 @@ class JobService(Protocol):
         """Why the manager stopped taking work (its journal failed), or None."""
         ...
 
-    async def submit(self, workflow: str, payload: Any, job_id: str | None = None) -> str:
-        """Start a job and return its id; raise a `manager.errors.SubmitError` if it cannot."""
+    async def submit(
+        self,
+        workflow: str,
+        payload: Any,
+        job_id: str | None = None,
+        trace: TraceParent | None = None,
+    ) -> str:
+        """Start a job (in `trace`, if given) and return its id; raise a `SubmitError` if not."""
         ...
 
     async def find_job(self, job_id: str) -> Job | None:

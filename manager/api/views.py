@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from manager.config.models import Workflow
 from manager.engine import Job, JobStatus, StepRun, StepStatus
+from manager.textline import iso_utc
 
 __all__ = [
     "START",
@@ -27,12 +27,6 @@ __all__ = [
 
 START = "__start__"
 END = "__end__"
-
-
-def iso_utc(at: float) -> str:
-    """Unix seconds as ISO-8601 UTC with milliseconds and a `Z`, as Go's RFC 3339 parser expects."""
-    text = datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
-    return text.removesuffix("+00:00") + "Z"
 
 
 def _seconds(start: float, end: float) -> float:
@@ -134,6 +128,7 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
     detail["completed"] = lists[StepStatus.COMPLETED]
     detail["failed"] = lists[StepStatus.FAILED]
     detail["progress"] = progress(job)
+    detail["trace_id"] = job.trace_id
     if job.result is not None:
         detail["result"] = job.result
     if job.error is not None:

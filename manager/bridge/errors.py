@@ -1,12 +1,12 @@
 """The bridge's errors: start-up problems, and the failures it answers steps with.
 
-    ManagerError
-    └── BridgeConfigError       the workflow file's HTTP steps cannot be served (start-up)
-    pyworker.StepError          answered as an x-error reply; the manager retries as configured
-    └── HttpStepError
-        ├── HttpStatusError     the endpoint answered with a status outside 2xx
-        ├── HttpBodyError       a 2xx answer whose body is not a JSON object
-        └── HttpTransportError  no answer: connection refused, reset, or past `http.timeout`
+ManagerError
+└── BridgeConfigError       the workflow file's HTTP steps cannot be served (start-up)
+pyworker.StepError          answered as an x-error reply; the manager retries as configured
+└── HttpStepError
+    ├── HttpStatusError     the endpoint answered with a status outside 2xx
+    ├── HttpBodyError       a 2xx answer whose body is not a JSON object
+    └── HttpTransportError  no answer: connection refused, reset, or past `http.timeout`
 """
 
 from __future__ import annotations

@@ -182,8 +182,7 @@ def _check_flow(
     problems += [
         Problem(
             (*step_path, "http"),
-            "a step has either 'task' (child jobs) or 'http' (a call through the bridge), "
-            "not both",
+            "a step has either 'task' (child jobs) or 'http' (a call through the bridge), not both",
         )
         for step_path, step in steps
         if step.get("task") is not None and step.get("http") is not None

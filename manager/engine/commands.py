@@ -42,7 +42,10 @@ class Subject:
 
 @dataclass(slots=True)
 class Dispatch:
-    """Publish a step request to `queue`; `workflow` is the top-level workflow's name."""
+    """Publish a step request to `queue`; `workflow` is the top-level workflow's name.
+
+    `trace_id` is the job's trace: the request's `traceparent` names this attempt's span in it.
+    """
 
     job_id: str
     root_id: str
@@ -52,6 +55,7 @@ class Dispatch:
     body: dict[str, Any]
     workflow: str
     attempt: int
+    trace_id: str = ""
 
     @property
     def message_id(self) -> str:
@@ -79,6 +83,7 @@ class StepFinished:
     message: str | None
     dispatched_at: float | None
     at: float
+    trace_id: str = ""
 
 
 @dataclass(slots=True)
@@ -86,7 +91,8 @@ class JobStarted:
     """A job (or child job, when `parent_id` is set) began, or began again after a retry.
 
     `definition` is the content hash of the workflow it runs; `flow` the workflow's or task's
-    name; `submitted_at` when it was first submitted.
+    name; `submitted_at` when it was first submitted. `trace_id` and `trace_parent` as the
+    job's (`manager.engine.state.Job`).
     """
 
     job_id: str
@@ -98,6 +104,8 @@ class JobStarted:
     payload: dict[str, Any]
     submitted_at: float
     at: float
+    trace_id: str = ""
+    trace_parent: str | None = None
 
 
 @dataclass(slots=True)
@@ -117,6 +125,8 @@ class JobFinished:
     submitted_at: float
     at: float
     snapshot: dict[str, Any]
+    trace_id: str = ""
+    trace_parent: str | None = None
 
 
 @dataclass(slots=True)

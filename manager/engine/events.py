@@ -22,6 +22,8 @@ class JobSubmitted:
 
     `definition` pins the job to a workflow version by content hash; None means the current
     definition of `workflow`. `reply_to` is where the outcome notice goes, if anywhere.
+    `trace_id` is the job's W3C trace (None: one derived from the job id, as for a submission
+    journaled before jobs had traces); `trace_parent` the submitter's span, if it sent one.
     """
 
     job_id: str
@@ -30,6 +32,8 @@ class JobSubmitted:
     at: float
     reply_to: str | None = None
     definition: str | None = None
+    trace_id: str | None = None
+    trace_parent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,9 +90,7 @@ class FailureRules:
         else:
             self._start_timer(timers.retry_due(job.id, run.name, run.attempt + 1), self.at + wait_s)
 
-    def _fail_step(
-        self: Work, job: Job, run: StepRun, message: str, reason: str = "error"
-    ) -> None:
+    def _fail_step(self: Work, job: Job, run: StepRun, message: str, reason: str = "error") -> None:
         run.status = StepStatus.FAILED
         run.error = message
         run.finished_at = self.at

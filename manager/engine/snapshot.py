@@ -11,6 +11,7 @@ from typing import Any
 
 from manager.config.models import Workflow
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+from manager.engine.traceids import derived_trace_id
 
 __all__ = ["root_of", "descendants", "forget", "snapshot", "restore"]
 
@@ -73,6 +74,8 @@ def snapshot(job: Job) -> dict[str, Any]:
         "error": job.error,
         "branch": job.branch,
         "steps": {name: _step(run) for name, run in job.steps.items()},
+        "trace_id": job.trace_id,
+        "trace_parent": job.trace_parent,
     }
 
 
@@ -115,4 +118,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         error=data.get("error"),
         finished_at=data.get("finished_at"),
         branch=branch,
+        # A snapshot from before jobs had traces: the trace a replay of it would give.
+        trace_id=data.get("trace_id") or derived_trace_id(data["id"]),
+        trace_parent=data.get("trace_parent"),
     )

@@ -102,6 +102,10 @@ class Job:
     # The top-level job's id, kept when the job is made: every command of a child names it,
     # and walking up the parents for each would cost as much as the rest of the event.
     root_id: str = ""
+    # The W3C trace the job is part of (a child's is its top-level job's), and the span its own
+    # span hangs from: the submitter's, or for a child its task step's.
+    trace_id: str = ""
+    trace_parent: str | None = None
 
     @property
     def is_running(self) -> bool:

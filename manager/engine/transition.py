@@ -34,6 +34,7 @@ from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+from manager.engine.traceids import derived_trace_id, step_span_id
 
 __all__ = ["Transition"]
 
@@ -69,7 +70,7 @@ class Transition(FailureRules, JobControl):
         return JobStarted(
             job.id, job.root_id, job.workflow.name, job.workflow.content_hash,
             job.flow.name, job.parent.job_id if job.parent else None, job.payload,
-            job.submitted_at, self.at,
+            job.submitted_at, self.at, job.trace_id, job.trace_parent,
         )  # fmt: skip
 
     def step_finished(
@@ -79,8 +80,17 @@ class Transition(FailureRules, JobControl):
         sent_at = run.started_at if run.spec.task is not None else run.dispatched_at
         self.commands.append(
             StepFinished(
-                job.id, job.root_id, job.workflow.name, run.name, run.attempt,
-                outcome, reason, message, sent_at, self.at,
+                job.id,
+                job.root_id,
+                job.workflow.name,
+                run.name,
+                run.attempt,
+                outcome,
+                reason,
+                message,
+                sent_at,
+                self.at,
+                job.trace_id,
             )  # fmt: skip
         )
 
@@ -90,7 +100,7 @@ class Transition(FailureRules, JobControl):
             job.id, job.root_id, job.workflow.name, job.workflow.content_hash,
             job.flow.name, job.status, job.result, job.error,
             job.parent.job_id if job.parent else None, job.payload, job.submitted_at, self.at,
-            snapshot(job),
+            snapshot(job), job.trace_id, job.trace_parent,
         )  # fmt: skip
 
     def archive(self, job_id: str) -> None:
@@ -133,7 +143,8 @@ class Transition(FailureRules, JobControl):
             self.concerns(None, job_id)
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
-        job = self._create_job(workflow, workflow, job_id, event.payload, parent=None)
+        trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
+        job = self._create_job(workflow, workflow, job_id, event.payload, None, trace)
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
@@ -186,10 +197,13 @@ class Transition(FailureRules, JobControl):
         job_id: str,
         payload: dict[str, Any],
         parent: ParentLink | None,
+        trace: tuple[str, str | None],
     ) -> Job:
+        """A new job, started: `trace` is its trace id and the span its own span hangs from."""
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
         job.root_id = self.state.jobs[parent.job_id].root_id if parent else job_id
+        job.trace_id, job.trace_parent = trace
         self.state.jobs[job_id] = job
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
@@ -294,6 +308,7 @@ class Transition(FailureRules, JobControl):
                 body=run.input or {},
                 workflow=job.workflow.name,
                 attempt=run.attempt,
+                trace_id=job.trace_id,
             )
         )
         timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s
@@ -328,6 +343,7 @@ class Transition(FailureRules, JobControl):
         assert run.children is not None and run.input is not None  # set when the step fanned out
         items = run.input[task.item_list_key]
         running = run.next_child - (len(run.children) - run.children_left)
+        trace: tuple[str, str | None] | None = None  # hashed once, and only if a child starts
         while run.next_child < len(run.children) and running < task.max_in_flight:
             index = run.next_child
             child_id = run.children[index]
@@ -339,8 +355,11 @@ class Transition(FailureRules, JobControl):
                 )
                 return
             payload = child_payload(task, run.input, items[index])
+            if trace is None:
+                # In their parent's trace; their spans hang from the task step's span.
+                trace = (job.trace_id, step_span_id(job.id, run.name, run.attempt))
             link = ParentLink(job.id, run.name, index)
-            self._create_job(job.workflow, task, child_id, payload, link)
+            self._create_job(job.workflow, task, child_id, payload, link, trace)
             run.next_child += 1
             running += 1
 

@@ -100,31 +100,53 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                 at = _event_time(commands, now)
             out.append(
                 RunEvent(
-                    "step.dispatched", command.job_id, command.root_id, command.workflow, at,
-                    command.step, command.attempt, "running",
+                    "step.dispatched",
+                    command.job_id,
+                    command.root_id,
+                    command.workflow,
+                    at,
+                    command.step,
+                    command.attempt,
+                    "running",
                 )  # fmt: skip
             )
         elif kind is StepFinished:
             out.append(
                 RunEvent(
-                    _STEP_TYPES.get(command.outcome, f"step.{command.outcome}"), command.job_id,
-                    command.root_id, command.workflow, command.at, command.step, command.attempt,
-                    command.outcome, command.reason if command.outcome != "completed" else None,
+                    _STEP_TYPES.get(command.outcome, f"step.{command.outcome}"),
+                    command.job_id,
+                    command.root_id,
+                    command.workflow,
+                    command.at,
+                    command.step,
+                    command.attempt,
+                    command.outcome,
+                    command.reason if command.outcome != "completed" else None,
                 )  # fmt: skip
             )
         elif kind is JobStarted:
             out.append(
                 RunEvent(
-                    "job.started", command.job_id, command.root_id, command.workflow,
-                    command.at, status="running", parent=command.parent_id,
+                    "job.started",
+                    command.job_id,
+                    command.root_id,
+                    command.workflow,
+                    command.at,
+                    status="running",
+                    parent=command.parent_id,
                 )  # fmt: skip
             )
         elif kind is JobFinished:
             status = str(command.status)
             out.append(
                 RunEvent(
-                    f"job.{status}", command.job_id, command.root_id, command.workflow,
-                    command.at, status=status, parent=command.parent_id,
+                    f"job.{status}",
+                    command.job_id,
+                    command.root_id,
+                    command.workflow,
+                    command.at,
+                    status=status,
+                    parent=command.parent_id,
                 )  # fmt: skip
             )
     return out

@@ -8,17 +8,18 @@
     await journal.close()
 
 Modules: `protocol` (the `Journal` protocol), `journal` (`SqliteJournal`), `schema` (tables,
-recognising our files, opening), `writer` (group commit), `queries`
-(reads), `retention` (deleting finished jobs), `inspect` (formatting rows for the CLI).
+recognising our files, opening), `writer` (group commit), `queries` (reads), `history` (reads
+for browsing jobs), `retention` (deleting finished jobs), `inspect` (formatting rows for the CLI).
 Every sqlite3 error becomes a `manager.errors.JournalError` naming the file.
 """
 
 from manager.journal.journal import SqliteJournal, open_journal
-from manager.journal.protocol import Journal
+from manager.journal.protocol import JobHistory, Journal
 from manager.journal.records import REPLAYED_KINDS, Batch, EventKind, EventRow, JobRow
 
 __all__ = [
     "Journal",
+    "JobHistory",
     "SqliteJournal",
     "open_journal",
     "Batch",

@@ -11,7 +11,7 @@ from typing import TypeVar
 import aiosqlite
 
 from manager.errors import JournalError
-from manager.journal import queries, retention
+from manager.journal import history, queries, retention
 from manager.journal.failures import closed_error, read_failure
 from manager.journal.records import Batch, EventRow, JobRow
 from manager.journal.schema import SYNCHRONOUS_MODES, check_file, connect_reader
@@ -156,6 +156,38 @@ class SqliteJournal:
         return await self._read(
             f"rows of job {job_id}", lambda c: queries.events_of(c, job_id, tree)
         )
+
+    async def children(self, parent_id: str) -> dict[str, history.ChildRow]:
+        """Every started child job of `parent_id`, by id."""
+        return await self._read(
+            f"children of job {parent_id}", lambda c: history.children(c, parent_id)
+        )
+
+    async def recent_jobs(
+        self,
+        *,
+        workflow: str | None = None,
+        status: str | None = None,
+        id_prefix: str | None = None,
+        before: float | None = None,
+        limit: int = 50,
+    ) -> list[history.JobListing]:
+        """Top-level jobs, newest first, matching every filter given."""
+        return await self._read(
+            "the latest jobs",
+            lambda c: history.recent_jobs(
+                c,
+                workflow=workflow,
+                status=status,
+                id_prefix=id_prefix,
+                before=before,
+                limit=limit,
+            ),
+        )
+
+    async def finished_since(self, since: float) -> list[tuple[str, str, float]]:
+        """(workflow, status, seconds it ran) of the top-level jobs finished since `since`."""
+        return await self._read("jobs finished lately", lambda c: history.finished_since(c, since))
 
     async def delete_finished(self, before: float, limit: int = 1000) -> int:
         """Delete up to `limit` top-level jobs finished before `before`, with their trees.

@@ -11,12 +11,45 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from manager.errors import JournalError
+from manager.journal.history import ChildRow, JobListing
 from manager.journal.records import Batch, EventRow, JobRow
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "JobHistory"]
 
 
-class Journal(Protocol):
+class JobHistory(Protocol):
+    """The reads the API and the web UI browse jobs with; all of them see committed state."""
+
+    async def job(self, job_id: str) -> JobRow | None:
+        """The row of job `job_id`, or None."""
+        ...
+
+    async def events_of(self, job_id: str, tree: bool = False) -> list[EventRow]:
+        """Rows of `job_id` in order; `tree=True` adds those of every job below it."""
+        ...
+
+    async def children(self, parent_id: str) -> dict[str, ChildRow]:
+        """Every started child job of `parent_id`, by id."""
+        ...
+
+    async def recent_jobs(
+        self,
+        *,
+        workflow: str | None = None,
+        status: str | None = None,
+        id_prefix: str | None = None,
+        before: float | None = None,
+        limit: int = 50,
+    ) -> list[JobListing]:
+        """Top-level jobs, newest first, matching every filter given."""
+        ...
+
+    async def finished_since(self, since: float) -> list[tuple[str, str, float]]:
+        """(workflow, status, seconds it ran) of the top-level jobs finished since `since`."""
+        ...
+
+
+class Journal(JobHistory, Protocol):
     """The durable, ordered log of every message and job. Errors are `JournalError`s."""
 
     @property
@@ -53,10 +86,6 @@ class Journal(Protocol):
 
     async def pending_outbound(self) -> list[EventRow]:
         """Outbound rows not yet marked sent, in order."""
-        ...
-
-    async def job(self, job_id: str) -> JobRow | None:
-        """The row of job `job_id`, or None."""
         ...
 
     async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:

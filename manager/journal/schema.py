@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 APPLICATION_ID = 0x574D4752  # "WMGR"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: indexes for browsing (a parent's children, the latest jobs)
 SYNCHRONOUS_MODES = ("FULL", "NORMAL")
 BUSY_TIMEOUT_MS = 5_000
 # A WAL grown large while a reader held it open is cut back to this after the next checkpoint.
@@ -82,6 +82,8 @@ CREATE INDEX IF NOT EXISTS jobs_running ON jobs(parent_id, submitted_at) WHERE s
 CREATE INDEX IF NOT EXISTS jobs_workflow ON jobs(workflow, submitted_at) WHERE parent_id IS NULL;
 CREATE INDEX IF NOT EXISTS jobs_root ON jobs(root_id);
 CREATE INDEX IF NOT EXISTS jobs_roots_finished ON jobs(finished_at) WHERE parent_id IS NULL;
+CREATE INDEX IF NOT EXISTS jobs_roots_submitted ON jobs(submitted_at) WHERE parent_id IS NULL;
+CREATE INDEX IF NOT EXISTS jobs_parent ON jobs(parent_id) WHERE parent_id IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS definitions (
     hash TEXT PRIMARY KEY,

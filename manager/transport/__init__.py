@@ -2,6 +2,7 @@
 
 from manager.transport.broker import Broker, mask_url
 from manager.transport.deadletter import (
+    HEADER_DEAD_AT,
     HEADER_DEAD_FROM,
     HEADER_DEAD_REASON,
     copy_message,
@@ -35,6 +36,7 @@ __all__ = [
     "Broker",
     "DEFAULT_QUEUE",
     "Delivery",
+    "HEADER_DEAD_AT",
     "HEADER_DEAD_FROM",
     "HEADER_DEAD_REASON",
     "copy_message",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -36,7 +37,6 @@ _DROPPED_ACKS = "acks dropped (RabbitMQ delivers those messages again)"
 
 BasicProperties = aiormq.spec.Basic.Properties  # pamqp's, as aiormq exports it
 _PERSISTENT = 2  # delivery mode: written to disk by the broker
-
 
 
 def mask_url(url: str) -> str:
@@ -138,8 +138,13 @@ class Broker:
             acker.received(message)
             await handler(
                 Delivery(
-                    queue, message.body, message.correlation_id, message.reply_to,
-                    message.headers or {}, message.message_id, message,
+                    queue,
+                    message.body,
+                    message.correlation_id,
+                    message.reply_to,
+                    message.headers or {},
+                    message.message_id,
+                    message,
                 )  # fmt: skip
             )
 
@@ -200,7 +205,7 @@ class Broker:
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
         """Publish a copy of `delivery` (all its properties) to `queue`, with why and from where."""
         channel = self._require(self._publish_channel)
-        copy = dead_letter(delivery.handle, reason, delivery.queue)
+        copy = dead_letter(delivery.handle, reason, delivery.queue, time.time())
         with broker_errors(
             f"publishing to queue '{queue}' failed",
             returned=f"no queue '{queue}' exists; the message came back",

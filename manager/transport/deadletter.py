@@ -11,6 +11,7 @@ from aio_pika.abc import AbstractIncomingMessage
 __all__ = [
     "HEADER_DEAD_REASON",
     "HEADER_DEAD_FROM",
+    "HEADER_DEAD_AT",
     "copy_message",
     "dead_letter",
     "dead_letter_headers",
@@ -18,6 +19,7 @@ __all__ = [
 
 HEADER_DEAD_REASON = "x-dead-reason"
 HEADER_DEAD_FROM = "x-dead-from"
+HEADER_DEAD_AT = "x-dead-at"  # Unix seconds: when the manager put it there, to show its age
 
 
 def copy_message(message: AbstractIncomingMessage, headers: dict[str, Any]) -> Message:
@@ -39,12 +41,19 @@ def copy_message(message: AbstractIncomingMessage, headers: dict[str, Any]) -> M
 
 
 def dead_letter_headers(
-    headers: Mapping[str, Any] | None, reason: str, source_queue: str
+    headers: Mapping[str, Any] | None, reason: str, source_queue: str, at: float
 ) -> dict[str, Any]:
-    """A message's headers plus why it is a dead letter and the queue it came from."""
-    return {**(headers or {}), HEADER_DEAD_REASON: reason, HEADER_DEAD_FROM: source_queue}
+    """A message's headers plus why it is a dead letter, the queue it came from and when."""
+    return {
+        **(headers or {}),
+        HEADER_DEAD_REASON: reason,
+        HEADER_DEAD_FROM: source_queue,
+        HEADER_DEAD_AT: round(at, 3),
+    }
 
 
-def dead_letter(message: AbstractIncomingMessage, reason: str, source_queue: str) -> Message:
-    """A copy of `message` with its original properties, plus why and where it came from."""
-    return copy_message(message, dead_letter_headers(message.headers, reason, source_queue))
+def dead_letter(
+    message: AbstractIncomingMessage, reason: str, source_queue: str, at: float
+) -> Message:
+    """A copy of `message` with its original properties, plus why, where from and when."""
+    return copy_message(message, dead_letter_headers(message.headers, reason, source_queue, at))

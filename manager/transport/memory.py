@@ -7,6 +7,7 @@ or a trigger sender with `deliver(...)`, which hands a message to the consumer o
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -101,10 +102,14 @@ class MemoryTransport:
 
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
         """Publish a copy of `delivery` to `queue` with the dead-letter headers."""
-        headers = dead_letter_headers(delivery.headers, reason, delivery.queue)
+        headers = dead_letter_headers(delivery.headers, reason, delivery.queue, time.time())
         await self.publish(
             Outbound(
-                queue, delivery.body, delivery.correlation_id, delivery.reply_to, headers,
+                queue,
+                delivery.body,
+                delivery.correlation_id,
+                delivery.reply_to,
+                headers,
                 delivery.message_id,
             )  # fmt: skip
         )

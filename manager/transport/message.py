@@ -10,7 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from manager.transport.naming import HEADER_ATTEMPT, HEADER_STATUS, HEADER_WORKFLOW
+from manager.transport.naming import (
+    HEADER_ATTEMPT,
+    HEADER_STATUS,
+    HEADER_TRACEPARENT,
+    HEADER_WORKFLOW,
+)
 
 __all__ = [
     "Delivery",
@@ -64,9 +69,12 @@ def step_request(
     workflow: str,
     attempt: int,
     message_id: str,
+    traceparent: str | None = None,
 ) -> Outbound:
-    """A step request as docs/protocol.md describes it."""
-    headers = {HEADER_WORKFLOW: workflow, HEADER_ATTEMPT: attempt}
+    """A step request as docs/protocol.md describes it; `traceparent` names the attempt's span."""
+    headers: dict[str, Any] = {HEADER_WORKFLOW: workflow, HEADER_ATTEMPT: attempt}
+    if traceparent is not None:
+        headers[HEADER_TRACEPARENT] = traceparent
     return Outbound(queue, body, correlation_id, reply_to, headers, message_id, step_request=True)
 
 

@@ -11,6 +11,7 @@ __all__ = [
     "HEADER_STATUS",
     "TRIGGER_WORKFLOW_HEADER",
     "HEADER_EVENT",
+    "HEADER_TRACEPARENT",
     "trigger_queue",
     "dead_letter_queue",
     "events_exchange",
@@ -27,6 +28,8 @@ HEADER_ERROR = "x-error"
 HEADER_STATUS = "x-status"
 TRIGGER_WORKFLOW_HEADER = "workflow"
 HEADER_EVENT = "x-event"  # a run event's type, on the events exchange
+# W3C trace context: on a trigger (the caller's span) and on each step request (the attempt's).
+HEADER_TRACEPARENT = "traceparent"
 
 
 def trigger_queue(queue: str) -> str:

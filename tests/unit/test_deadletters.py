@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from manager.cli import build_parser
-from manager.deadletters import DeadLetter, describe_headers, format_dead_letters
+from manager.deadletters import DeadLetter, dead_at, describe_headers, format_dead_letters
 
 X_DEATH = [
     {"count": 2, "reason": b"expired", "queue": b"later", "exchange": ""},
@@ -47,6 +47,30 @@ X_DEATH = [
 )
 def test_describe_headers(headers, expected):
     assert describe_headers(headers) == expected
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({}, None),
+        ({"x-dead-at": 1700000000.5}, 1700000000.5),
+        ({"x-dead-at": Decimal("1700000000.25")}, 1700000000.25),
+        ({"x-dead-at": "yesterday"}, None),
+        ({"x-dead-at": True}, None),
+        (  # dead-lettered by RabbitMQ: the newest x-death entry's time
+            {"x-death": [{"time": datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)}, {}]},
+            1700000000.0,
+        ),
+        ({"x-death": [{"time": "noon"}]}, None),
+    ],
+)
+def test_dead_at_says_when_a_letter_became_dead(headers, expected):
+    assert dead_at(headers) == expected
+
+
+def test_the_dead_at_header_is_not_one_of_the_letters_own():
+    own, *_ = describe_headers({"x-dead-at": 1.0, "x-dead-reason": "r", "k": "v"})
+    assert own == {"k": "v"}
 
 
 def _letter(**overrides) -> DeadLetter:

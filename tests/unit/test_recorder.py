@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from manager.engine import EngineState, JobArchived, JobSubmitted, StepReplied, apply, replay
+from manager.engine.traceids import step_span_id
 from manager.journal import JobRow
 from manager.journal.records import REPLAYED_KINDS, EventKind
 from manager.recorder import (
@@ -69,7 +70,9 @@ def test_outbound_messages_are_what_the_protocol_says_and_come_back_from_their_r
     _, _, rows, outbound = _run_live()
     first = outbound[0]
     assert (first.queue, first.correlation_id, first.reply_to) == ("split", f"{JOB}:split", "wm")
-    assert dict(first.headers) == {"x-workflow": "w", "x-attempt": 1}
+    span = step_span_id(JOB, "split", 1)
+    traceparent = f"00-{JOB.replace('-', '')}-{span}-01"
+    assert dict(first.headers) == {"x-workflow": "w", "x-attempt": 1, "traceparent": traceparent}
     assert first.message_id == f"{JOB}:split:1" and first.step_request
     assert json.loads(first.body) == {"p": 1}
     last = outbound[-1]

@@ -43,8 +43,17 @@ GOOD_WORKERS = (
     ),
     WorkerKind(
         "exec",
-        (PYTHON, "-m", "pyworker", "exec", "{queue}", "--concurrency", "8", "--",
-         "examples/exec/echo.sh"),
+        (
+            PYTHON,
+            "-m",
+            "pyworker",
+            "exec",
+            "{queue}",
+            "--concurrency",
+            "8",
+            "--",
+            "examples/exec/echo.sh",
+        ),
     ),  # fmt: skip
     WorkerKind("http-bridge", (PYTHON, "tests/integration/bridge/echo_bridge.py")),
 )

@@ -72,8 +72,10 @@ class Site:
                 return job
             async for message in read_events(response.aiter_lines()):
                 event = message.json()
-                if event["job"] == job_id and event["type"].startswith("job.") and (
-                    event["type"] != "job.started"
+                if (
+                    event["job"] == job_id
+                    and event["type"].startswith("job.")
+                    and (event["type"] != "job.started")
                 ):
                     return (await self.http.get(f"/api/job/{job_id}")).json()
         raise AssertionError(f"the stream ended before job {job_id} did")

@@ -102,9 +102,7 @@ async def test_word_counts_with_the_exec_worker(system, unique, exec_worker):
         worker="examples/word-counts/workers.py:worker",
         worker_env={"QUEUE_PREFIX": f"{unique}."},
     )
-    script = await exec_worker(
-        f"{unique}.exec-segment-word-counts", "examples/exec/word-count.sh"
-    )
+    script = await exec_worker(f"{unique}.exec-segment-word-counts", "examples/exec/word-count.sh")
     try:
         outcome = await sys.run("book-word-counts", {"path": str(BOOK)})
     finally:

@@ -262,3 +262,36 @@ async def test_cli_errors_have_their_exit_codes(amqp_url, unique):
     code, _, err = await cli("dead-letters", "replay", "--all", "--queue", f"{unique}.absent")
     assert code == 3 and f"no queue '{unique}.absent.dead'" in err
     assert "Traceback" not in err
+
+
+async def test_the_api_lists_dead_letters_with_their_age_and_replays_them(system, amqp):
+    sys_ = await system(ONE_STEP, step_queues=["only"])
+    queue = sys_.manager.queue
+    await amqp.publish(queue, b'{"x": 1}', correlation_id="no-colon-1")
+    await amqp.publish(queue, b'{"x": 2}', correlation_id="no-colon-2")
+    await amqp.until_ready(f"{queue}.dead", 2)
+
+    listed = (await sys_.http.get("/api/dead-letters")).json()
+    assert listed["more"] is False
+    first, second = listed["letters"]
+    assert (first["correlation_id"], second["correlation_id"]) == ("no-colon-1", "no-colon-2")
+    assert "expected '<job-uuid>:<step-name>'" in first["reason"]
+    assert (first["source_queue"], first["body"]) == (queue, '{"x": 1}')
+    assert first["dead_at"].endswith("Z") and first["headers"] == {}
+    one = (await sys_.http.get("/api/dead-letters?limit=1")).json()
+    assert [d["correlation_id"] for d in one["letters"]] == ["no-colon-1"] and one["more"]
+
+    bad = await sys_.http.post(
+        "/api/dead-letters/replay", json={"all": True, "correlation_id": "x"}
+    )
+    assert bad.status_code == 400
+    assert bad.json()["error"] == 'body: send either {"correlation_id": "<id>"} or {"all": true}'
+    # Replayed to the manager's queue, it is dead-lettered again: it comes back with a new age.
+    replayed = await sys_.http.post(
+        "/api/dead-letters/replay", json={"correlation_id": "no-colon-2"}
+    )
+    assert replayed.json() == {"replayed": 1}
+    await amqp.until_ready(f"{queue}.dead", 2)
+    again = (await sys_.http.get("/api/dead-letters")).json()["letters"]
+    assert [d["correlation_id"] for d in again] == ["no-colon-1", "no-colon-2"]
+    assert again[1]["dead_at"] >= second["dead_at"]

@@ -101,9 +101,15 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def service(clock: FakeClock, tmp_path: Path) -> AsyncIterator[Service]:
+def workflows_yaml() -> str:
+    """The workflows the service runs; a test module overrides this fixture for its own."""
+    return WORKFLOWS_YAML
+
+
+@pytest.fixture
+async def service(clock: FakeClock, tmp_path: Path, workflows_yaml: str) -> AsyncIterator[Service]:
     orchestrator = Service(
-        load_workflows(),
+        load_workflows(workflows_yaml),
         ManagerSettings(queue="wm"),
         await open_journal(tmp_path / "wm.db"),
         MemoryTransport(),

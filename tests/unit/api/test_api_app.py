@@ -88,6 +88,11 @@ async def test_openapi_documents_every_route_without_422(client):
         "/api/jobs",
         "/api/job/{job_id}",
         "/api/job/{job_id}/retry",
+        "/api/job/{job_id}/steps",
+        "/api/job/{job_id}/children",
+        "/api/jobs/recent",
+        "/api/overview",
+        "/api/workflow/{name}/definition",
         "/healthz",
         "/readyz",
     }

@@ -24,7 +24,9 @@ async def detail(client, job_id: str) -> dict:
 async def test_running_job(client, clock):
     await start(client, "wordcount", {"text": "a b"})
     clock.advance(1.5)
-    assert await detail(client, JOB) == {
+    body = await detail(client, JOB)
+    assert len(body.pop("trace_id")) == 32  # a new trace's: tests/unit/api/test_tracing.py
+    assert body == {
         "uuid": JOB,
         "workflow": "wordcount",
         "status": "running",

@@ -53,9 +53,7 @@ def test_a_step_without_http_keeps_its_content_hash() -> None:
     plain = "workflows:\n  - name: w\n    steps:\n      - name: a\n"
     with_null = plain + "        http: null\n"
 
-    assert (
-        parse_workflows(plain)["w"].content_hash == parse_workflows(with_null)["w"].content_hash
-    )
+    assert parse_workflows(plain)["w"].content_hash == parse_workflows(with_null)["w"].content_hash
 
 
 def _problems(text: str) -> list[str]:

@@ -36,6 +36,8 @@ from manager.engine import (
 )
 
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
+# JOB's trace id: derived from its id, as submissions here name no trace of their own.
+TRACE = JOB.replace("-", "")
 OTHER_JOB = "0b7e6c1a-2d3f-4a5b-8c9d-1e2f3a4b5c6d"
 NOT_A_JOB = "9d8c7b6a-5f4e-4d3c-8b2a-190817263544"
 AT_SUBMIT = 1.0

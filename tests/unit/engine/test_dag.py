@@ -13,6 +13,7 @@ from tests.unit.engine.helpers import (
     AT_REPLY,
     AT_SUBMIT,
     JOB,
+    TRACE,
     cid,
     dispatched_steps,
     dispatches,
@@ -72,9 +73,10 @@ workflows:
 """
     )
     commands = submit(state, "pipeline", {"url": "u"})
+    fetch, parse = f"{JOB}:fetch", f"{JOB}:parse"
     assert dispatches(commands) == [
-        Dispatch(JOB, JOB, "fetch", "http-fetchers", f"{JOB}:fetch", {"url": "u"}, "pipeline", 1),
-        Dispatch(JOB, JOB, "parse", "parse", f"{JOB}:parse", {"url": "u"}, "pipeline", 1),
+        Dispatch(JOB, JOB, "fetch", "http-fetchers", fetch, {"url": "u"}, "pipeline", 1, TRACE),
+        Dispatch(JOB, JOB, "parse", "parse", parse, {"url": "u"}, "pipeline", 1, TRACE),
     ]
     assert [d.message_id for d in dispatches(commands)] == [
         f"{JOB}:fetch:1",

@@ -20,6 +20,7 @@ from tests.unit.engine.helpers import (
     AT_SUBMIT,
     JOB,
     OTHER_JOB,
+    TRACE,
     child_id,
     cid,
     dispatches,
@@ -73,7 +74,9 @@ def test_each_child_gets_the_input_minus_the_list_plus_its_element_under_the_sin
     commands = submit(state, "books", payload)
     children = [child_id(JOB, "split", i) for i in range(2)]
     assert dispatches(commands) == [
-        Dispatch(c, JOB, "work", "work", f"{c}:work", {"title": "T", singular: e}, "books", 1)
+        Dispatch(
+            c, JOB, "work", "work", f"{c}:work", {"title": "T", singular: e}, "books", 1, TRACE
+        )
         for c, e in zip(children, ["x", {"n": 2}], strict=True)
     ]
     assert state.jobs[children[0]].payload == {"title": "T", singular: "x"}

@@ -170,6 +170,7 @@ def test_an_x_error_or_a_body_that_is_no_json_object_fails_the_attempt(body, err
         before.body,
         before.workflow,
         attempt=2,
+        trace_id=before.trace_id,
     )
     assert again.message_id != before.message_id
     assert run.status is StepStatus.RUNNING

@@ -22,6 +22,7 @@ from tests.unit.engine.helpers import (
     AT_SUBMIT,
     JOB,
     OTHER_JOB,
+    TRACE,
     cid,
     dispatches,
     effects,
@@ -60,10 +61,10 @@ def test_a_valid_submission_starts_the_job_and_dispatches_its_root_step(state: E
         Subject(JOB, JOB),
         JobStarted(
             JOB, JOB, "word-counts", wf.content_hash, "word-counts", None, {"text": "a b"},
-            AT_SUBMIT, AT_SUBMIT,
+            AT_SUBMIT, AT_SUBMIT, TRACE,
         ),
         Dispatch(
-            JOB, JOB, "count", "count", cid(JOB, "count"), {"text": "a b"}, "word-counts", 1
+            JOB, JOB, "count", "count", cid(JOB, "count"), {"text": "a b"}, "word-counts", 1, TRACE
         ),
     ]  # fmt: skip
     job = state.jobs[JOB]

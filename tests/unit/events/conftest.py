@@ -107,7 +107,9 @@ async def rig_factory(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[R
         )
         await orchestrator.start()
         app = create_app(orchestrator, events=hub)
-        http = httpx.AsyncClient(transport=StreamingASGITransport(app, max_chunks), base_url="http://wm")
+        http = httpx.AsyncClient(
+            transport=StreamingASGITransport(app, max_chunks), base_url="http://wm"
+        )
         rig = Rig(orchestrator, transport, hub, http)
         made.append(rig)
         return rig

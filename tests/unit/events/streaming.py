@@ -39,9 +39,7 @@ class _Body(httpx.AsyncByteStream):
             await asyncio.wait_for(asyncio.shield(self._task), 5)
         except TimeoutError:
             self._task.cancel()
-            raise AssertionError(
-                "the app did not end its response after the client went"
-            ) from None
+            raise AssertionError("the app did not end its response after the client went") from None
 
 
 def _scope(request: httpx.Request) -> dict[str, Any]:

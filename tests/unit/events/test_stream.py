@@ -16,9 +16,7 @@ def _summary(messages):
     ]
 
 
-async def test_every_event_type_comes_in_order_for_a_retry_a_failure_and_a_cancel(
-    rig, open_stream
-):
+async def test_every_event_type_comes_in_order_for_a_retry_a_failure_and_a_cancel(rig, open_stream):
     stream = await open_stream()
     job = await rig.orchestrator.submit("flow", {"x": 1})
     await rig.answer(await rig.request("prep"), error="flaky")  # retried at once (backoff 0)
@@ -99,9 +97,7 @@ async def test_a_resume_from_the_latest_event_gets_only_new_ones(rig, open_strea
     assert (await stream.next()).event == "step.completed"
 
 
-async def test_job_filter_follows_children_and_workflow_filter_leaves_others_out(
-    rig, open_stream
-):
+async def test_job_filter_follows_children_and_workflow_filter_leaves_others_out(rig, open_stream):
     fan = await rig.orchestrator.submit("fan", {"items": [1, 2]})
     by_job = await open_stream({"job": fan.upper()})  # any letter case
     by_workflow = await open_stream({"workflow": "flow"})

@@ -9,8 +9,12 @@ from manager.watch import progress_bar, render_job_view
 
 @pytest.mark.parametrize(
     ("done", "total", "expected"),
-    [(0, 4, "[--------] 0/4"), (1, 4, "[##------] 1/4"), (4, 4, "[########] 4/4"),
-     (0, 0, "[--------] 0/0")],  # fmt: skip
+    [
+        (0, 4, "[--------] 0/4"),
+        (1, 4, "[##------] 1/4"),
+        (4, 4, "[########] 4/4"),
+        (0, 0, "[--------] 0/0"),
+    ],  # fmt: skip
 )
 def test_progress_bar(done, total, expected):
     assert progress_bar(done, total, width=8) == expected
@@ -26,14 +30,29 @@ def test_a_job_shows_each_started_step_in_start_order_with_status_and_progress()
             {"name": "shelve", "startTime": "2026-01-01T00:00:01.000Z", "elapsed": 0.5},
         ],
         "running": [
-            {"name": "each", "startTime": "2026-01-01T00:00:02.000Z", "tasks": ["a"] * 10,
-             "tasks_total": 10, "tasks_done": 4},
-            {"name": "title", "startTime": "2026-01-01T00:00:01.500Z", "elapsed": 3.0,
-             "attempt": 2, "retrying": True, "lastError": "flaky"},
+            {
+                "name": "each",
+                "startTime": "2026-01-01T00:00:02.000Z",
+                "tasks": ["a"] * 10,
+                "tasks_total": 10,
+                "tasks_done": 4,
+            },
+            {
+                "name": "title",
+                "startTime": "2026-01-01T00:00:01.500Z",
+                "elapsed": 3.0,
+                "attempt": 2,
+                "retrying": True,
+                "lastError": "flaky",
+            },
         ],  # fmt: skip
         "failed": [
-            {"name": "boom", "startTime": "2026-01-01T00:00:03.000Z", "elapsed": 0.1,
-             "message": {"message": "no disk"}},
+            {
+                "name": "boom",
+                "startTime": "2026-01-01T00:00:03.000Z",
+                "elapsed": 0.1,
+                "message": {"message": "no disk"},
+            },
         ],  # fmt: skip
     }
     lines = render_job_view(job)

@@ -26,7 +26,9 @@ async def test_a_trigger_runs_its_job_through_to_the_outcome_notice(start):
     assert delivery in rig.transport.acked
     assert (first.correlation_id, first.reply_to) == (f"{JOB}:a", "wm")
     assert first.message_id == f"{JOB}:a:1"
-    assert dict(first.headers) == {"x-workflow": "two", "x-attempt": 1}
+    headers = dict(first.headers)
+    assert headers.pop("traceparent").startswith("00-")  # more in test_tracing.py
+    assert headers == {"x-workflow": "two", "x-attempt": 1}
     assert json.loads(first.body) == {"n": 1}
 
     _, handled = rig.answer(first, {"m": 2})

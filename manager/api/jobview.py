@@ -1,0 +1,230 @@
+"""The job page's body: every step of a job with its status, attempts and children's progress.
+
+Pure: the engine's job, the job's own journal rows (for each attempt's times and errors) and
+its children's statuses come in; the step a job never reached is `pending`, and a step that was
+in flight when its job ended is `cancelled` (its late reply is dropped).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from manager.config.models import Step
+from manager.engine import Job, JobStatus, StepRun, StepStatus
+from manager.engine.replies import ReplyError, decode_output
+from manager.journal import EventKind, EventRow
+from manager.textline import iso_utc
+
+__all__ = ["CHILD_STATUSES", "job_page", "child_status", "attempt_history"]
+
+CHILD_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+_STEP_STATUS = {
+    StepStatus.WAITING: "pending",
+    StepStatus.RUNNING: "running",
+    StepStatus.RETRYING: "retrying",
+    StepStatus.COMPLETED: "completed",
+    StepStatus.FAILED: "failed",
+}
+
+
+def _seconds(start: float, end: float) -> float:
+    return round(max(0.0, end - start), 3)
+
+
+@dataclass(slots=True)
+class _Attempt:
+    attempt: int
+    dispatched_at: float
+    finished_at: float | None = None
+    outcome: str = "running"
+    error: str | None = None
+
+    def body(self, now: float) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "attempt": self.attempt,
+            "dispatched_at": iso_utc(self.dispatched_at),
+            "outcome": self.outcome,
+        }
+        if self.finished_at is not None:
+            entry["finished_at"] = iso_utc(self.finished_at)
+        entry["elapsed"] = _seconds(self.dispatched_at, self.finished_at or now)
+        if self.error is not None:
+            entry["error"] = self.error
+        return entry
+
+
+@dataclass(slots=True)
+class _StepHistory:
+    attempts: list[_Attempt] = field(default_factory=list)
+    input: bytes | None = None
+
+    def latest(self, attempt: int | None) -> _Attempt | None:
+        """The open attempt a reply or timeout belongs to (the latest, when it names none)."""
+        for entry in reversed(self.attempts):
+            if attempt is None or entry.attempt == attempt:
+                return entry if entry.finished_at is None else None
+        return None
+
+
+def _reply_error(row: EventRow) -> str | None:
+    if row.meta.get("error") is not None:
+        return str(row.meta["error"])
+    try:
+        decode_output(row.body or b"")
+    except ReplyError as exc:
+        return f"invalid reply: {exc}"
+    return None
+
+
+def attempt_history(rows: Iterable[EventRow]) -> dict[str, _StepHistory]:
+    """Each step's attempts (sent, answered or timed out) from a job's journal rows, in order."""
+    steps: dict[str, _StepHistory] = {}
+    for row in rows:
+        if row.step is None:
+            continue
+        history = steps.setdefault(row.step, _StepHistory())
+        if row.kind == EventKind.DISPATCHED:
+            history.attempts.append(_Attempt(row.attempt or 1, row.at))
+            history.input = row.body
+        elif row.kind == EventKind.REPLIED and (open_ := history.latest(row.attempt)):
+            open_.finished_at = row.at
+            open_.error = _reply_error(row)
+            open_.outcome = "completed" if open_.error is None else "failed"
+        elif row.kind == EventKind.TIMER and str(row.meta.get("key", "")).startswith("timeout:"):
+            if open_ := history.latest(row.attempt):
+                open_.finished_at, open_.outcome = row.at, "timeout"
+                open_.error = "no reply before the step's timeout"
+    return steps
+
+
+def child_status(child_id: str, position: int, started: int, live: Mapping[str, Job],
+                 ended: Mapping[str, str]) -> str:  # fmt: skip
+    """A child's status: running in memory, its journal row's, or pending if not started yet."""
+    if (job := live.get(child_id)) is not None:
+        return str(job.status)
+    if (status := ended.get(child_id)) is not None:
+        return status
+    # Started but neither in memory nor committed: it ended a moment ago.
+    return "running" if position < started else "pending"
+
+
+def _children(job: Job, run: StepRun, context: _Context) -> dict[str, int]:
+    ids = run.children or []
+    # A job read back from the journal has ended: a child with no row there never started.
+    started = run.next_child if job.id in context.live else 0
+    live, ended = context.live, context.ended
+    counts = Counter(child_status(child, i, started, live, ended) for i, child in enumerate(ids))
+    return {"total": len(ids), **{status: counts[status] for status in CHILD_STATUSES}}
+
+
+def _kind(job: Job, spec: Step) -> str:
+    if spec.name not in job.flow.step_index:
+        return next(name for name, flow in job.workflow.branches.items() if spec in flow.steps)
+    return "task" if spec.task else "step"
+
+
+def _status(job: Job, run: StepRun | None) -> str:
+    if run is None:
+        return "pending"
+    ended = job.status is not JobStatus.RUNNING and not job.is_live(run.name)
+    if ended and run.status in (StepStatus.RUNNING, StepStatus.RETRYING):
+        return "cancelled"
+    return _STEP_STATUS[run.status]
+
+
+def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
+    run = job.steps.get(spec.name)
+    history = context.history.get(spec.name, _StepHistory())
+    entry: dict[str, Any] = {"name": spec.name, "kind": _kind(job, spec), "depends": spec.depends}
+    if spec.http is not None:
+        entry["http"] = spec.http.url
+    elif not spec.task:
+        entry["queue"] = spec.queue_name
+    entry["status"] = _status(job, run)
+    entry["attempts"] = run.attempt if run is not None else 0
+    if run is not None and run.started_at is not None:
+        end = next(t for t in (run.finished_at, job.finished_at, context.now) if t is not None)
+        entry["started_at"] = iso_utc(run.started_at)
+        if run.finished_at is not None:
+            entry["finished_at"] = iso_utc(run.finished_at)
+        entry["elapsed"] = _seconds(run.started_at, end)
+    if run is not None and run.input is not None:
+        entry["input"] = run.input
+    elif history.input is not None:
+        entry["input"] = _json(history.input)
+    if run is not None and run.output is not None:
+        entry["output"] = run.output
+    if run is not None and run.error is not None:
+        entry["error"] = run.error
+    if run is not None and run.children is not None:
+        entry["children"] = _children(job, run, context)
+    entry["history"] = [attempt.body(context.now) for attempt in history.attempts]
+    return entry
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return decode_output(body)
+    except ReplyError:
+        return body.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    history: dict[str, _StepHistory]
+    live: Mapping[str, Job]
+    ended: Mapping[str, str]
+    now: float
+
+
+def _header(job: Job, now: float) -> dict[str, Any]:
+    body: dict[str, Any] = {"uuid": job.id, "workflow": job.workflow.name}
+    if job.parent is not None:
+        body["task"] = job.flow.name
+        body["parent"] = job.parent.job_id
+        body["parent_step"] = job.parent.step
+        body["index"] = job.parent.index
+    body["root"] = job.root_id or job.id
+    body["status"] = str(job.status)
+    body["submitted_at"] = iso_utc(job.submitted_at)
+    if job.finished_at is not None:
+        body["finished_at"] = iso_utc(job.finished_at)
+    body["elapsed"] = _seconds(job.submitted_at, job.finished_at or now)
+    body["payload"] = job.payload
+    if job.result is not None:
+        body["result"] = job.result
+    if job.error is not None:
+        body["error"] = job.error
+    if (trace_id := getattr(job, "trace_id", None)) is not None:
+        body["trace_id"] = trace_id
+    body["definition"] = job.workflow.content_hash
+    body["branch"] = job.branch
+    top_level = job.parent is None
+    body["can_cancel"] = top_level and job.is_running
+    body["can_retry"] = top_level and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+    return body
+
+
+def job_page(
+    job: Job,
+    rows: Iterable[EventRow],
+    live: Mapping[str, Job],
+    ended: Mapping[str, str],
+    now: float,
+) -> dict[str, Any]:
+    """The job page's body: header, then every step (branch steps last) with its attempts.
+
+    `rows` are the job's own journal rows; `live` the jobs in memory and `ended` the status of
+    each of its children that has ended, for task steps' progress.
+    """
+    context = _Context(attempt_history(rows), live, ended, now)
+    specs = [*job.flow.steps]
+    if job.parent is None:
+        for flow in job.workflow.branches.values():
+            specs += flow.steps
+    body = _header(job, now)
+    body["steps"] = [_step(job, spec, context) for spec in specs]
+    return body
