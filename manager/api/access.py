@@ -17,11 +17,12 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from manager.api.models import ErrorBody
+from manager.api.ui import page
 
 __all__ = [
     "ApiToken",
@@ -196,6 +197,17 @@ def _form_token(content_type: str, body: bytes) -> str:
     return values[0]
 
 
+@login_router.get(
+    LOGIN_PATH,
+    tags=["access"],
+    response_class=HTMLResponse,
+    responses={200: {"description": "The web UI's login page: a form that posts the token."}},
+)
+async def login_page() -> Response:
+    """The web UI's page asking for the token; it returns to `?next=` (a /ui/ page) once in."""
+    return page("login.html")
+
+
 @login_router.post(
     LOGIN_PATH,
     tags=["access"],
@@ -231,10 +243,11 @@ def document_access(schema: dict[str, Any], token_set: bool) -> None:
     if not token_set:
         return
     for path, operations in schema.get("paths", {}).items():
-        for operation in operations.values():
+        for method, operation in operations.items():
             responses: dict[str, Any] = operation.setdefault("responses", {})
             if path == LOGIN_PATH:
-                responses["401"] = _unauthorized_doc("The token is not this manager's.")
+                if method == "post":  # the login page (GET) is answered to anyone
+                    responses["401"] = _unauthorized_doc("The token is not this manager's.")
             elif path not in PUBLIC_PATHS:
                 responses["401"] = _unauthorized_doc("The API token is missing or wrong.")
     schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})

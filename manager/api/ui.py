@@ -2,7 +2,8 @@
 
 The pages are plain ES modules (manager/ui/) that read the JSON API; the JS routes on the
 path, so every page route answers the same shell. None of these routes is part of the API's
-OpenAPI document. `UiHeaders` gives every UI answer (redirects and errors too) a strict
+OpenAPI document; the login page is served with the login (manager.api.access), only when the
+manager has a token. `UiHeaders` gives every UI answer (redirects and errors too) a strict
 Content-Security-Policy: no inline script or style, nothing from another origin.
 """
 
@@ -10,14 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import FileResponse, RedirectResponse, Response
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import FileResponse, RedirectResponse
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from manager.ui import ASSETS_DIR
 
-__all__ = ["CSP", "MEDIA_TYPES", "SECURITY_HEADERS", "UiHeaders", "is_ui_path", "router"]
+__all__ = ["CSP", "MEDIA_TYPES", "SECURITY_HEADERS", "UiHeaders", "is_ui_path", "page", "router"]
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -66,7 +67,8 @@ class UiHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def _page(name: str) -> FileResponse:
+def page(name: str) -> FileResponse:
+    """One of the UI's HTML pages (`index.html`, `login.html`)."""
     return FileResponse(ASSETS_DIR / name, media_type="text/html; charset=utf-8", headers=_NO_STALE)
 
 
@@ -88,15 +90,7 @@ async def ui_root() -> RedirectResponse:
 @router.get("/ui/dead-letters")
 async def shell() -> FileResponse:
     """Every page: the one shell; its script routes on `location.pathname`."""
-    return _page("index.html")
-
-
-@router.get("/ui/login", response_model=None)
-async def login_page(request: Request) -> Response:
-    """The form asking for the API token; without a token there is nothing to log in to."""
-    if request.app.state.api_token is None:
-        return RedirectResponse("/ui/", status_code=307)
-    return _page("login.html")
+    return page("index.html")
 
 
 @router.get("/ui/assets/{path:path}")

@@ -142,7 +142,8 @@ async def test_login_without_a_token_field_is_400(guarded, kwargs, expected):
 async def test_without_a_token_everything_is_open(client):
     assert (await client.get("/api/jobs")).status_code == 200
     response = await client.post("/ui/login", data={"token": "anything"})
-    assert response.status_code == 405  # nothing to log in to (GET redirects to /ui/)
+    assert response.status_code == 404  # nothing to log in to
+    assert (await client.get("/ui/login")).status_code == 404
     schema = (await client.get("/openapi.json")).json()
     assert "securitySchemes" not in schema.get("components", {}) and "security" not in schema
     assert '"401"' not in (await client.get("/openapi.json")).text
@@ -162,7 +163,8 @@ async def test_openapi_declares_the_token_and_its_401(guarded):
                 assert operation["security"] == [], (method, path)
             else:
                 assert "security" not in operation, (method, path)
-            assert "401" in operation["responses"] or path in ("/healthz", "/readyz")
+            public = path in ("/healthz", "/readyz") or (path, method) == ("/ui/login", "get")
+            assert ("401" in operation["responses"]) != public, (method, path)
 
 
 # -- the web UI: a browser is sent to the login page, the API stays 401 ------------------

@@ -76,11 +76,6 @@ async def test_api_answers_do_not_get_the_ui_headers(client):
     assert response.status_code == 200 and "content-security-policy" not in response.headers
 
 
-async def test_the_ui_is_not_in_the_openapi_document(client):
+async def test_the_ui_pages_are_not_in_the_openapi_document(client):
     paths = (await client.get("/openapi.json")).json()["paths"]
     assert [p for p in paths if p == "/" or p.startswith("/ui")] == []
-
-
-async def test_without_a_token_the_login_page_sends_to_the_overview(client):
-    response = await client.get("/ui/login")
-    assert (response.status_code, response.headers["location"]) == (307, "/ui/")
