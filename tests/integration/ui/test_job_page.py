@@ -69,6 +69,8 @@ async def test_the_dag_changes_as_the_worker_replies(site, page, artifacts):
     assert json.loads(await page.text_content("#job-result pre")) == {"words": 316159}
     assert await page.locator("svg.timeline rect.bar").count() == 4
     assert await page.evaluate("window.__sameDocument") is True  # updated live, never reloaded
+    trace_id = (await site.http.get(f"/api/job/{job_id}")).json()["trace_id"]
+    assert await page.text_content('[data-field="trace-id"]') == trace_id
     shot = artifacts / "job-page.png"
     await page.screenshot(path=str(shot), full_page=True)
     print(f"job page screenshot: {shot}")
