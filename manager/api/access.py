@@ -22,7 +22,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from manager.api.models import ErrorBody
-from manager.api.ui import page
+from manager.api.ui import is_ui_path, page
 
 __all__ = [
     "ApiToken",
@@ -148,9 +148,7 @@ class TokenGate:
 
 def _is_page_request(scope: Scope) -> bool:
     """A browser loading a UI page (not an asset, not the API): it is shown the login page."""
-    path: str = scope.get("path", "")
-    page = path in ("/", "/ui") or path.startswith("/ui/")
-    return page and scope.get("method") in ("GET", "HEAD")
+    return is_ui_path(scope.get("path", "")) and scope.get("method") in ("GET", "HEAD")
 
 
 def to_login(scope: Scope) -> RedirectResponse:
