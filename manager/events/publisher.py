@@ -5,9 +5,12 @@ header `x-event` its type, message id its event id. Level `jobs` publishes the j
 of top-level jobs (so the broker's load per step does not grow); `steps` adds the step.*
 events and the job.* events of child jobs (those carry `parent`).
 
-Publishing is confirmed but best effort: events wait in a bounded backlog (the oldest are
-kept, the newest dropped and counted when it is full, e.g. in a long outage), and the events
-still waiting when the manager stops are lost. The journal and the API stay the truth.
+Publishing is best effort: events go out in order on a channel of their own without publisher
+confirms (a confirmed publish costs twice the CPU, on the path of every job); they wait in a
+bounded backlog while the broker is away (the oldest are kept, the newest dropped and counted
+when it is full, e.g. in a long outage); events still waiting when the manager stops, or written
+just before a connection is lost, are lost. The journal and `GET /api/events` (which resumes
+with `Last-Event-ID`) stay the truth.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ _HELD = "run events held back, then published"
 
 
 class EventPublisher:
-    """A hub sink that publishes run events to the events exchange, with confirms."""
+    """A hub sink that publishes run events to the events exchange, in order, best effort."""
 
     def __init__(
         self,
@@ -45,7 +48,6 @@ class EventPublisher:
         queue: str,
         level: str = "jobs",
         backlog_limit: int = 10_000,
-        lanes: int = 16,
         retry_s: float = 1.0,
     ) -> None:
         if level not in ("jobs", "steps"):
@@ -59,8 +61,8 @@ class EventPublisher:
         self._retry_s = retry_s
         self._backlog: deque[RunEvent] = deque()
         self._wake = asyncio.Event()
-        self._lanes = asyncio.Semaphore(lanes)
-        self._sending: set[asyncio.Task[None]] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._runner: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -88,39 +90,30 @@ class EventPublisher:
         log.info("publishing %s events to exchange '%s'", self.level, self.exchange)
 
     async def drain(self, timeout_s: float) -> None:
-        """Wait (at most `timeout_s`) until every event queued so far is confirmed."""
+        """Wait (at most `timeout_s`) until every event queued so far is published."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
-                while self._backlog or self._sending:
-                    if self._sending:
-                        await asyncio.wait(set(self._sending))
-                    else:
-                        await asyncio.sleep(0)  # the runner takes the next ones
+                while self._backlog or not self._idle.is_set():
+                    await self._idle.wait()
+                    await asyncio.sleep(0)  # the runner takes the next ones
 
     async def stop(self) -> None:
-        """Stop publishing; events not confirmed yet are given up."""
-        tasks = [t for t in (self._runner, *self._sending) if t is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        """Stop publishing; events not published yet are given up."""
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
         if self.dropped:
             log.warning("run events: %d were dropped (backlog full)", self.dropped)
 
     async def _run(self) -> None:
         while True:
             while not self._backlog:
+                self._idle.set()
                 self._wake.clear()
                 await self._wake.wait()
-            event = self._backlog.popleft()
-            await self._lanes.acquire()
-            # Tasks start in order, so their frames reach the broker in the events' order.
-            task = asyncio.create_task(self._send(self._message(event)))
-            self._sending.add(task)
-            task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._sending.discard(task)
-        self._lanes.release()
+            self._idle.clear()
+            # One at a time, in order: with no confirm to wait for, each takes microseconds.
+            await self._send(self._message(self._backlog.popleft()))
 
     def _message(self, event: RunEvent) -> Outbound:
         return Outbound(
@@ -133,11 +126,11 @@ class EventPublisher:
         )
 
     async def _send(self, message: Outbound) -> None:
-        """Publish until confirmed: after a broker error, once connected again."""
+        """Publish, or after a broker error publish again once connected."""
         held = False
         while True:
             try:
-                await self._transport.publish(message)
+                await self._transport.publish_unconfirmed(message)
                 return
             except BrokerError as exc:
                 if not held:

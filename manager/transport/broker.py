@@ -57,6 +57,7 @@ class Broker:
         self.prefetch = prefetch
         self._connection: AbstractRobustConnection | None = None
         self._publish_channel: AbstractChannel | None = None
+        self._event_channel: AbstractChannel | None = None
         self._consume_channel: AbstractChannel | None = None
         self._consumers: list[tuple[AbstractQueue, str]] = []
         # One WARNING when an outage starts, one INFO when it ends (with what was held back).
@@ -101,6 +102,9 @@ class Broker:
             )
             self._consume_channel = await self._connection.channel()
             await self._consume_channel.set_qos(prefetch_count=self.prefetch)
+            # Run events go out best effort on a channel of their own with no confirms: a
+            # confirmed publish costs twice the CPU, and the journal, not the events, is the truth.
+            self._event_channel = await self._connection.channel(publisher_confirms=False)
         except AMQP_ERRORS as exc:
             await self.close()
             raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(self.url)}: {exc}") from exc
@@ -173,7 +177,13 @@ class Broker:
         On the default exchange it must reach a queue (else `Unroutable`); on a named
         `exchange` (run events) it need not.
         """
-        channel = self._require(self._publish_channel)
+        await self._publish(self._require(self._publish_channel), message)
+
+    async def publish_unconfirmed(self, message: Outbound) -> None:
+        """Publish to `message.exchange` without waiting for a confirm (run events)."""
+        await self._publish(self._require(self._event_channel), message)
+
+    async def _publish(self, channel: AbstractChannel, message: Outbound) -> None:
         routing_key = message.queue
         exchange = message.exchange
         # Straight to aiormq: an aio_pika.Message per publish costs more CPU than the rest of
@@ -217,7 +227,7 @@ class Broker:
         self.outage.close()  # on purpose: no outage to report
         await self._acker.drain()
         connection, self._connection = self._connection, None
-        self._publish_channel = self._consume_channel = None
+        self._publish_channel = self._consume_channel = self._event_channel = None
         if connection is not None:
             try:
                 await connection.close()

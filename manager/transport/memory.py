@@ -100,6 +100,15 @@ class MemoryTransport:
         self.published.append(message)
         self.published_event.set()
 
+    async def publish_unconfirmed(self, message: Outbound) -> None:
+        """Keep the message at once (no confirm to wait for); BrokerError when disconnected."""
+        if not self.connected:
+            raise BrokerError(f"publishing to exchange '{message.exchange}' failed: not connected")
+        if message.exchange not in self.exchanges:
+            raise BrokerError(f"no exchange '{message.exchange}' was declared")
+        self.published.append(message)
+        self.published_event.set()
+
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
         """Publish a copy of `delivery` to `queue` with the dead-letter headers."""
         headers = dead_letter_headers(delivery.headers, reason, delivery.queue, time.time())

@@ -58,6 +58,10 @@ class Transport(Protocol):
         """Publish and wait for the broker's confirm; `Unroutable` when no queue took it."""
         ...
 
+    async def publish_unconfirmed(self, message: Outbound) -> None:
+        """Publish to `message.exchange` without waiting for a confirm (best effort)."""
+        ...
+
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
         """Publish a copy of `delivery` to `queue` with why, and where it came from, in headers."""
         ...
