@@ -84,6 +84,13 @@ class Process:
         """Everything the process printed so far."""
         return "\n".join(self.lines)
 
+    async def exited(self, timeout_s: float = 15.0) -> int:
+        """Wait for the process to exit by itself (no signal sent); its exit code."""
+        await asyncio.wait_for(self.proc.wait(), timeout_s)
+        if self._reader is not None:
+            await self._reader
+        return self.proc.returncode if self.proc.returncode is not None else -1
+
     async def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 15.0) -> int:
         """Signal the process and wait for it to exit; kill it if it does not."""
         if self.proc.returncode is None:
