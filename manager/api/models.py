@@ -95,6 +95,9 @@ class StepEntry(BaseModel):
     branch: str | None = Field(
         default=None, description="Extra: on_error or on_cancel, for the steps of a branch."
     )
+    skipped: bool | None = Field(
+        default=None, description="Extra: the step's `when` was false; it sent no request."
+    )
 
 
 class Progress(BaseModel):
@@ -145,7 +148,9 @@ class Readiness(BaseModel):
 
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
-StepStatusName = Literal["pending", "running", "retrying", "completed", "failed", "cancelled"]
+StepStatusName = Literal[
+    "pending", "running", "retrying", "completed", "failed", "cancelled", "skipped"
+]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
 JobStatusName = Literal["running", "completed", "failed", "cancelled"]
 
@@ -181,8 +186,10 @@ class StepView(BaseModel):
     queue: str | None = None
     http: str | None = Field(default=None, description="The URL of an HTTP step.")
     status: StepStatusName = Field(
-        description="cancelled: in flight when its job ended (a late reply is dropped)."
+        description="cancelled: in flight when its job ended (a late reply is dropped); "
+        "skipped: its `when` was false (no request, output {})."
     )
+    when: str | None = Field(default=None, description="The step's condition, if it has one.")
     attempts: int = Field(description="Requests sent so far (0 before the first).")
     started_at: str | None = None
     finished_at: str | None = None
@@ -290,6 +297,7 @@ class StepDefinition(BaseModel):
     retries: int
     timeout: float | None = None
     retry_backoff: dict[str, float]
+    when: str | None = Field(default=None, description="The step's condition, if it has one.")
     task: dict[str, Any] | None = Field(
         default=None, description="For a task step: the task's settings and its own steps."
     )

@@ -99,7 +99,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             children=saved.get("children"),
         )
     left = sum(
-        run.status is not StepStatus.COMPLETED
+        not run.status.is_done
         for run in steps.values()
         if run.name in flow.step_index
     )

@@ -33,6 +33,15 @@ class StepStatus(StrEnum):
     RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
     COMPLETED = "completed"
     FAILED = "failed"
+    SKIPPED = "skipped"  # its `when` was false: no request, output {}, dependents go on
+
+    @property
+    def is_done(self) -> bool:
+        """True for a step its dependents may go on from: completed, or skipped."""
+        return self in _DONE
+
+
+_DONE = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED})
 
 
 @dataclass(slots=True)

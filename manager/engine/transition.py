@@ -25,6 +25,7 @@ from manager.engine.commands import (
     StepFinished,
     Subject,
 )
+from manager.engine.conditions import ConditionRules
 from manager.engine.control import JobControl
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
@@ -48,7 +49,7 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, JobControl):
+class Transition(FailureRules, JobControl, ConditionRules):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -287,6 +288,8 @@ class Transition(FailureRules, JobControl):
             data = _merge(job.steps[name].output for name in depends)
         run.input = data
         run.started_at = self.at
+        if run.spec.when is not None and self._skipped(job, run, data):
+            return
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
@@ -363,12 +366,19 @@ class Transition(FailureRules, JobControl):
             run.next_child += 1
             running += 1
 
-    def _complete_step(self, job: Job, run: StepRun, output: dict[str, Any]) -> None:
-        run.status = StepStatus.COMPLETED
+    def _complete_step(
+        self,
+        job: Job,
+        run: StepRun,
+        output: dict[str, Any],
+        status: StepStatus = StepStatus.COMPLETED,
+    ) -> None:
+        """The step is done (completed, or skipped by its `when`): its dependents may go on."""
+        run.status = status
         run.output = output
         run.error = None
         run.finished_at = self.at
-        self.step_finished(job, run, "completed", None, None)
+        self.step_finished(job, run, str(status), None, None)
         flow = job.flow_of(run.name)
         for name in flow.dependents[run.name]:
             dependent = job.steps[name]

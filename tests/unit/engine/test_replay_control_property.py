@@ -74,7 +74,10 @@ def _steps(draw: st.DrawFn, prefix: str, size: int) -> list[dict[str, Any]]:
     steps = []
     for i, name in enumerate(names):
         depends = draw(st.lists(st.sampled_from(names[:i]), unique=True, max_size=2)) if i else []
-        steps.append({"name": name, "depends": depends, **_policy(draw)})
+        step = {"name": name, "depends": depends, **_policy(draw)}
+        if draw(st.integers(0, 4)) == 0:
+            step["when"] = draw(st.sampled_from(["a", "b == `1`", "length(@) > `1`"]))
+        steps.append(step)
     return steps
 
 
