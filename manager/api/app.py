@@ -37,6 +37,8 @@ Start jobs of the workflows the manager serves, and watch them run.
 * Every error answers `{"error": "..."}` with a 4xx status (5xx only for a manager bug).
 * When the manager runs with `--api-token`, every route but `/healthz`, `/readyz` and
   `/metrics` needs `Authorization: Bearer <token>` (or the cookie `POST /ui/login` sets).
+  The web UI's login page and its static assets (scripts, styles, icon) need none: they hold
+  no data, and the login page must load before the token is known.
 
 Paths and field names match the older Go tool's API, so its clients keep working.
 """

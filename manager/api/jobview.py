@@ -203,6 +203,7 @@ def _header(job: Job, now: float) -> dict[str, Any]:
         body["error"] = job.error
     if (trace_id := getattr(job, "trace_id", None)) is not None:
         body["trace_id"] = trace_id
+    body["priority"] = job.priority
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None

@@ -126,6 +126,9 @@ class JobDetail(BaseModel):
     trace_id: str = Field(
         description="Extra: the W3C trace id (32 hex digits) of the job, its children's too."
     )
+    priority: int = Field(
+        default=0, description="Extra: 0-9, higher first (a child's is its top-level job's)."
+    )
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
@@ -219,6 +222,7 @@ class JobPage(BaseModel):
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     trace_id: str | None = None
+    priority: int = Field(default=0, description="0-9, higher first; children inherit it.")
     definition: str = Field(description="The content hash of the definition the job runs.")
     branch: Literal["on_error", "on_cancel"] | None = None
     can_cancel: bool

@@ -132,6 +132,7 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
     detail["failed"] = lists[StepStatus.FAILED]
     detail["progress"] = progress(job)
     detail["trace_id"] = job.trace_id
+    detail["priority"] = job.priority
     if job.result is not None:
         detail["result"] = job.result
     if job.error is not None:

@@ -13,7 +13,10 @@ from typing import Any
 
 from manager.config.models import Flow, Step, Workflow
 
-__all__ = ["JobStatus", "StepStatus", "StepRun", "ParentLink", "Job", "EngineState"]
+__all__ = ["MAX_PRIORITY", "JobStatus", "StepStatus", "StepRun", "ParentLink", "Job", "EngineState"]
+
+MAX_PRIORITY = 9
+"""Job priorities run from 0 (the default) to this; higher goes first."""
 
 
 class JobStatus(StrEnum):
@@ -115,6 +118,8 @@ class Job:
     # span hangs from: the submitter's, or for a child its task step's.
     trace_id: str = ""
     trace_parent: str | None = None
+    # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
+    priority: int = 0
 
     @property
     def is_running(self) -> bool:

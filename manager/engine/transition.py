@@ -145,7 +145,9 @@ class Transition(FailureRules, JobControl, ConditionRules):
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
-        job = self._create_job(workflow, workflow, job_id, event.payload, None, trace)
+        job = self._create_job(
+            workflow, workflow, job_id, event.payload, None, trace, event.priority
+        )
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
@@ -199,11 +201,19 @@ class Transition(FailureRules, JobControl, ConditionRules):
         payload: dict[str, Any],
         parent: ParentLink | None,
         trace: tuple[str, str | None],
+        priority: int = 0,
     ) -> Job:
-        """A new job, started: `trace` is its trace id and the span its own span hangs from."""
+        """A new job, started: `trace` is its trace id and the span its own span hangs from.
+
+        A child takes its parent's priority (`priority` is a top-level job's own).
+        """
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
-        job.root_id = self.state.jobs[parent.job_id].root_id if parent else job_id
+        if parent is not None:
+            above = self.state.jobs[parent.job_id]
+            job.root_id, job.priority = above.root_id, above.priority
+        else:
+            job.root_id, job.priority = job_id, priority
         job.trace_id, job.trace_parent = trace
         self.state.jobs[job_id] = job
         self.commands.append(self.started(job))
@@ -312,6 +322,7 @@ class Transition(FailureRules, JobControl, ConditionRules):
                 workflow=job.workflow.name,
                 attempt=run.attempt,
                 trace_id=job.trace_id,
+                priority=job.priority,
             )
         )
         timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s

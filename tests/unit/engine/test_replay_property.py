@@ -239,7 +239,8 @@ def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
     for job_id in [JOB, OTHER_JOB][: 1 + (draw(st.integers(0, 3)) == 0)]:
         payload = _output(draw, wf, POOLS[job_id])
         reply_to = draw(st.sampled_from([None, "q1"]))
-        run.do(JobSubmitted(job_id, "w", payload, run.now(), reply_to=reply_to))
+        priority = draw(st.integers(0, 9))
+        run.do(JobSubmitted(job_id, "w", payload, run.now(), reply_to=reply_to, priority=priority))
     noise = 0
     while run.outstanding:
         if noise < MAX_NOISE and draw(st.integers(0, 4)) == 0:
@@ -343,6 +344,9 @@ def _check_dispatches(run: Run) -> None:
     assert all(n == 1 for n in counts.values()), counts
     assert {d.attempt for d in sent} <= {1}
     assert {d.workflow for d in sent} <= {"w"}
+    # Every request carries its top-level job's priority, children's too.
+    priority = {e.job_id: e.priority for e in reversed(run.events) if isinstance(e, JobSubmitted)}
+    assert all(d.priority == priority[d.root_id] for d in sent)
     for job in run.state.jobs.values():
         plain = {
             f"{job.id}:{s.name}"
