@@ -36,4 +36,5 @@ def step_queues(workflows: Iterable[Workflow]) -> list[str]:
     for workflow in workflows:
         for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
             queues.update((step.queue_name, None) for step in flow.steps if step.task is None)
+            queues.update((s.fallback.queue_name, None) for s in flow.steps if s.fallback)
     return list(queues)

@@ -98,6 +98,9 @@ class StepEntry(BaseModel):
     skipped: bool | None = Field(
         default=None, description="Extra: the step's `when` was false; it sent no request."
     )
+    recovered: bool | None = Field(
+        default=None, description="Extra: the step failed and its fallback's output is its own."
+    )
 
 
 class Progress(BaseModel):
@@ -152,7 +155,7 @@ class Readiness(BaseModel):
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
 StepStatusName = Literal[
-    "pending", "running", "retrying", "completed", "failed", "cancelled", "skipped"
+    "pending", "running", "retrying", "completed", "failed", "cancelled", "skipped", "recovered"
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
 JobStatusName = Literal["running", "completed", "failed", "cancelled"]
@@ -184,13 +187,18 @@ class StepView(BaseModel):
     """One step of a job as the job page shows it; branch steps have kind on_error/on_cancel."""
 
     name: str
-    kind: Literal["step", "task", "on_error", "on_cancel"]
+    kind: Literal["step", "task", "on_error", "on_cancel", "fallback"]
     depends: list[str]
     queue: str | None = None
     http: str | None = Field(default=None, description="The URL of an HTTP step.")
+    fallback: str | None = Field(default=None, description="The name of the step's fallback.")
+    recovers: str | None = Field(
+        default=None, description="A fallback's: the step whose failure it answers (its depends)."
+    )
     status: StepStatusName = Field(
         description="cancelled: in flight when its job ended (a late reply is dropped); "
-        "skipped: its `when` was false (no request, output {})."
+        "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
+        "fallback's output became its own (its error is kept)."
     )
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
     attempts: int = Field(description="Requests sent so far (0 before the first).")
@@ -302,6 +310,9 @@ class StepDefinition(BaseModel):
     timeout: float | None = None
     retry_backoff: dict[str, float]
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
+    fallback: dict[str, Any] | None = Field(
+        default=None, description="The step's fallback: name, queue and effective policy."
+    )
     task: dict[str, Any] | None = Field(
         default=None, description="For a task step: the task's settings and its own steps."
     )

@@ -84,6 +84,8 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         entry["branch"] = job.branch
     if run.status is StepStatus.SKIPPED:
         entry["skipped"] = True
+    elif run.status is StepStatus.RECOVERED:
+        entry["recovered"] = True
     return entry
 
 

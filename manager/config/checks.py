@@ -20,7 +20,7 @@ from typing import Any
 from manager.config.models import NAME_PATTERN
 from manager.config.yamlsource import Path, Problem
 
-__all__ = ["check_document", "find_cycles", "quote", "suggest"]
+__all__ = ["check_fallbacks", "check_document", "find_cycles", "quote", "suggest"]
 
 _MAX_LISTED = 12
 _NAME = re.compile(NAME_PATTERN)
@@ -128,8 +128,11 @@ def _check_workflow(
     for key, steps in groups.items():
         problems += _check_flow(steps, lines, key, _foreign(groups, key))
     problems += _shared_names(groups, lines)
+    problems += check_fallbacks(groups, lines)
     for task_path, task in tasks:
-        problems += _check_flow(_entries(task.get("steps"), (*task_path, "steps")), lines)
+        task_steps = _entries(task.get("steps"), (*task_path, "steps"))
+        problems += _check_flow(task_steps, lines)
+        problems += check_fallbacks({"steps": task_steps}, lines)
         problems += _check_item_keys(task_path, task)
     task_names = list(dict.fromkeys(name for _, task in tasks if (name := _name(task)) is not None))
     uses = [(path, workflow, key) for key in _GROUPS]
@@ -256,6 +259,46 @@ def _check_depends(
         else:
             yield parent, None
         seen.add(parent)
+
+
+def check_fallbacks(
+    groups: Mapping[str, list[tuple[Path, dict[str, Any]]]], lines: Mapping[Path, int]
+) -> list[Problem]:
+    """`fallback` only on main (and task) steps, its name unique among the flow's steps.
+
+    A fallback's requests carry `<job>:<fallback name>`, so it shares the steps' names.
+    """
+    taken = {name: (key, path) for key, steps in groups.items() for path, step in steps
+             if (name := _name(step)) is not None}  # fmt: skip
+    problems = []
+    for key, steps in groups.items():
+        for path, step in steps:
+            spec = step.get("fallback")
+            if not isinstance(spec, dict):
+                continue
+            if key != "steps":
+                message = (
+                    f"fallback is for main steps: an {key} step runs after the job ended, "
+                    "with nothing left to recover; remove 'fallback' here"
+                )
+                problems.append(Problem((*path, "fallback"), message))
+                continue
+            name = spec.get("name")
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                continue  # validation reports it
+            if name in taken:
+                owner, where = taken[name]
+                labels = {**_LABELS, "steps": "a step", "fallback": "another fallback"}
+                what = labels[owner]
+                message = (
+                    f"fallback name {quote(name)} is already used by {what} (line "
+                    f"{lines.get((*where, 'name'), '?')}); give it a name of its own, as replies"
+                    " find their step or fallback by name"
+                )
+                problems.append(Problem((*path, "fallback", "name"), message))
+            else:
+                taken[name] = ("fallback", (*path, "fallback"))
+    return problems
 
 
 def _check_item_keys(path: Path, task: dict[str, Any]) -> list[Problem]:

@@ -37,14 +37,15 @@ class StepStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     SKIPPED = "skipped"  # its `when` was false: no request, output {}, dependents go on
+    RECOVERED = "recovered"  # it failed, and its fallback's output became its own
 
     @property
     def is_done(self) -> bool:
-        """True for a step its dependents may go on from: completed, or skipped."""
+        """True for a step its dependents may go on from: completed, skipped or recovered."""
         return self in _DONE
 
 
-_DONE = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED})
+_DONE = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED, StepStatus.RECOVERED})
 
 
 @dataclass(slots=True)
@@ -73,6 +74,7 @@ class StepRun:
     failed_items: list[dict[str, Any]] | None = (
         None  # children accepted as failed (max_failed_items)
     )
+    recovers: str | None = None  # a fallback's run: the step whose failure it answers
 
     @property
     def name(self) -> str:

@@ -1,9 +1,10 @@
 """What the engine's rule modules may ask of the transition they are part of.
 
 `Transition` (in `transition`) is one class assembled from rule modules: `failures` (retries,
-timeouts, failed and cancelled jobs, on_error/on_cancel) and `control` (cancel and retry
-requests). Those modules are written against this protocol rather than the class itself,
-so no module imports the one that imports it.
+timeouts, failed and cancelled jobs, on_error/on_cancel), `control` (cancel and retry
+requests), `conditions` (a step's `when`) and `fallbacks` (a failed step's fallback).
+Those modules are written against this protocol rather than the class itself, so no module
+imports the one that imports it.
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ class Work(Protocol):
     def _start_branch(self, job: Job, kind: str, data: dict[str, Any]) -> None: ...
     def _end_branch(self, job: Job) -> None: ...
     def _settle(self, job: Job) -> None: ...
+
+    # Fallbacks (fallbacks)
+    def _fall_back(self, job: Job, run: StepRun, message: str, reason: str) -> None: ...
+    def _fallback_done(
+        self,
+        job: Job,
+        fallback: StepRun,
+        output: dict[str, Any] | None,
+        failure: tuple[str, str] = ...,
+    ) -> None: ...
 
     # Job control (control)
     def _control_target(self, job_id: str, action: str) -> Job | None: ...

@@ -7,6 +7,7 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
     Dispatch               step.dispatched                  status running, attempt
     StepFinished           step.completed|retrying|failed   status, attempt, reason on failure
                            step.skipped                     status skipped (its `when` was false)
+                           step.recovered                   status recovered (by its fallback)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ EVENT_TYPES = (
     "step.failed",
     "step.retrying",
     "step.skipped",
+    "step.recovered",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
 
