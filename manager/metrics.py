@@ -56,6 +56,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}step_requests_total": "counter",
     f"{_P}step_failures_total": "counter",
     f"{_P}step_duration_seconds": "histogram",
+    f"{_P}steps_skipped_total": "counter",
     f"{_P}dead_letters_total": "counter",
     f"{_P}journal_commit_seconds": "histogram",
     f"{_P}broker_connected": "gauge",
@@ -127,6 +128,10 @@ class Metrics:
             "Step attempts: seconds from request to reply (or timeout); a task step's fan-out.",
             step, buckets=STEP_BUCKETS_S, registry=r,
         )  # fmt: skip
+        self._steps_skipped = Counter(
+            f"{_P}steps_skipped", "Steps skipped by their `when` (no request sent).", step,
+            registry=r,
+        )  # fmt: skip
         self._dead_letters = Counter(
             f"{_P}dead_letters",
             "Messages dead-lettered, by reason (bad_reply, invalid_trigger, unknown_workflow, "
@@ -147,6 +152,7 @@ class Metrics:
         self._requests = _Children(self._step_requests)
         self._durations = _Children(self._step_duration)
         self._failures = _Children(self._step_failures)
+        self._skipped = _Children(self._steps_skipped)
         self._finished = _Children(self._jobs_finished)
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
@@ -208,6 +214,9 @@ class Metrics:
         self._requests(command.workflow, command.step).inc()
 
     def _step_finished(self, command: StepFinished) -> None:
+        if command.outcome == "skipped":
+            self._skipped(command.workflow, command.step).inc()
+            return
         if command.dispatched_at is not None:
             duration = self._durations(command.workflow, command.step)
             duration.observe(command.at - command.dispatched_at)

@@ -395,10 +395,12 @@ class Orchestrator:
         payload: Any,
         job_id: str | None = None,
         trace: TraceParent | None = None,
+        priority: int = 0,
     ) -> str:
         """Start a job now (the HTTP API's way in); returns its id or raises a SubmitError.
 
         The job joins `trace` (the caller's trace context), else it starts a trace of its own.
+        `priority` (0-9, higher first) orders it wherever the manager holds work back.
         """
         chosen = job_id is not None  # a new id of ours cannot name an existing job
         job_id = job_id if job_id is not None else self.new_id()
@@ -415,8 +417,9 @@ class Orchestrator:
             raise DuplicateJob(f"a job with id {canonical} already exists")
         trace_id, parent = (trace.trace_id, trace.span_id) if trace else (new_trace_id(), None)
         submitted = JobSubmitted(
-            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent
-        )
+            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
+            priority=priority,
+        )  # fmt: skip
         result, sending = await self._process(self.pinned(submitted))
         if result.rejected is not None:
             rejected = result.rejected

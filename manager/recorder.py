@@ -129,6 +129,8 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
             meta["trace"] = event.trace_id
         if event.trace_parent:
             meta["trace_parent"] = event.trace_parent
+        if event.priority:
+            meta["priority"] = event.priority
         return EventRow(
             at=event.at, kind=EventKind.SUBMITTED, job_id=job_id, root_id=root_id,
             body=jsontext.dumps(event.payload), meta=meta,
@@ -159,7 +161,7 @@ def _dispatch(at: float, command: Dispatch, reply_queue: str) -> tuple[EventRow,
         trace = traceparent(command.trace_id, span)
     message = step_request(
         command.queue, body, command.correlation_id, reply_queue, command.workflow,
-        command.attempt, command.message_id, trace,
+        command.attempt, command.message_id, trace, command.priority,
     )  # fmt: skip
     row = EventRow(
         at=at, kind=EventKind.DISPATCHED, job_id=command.job_id, root_id=command.root_id,
@@ -189,6 +191,8 @@ def _stored(message: Outbound) -> dict[str, Any]:
     }  # fmt: skip
     if message.reply_to:
         meta["reply_to"] = message.reply_to
+    if message.priority:
+        meta["priority"] = message.priority
     return meta
 
 
@@ -203,6 +207,7 @@ def pending_message(row: EventRow) -> Outbound:
         headers=meta.get("headers") or {},
         message_id=row.msg_id,
         step_request=row.kind == EventKind.DISPATCHED,
+        priority=meta.get("priority", 0),
     )
 
 
@@ -277,6 +282,7 @@ def to_event(row: EventRow) -> Event:
             # None in a journal from before jobs had traces: the engine derives one.
             trace_id=meta.get("trace"),
             trace_parent=meta.get("trace_parent"),
+            priority=meta.get("priority", 0),
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:
         return StepReplied(

@@ -27,6 +27,7 @@ _STEP_STATUS = {
     StepStatus.RETRYING: "retrying",
     StepStatus.COMPLETED: "completed",
     StepStatus.FAILED: "failed",
+    StepStatus.SKIPPED: "skipped",
 }
 
 
@@ -139,6 +140,8 @@ def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
     run = job.steps.get(spec.name)
     history = context.history.get(spec.name, _StepHistory())
     entry: dict[str, Any] = {"name": spec.name, "kind": _kind(job, spec), "depends": spec.depends}
+    if spec.when is not None:
+        entry["when"] = spec.when
     if spec.http is not None:
         entry["http"] = spec.http.url
     elif not spec.task:
@@ -200,6 +203,7 @@ def _header(job: Job, now: float) -> dict[str, Any]:
         body["error"] = job.error
     if (trace_id := getattr(job, "trace_id", None)) is not None:
         body["trace_id"] = trace_id
+    body["priority"] = job.priority
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None

@@ -157,6 +157,8 @@ def _step_definition(workflow: Workflow, flow: Flow, step: Step, kind: str) -> d
     if policy.timeout_s is not None:
         entry["timeout"] = policy.timeout_s
     entry["retry_backoff"] = policy.retry_backoff.model_dump()
+    if step.when is not None:
+        entry["when"] = step.when
     if step.task:
         task = workflow.task_by_name[step.task]
         entry["task"] = {

@@ -95,6 +95,9 @@ class StepEntry(BaseModel):
     branch: str | None = Field(
         default=None, description="Extra: on_error or on_cancel, for the steps of a branch."
     )
+    skipped: bool | None = Field(
+        default=None, description="Extra: the step's `when` was false; it sent no request."
+    )
 
 
 class Progress(BaseModel):
@@ -123,6 +126,9 @@ class JobDetail(BaseModel):
     trace_id: str = Field(
         description="Extra: the W3C trace id (32 hex digits) of the job, its children's too."
     )
+    priority: int = Field(
+        default=0, description="Extra: 0-9, higher first (a child's is its top-level job's)."
+    )
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
@@ -145,7 +151,9 @@ class Readiness(BaseModel):
 
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
-StepStatusName = Literal["pending", "running", "retrying", "completed", "failed", "cancelled"]
+StepStatusName = Literal[
+    "pending", "running", "retrying", "completed", "failed", "cancelled", "skipped"
+]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
 JobStatusName = Literal["running", "completed", "failed", "cancelled"]
 
@@ -181,8 +189,10 @@ class StepView(BaseModel):
     queue: str | None = None
     http: str | None = Field(default=None, description="The URL of an HTTP step.")
     status: StepStatusName = Field(
-        description="cancelled: in flight when its job ended (a late reply is dropped)."
+        description="cancelled: in flight when its job ended (a late reply is dropped); "
+        "skipped: its `when` was false (no request, output {})."
     )
+    when: str | None = Field(default=None, description="The step's condition, if it has one.")
     attempts: int = Field(description="Requests sent so far (0 before the first).")
     started_at: str | None = None
     finished_at: str | None = None
@@ -212,6 +222,7 @@ class JobPage(BaseModel):
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     trace_id: str | None = None
+    priority: int = Field(default=0, description="0-9, higher first; children inherit it.")
     definition: str = Field(description="The content hash of the definition the job runs.")
     branch: Literal["on_error", "on_cancel"] | None = None
     can_cancel: bool
@@ -290,6 +301,7 @@ class StepDefinition(BaseModel):
     retries: int
     timeout: float | None = None
     retry_backoff: dict[str, float]
+    when: str | None = Field(default=None, description="The step's condition, if it has one.")
     task: dict[str, Any] | None = Field(
         default=None, description="For a task step: the task's settings and its own steps."
     )

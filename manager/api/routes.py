@@ -27,6 +27,7 @@ from manager.api.models import (
 )
 from manager.api.service import Clock, JobService
 from manager.engine import Job
+from manager.engine.state import MAX_PRIORITY
 from manager.traces import submitter_trace
 
 __all__ = ["router"]
@@ -35,6 +36,10 @@ DEFAULT_INTERVAL_MIN = 480.0
 _TRACEPARENT_DOC = (
     "W3C trace context: the job joins this trace (its span's parent is this span); "
     "a malformed value is ignored and the job starts a trace of its own."
+)
+_PRIORITY_DOC = (
+    "The job's priority, 0 to 9 (higher goes first wherever the manager holds work back; "
+    "step requests carry it as their AMQP priority). Default 0."
 )
 _DISCONNECTED = "not connected to RabbitMQ, so no job can start now; try again shortly"
 
@@ -117,6 +122,7 @@ async def submit_job(
     service: Service,
     job_id: Annotated[str | None, Query(alias="id", include_in_schema=False)] = None,
     traceparent: Annotated[str | None, Header(description=_TRACEPARENT_DOC)] = None,
+    priority: Annotated[int, Query(ge=0, le=MAX_PRIORITY, description=_PRIORITY_DOC)] = 0,
 ) -> dict[str, Any]:
     """Start a job of workflow `name`; the JSON object body is its payload."""
     if name not in service.workflows:
@@ -126,7 +132,9 @@ async def submit_job(
         raise HTTPException(status_code=503, detail=_DISCONNECTED)
     payload = parse_payload(await request.body())
     trace = submitter_trace(traceparent, "POST /api/workflow")
-    new_id = await service.submit(name, payload, resolve_job_id(job_id, payload), trace)
+    new_id = await service.submit(
+        name, payload, resolve_job_id(job_id, payload), trace, priority=priority
+    )
     return {"id": new_id}
 
 

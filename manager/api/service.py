@@ -55,6 +55,7 @@ class JobService(Protocol):
         payload: Any,
         job_id: str | None = None,
         trace: TraceParent | None = None,
+        priority: int = 0,
     ) -> str:
         """Start a job (in `trace`, if given) and return its id; raise a `SubmitError` if not."""
         ...

@@ -132,6 +132,7 @@ def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
             _ = (workflow.content_hash, workflow.task_by_name, workflow.policies)
             for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
                 _ = (flow.step_index, flow.dependents, flow.terminals)
+                _ = [step.condition for step in flow.steps]
             for task in workflow.tasks:
                 _ = task.item_key
         except Exception as exc:  # a library bug must not surface as a traceback
@@ -344,6 +345,8 @@ def _describe_steps(
             parts.append(f"http {step.http.method} {quote(step.http.url)}")
         if step.queue or not step.task:
             parts.append(f"queue {quote(step.queue_name)}")
+        if step.when is not None:
+            parts.append(f"runs when {quote(step.when)} (else skipped)")
         if policy := describe_policy(workflow.policy(flow, step.name)):
             parts.append(policy)
         if step.compensate is not None:

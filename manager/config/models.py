@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from manager.config.expressions import Expression, compile_expression
+
 __all__ = [
     "NAME_PATTERN",
     "Name",
@@ -162,6 +164,19 @@ class Step(_Model):
     retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+    when: str | None = Field(default=None, min_length=1)
+
+    @field_validator("when")
+    @classmethod
+    def _compiles(cls, when: str | None) -> str | None:
+        if when is not None:
+            compile_expression(when)  # ExpressionError is a ValueError: reported with its line
+        return when
+
+    @cached_property
+    def condition(self) -> Expression | None:
+        """`when`, compiled (once per definition: the loader computes it at load)."""
+        return compile_expression(self.when) if self.when is not None else None
     # Undoes the step once it completed, when its job later fails or is cancelled.
     compensate: HandlerStep | None = None
 

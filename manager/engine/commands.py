@@ -47,6 +47,7 @@ class Dispatch:
     """Publish a step request to `queue`; `workflow` is the top-level workflow's name.
 
     `trace_id` is the job's trace: the request's `traceparent` names this attempt's span in it.
+    `priority` is the job's (0-9): the request's AMQP priority.
     """
 
     job_id: str
@@ -58,6 +59,7 @@ class Dispatch:
     workflow: str
     attempt: int
     trace_id: str = ""
+    priority: int = 0
 
     @property
     def message_id(self) -> str:

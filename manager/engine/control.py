@@ -80,13 +80,11 @@ class JobControl:
         job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
         self.commands.append(self.started(job))
         for run in job.steps.values():
-            if run.status is not StepStatus.COMPLETED:
+            if not run.status.is_done:
                 self._revive_step(job, run)
-        job.steps_left = sum(r.status is not StepStatus.COMPLETED for r in job.steps.values())
+        job.steps_left = sum(not r.status.is_done for r in job.steps.values())
         for run in job.steps.values():
-            run.waiting_on = sum(
-                job.steps[d].status is not StepStatus.COMPLETED for d in set(run.spec.depends)
-            )
+            run.waiting_on = sum(not job.steps[d].status.is_done for d in set(run.spec.depends))
             if run.status is StepStatus.WAITING and run.waiting_on == 0:
                 self.ready.append((job, run))
 

@@ -76,6 +76,7 @@ def snapshot(job: Job) -> dict[str, Any]:
         "steps": {name: _step(run) for name, run in job.steps.items()},
         "trace_id": job.trace_id,
         "trace_parent": job.trace_parent,
+        "priority": job.priority,
     }
 
 
@@ -99,7 +100,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             children=saved.get("children"),
         )
     left = sum(
-        run.status is not StepStatus.COMPLETED
+        not run.status.is_done
         for run in steps.values()
         if run.name in flow.step_index
     )
@@ -121,4 +122,5 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         # A snapshot from before jobs had traces: the trace a replay of it would give.
         trace_id=data.get("trace_id") or derived_trace_id(data["id"]),
         trace_parent=data.get("trace_parent"),
+        priority=data.get("priority", 0),
     )

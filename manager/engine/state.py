@@ -14,6 +14,7 @@ from typing import Any
 from manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
 
 __all__ = [
+    "MAX_PRIORITY",
     "JobStatus",
     "StepStatus",
     "StepRun",
@@ -23,6 +24,9 @@ __all__ = [
     "Job",
     "EngineState",
 ]
+
+MAX_PRIORITY = 9
+"""Job priorities run from 0 (the default) to this; higher goes first."""
 
 
 class JobStatus(StrEnum):
@@ -44,6 +48,17 @@ class StepStatus(StrEnum):
     FAILED = "failed"
     COMPENSATING = "compensating"  # completed; its job ended and its compensation runs now
     COMPENSATED = "compensated"  # completed, then undone by its compensation
+    SKIPPED = "skipped"  # its `when` was false: no request, output {}, dependents go on
+
+    @property
+    def is_done(self) -> bool:
+        """True for a step its dependents may go on from: completed, or skipped."""
+        return self in _DONE
+
+
+_DONE = frozenset(
+    {StepStatus.COMPLETED, StepStatus.SKIPPED, StepStatus.COMPENSATING, StepStatus.COMPENSATED}
+)
 
 
 @dataclass(slots=True)
@@ -174,6 +189,8 @@ class Job:
     # span hangs from: the submitter's, or for a child its task step's.
     trace_id: str = ""
     trace_parent: str | None = None
+    # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
+    priority: int = 0
     # Workflows with `compensate` only: main steps in the order they completed, and, once the
     # job failed or was cancelled with completed steps to undo, its compensations.
     done_order: list[str] | None = None

@@ -26,6 +26,7 @@ from manager.engine.commands import (
     Subject,
 )
 from manager.engine.compensation import CompensationRules
+from manager.engine.conditions import ConditionRules
 from manager.engine.control import JobControl
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
@@ -49,7 +50,7 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, CompensationRules, JobControl):
+class Transition(FailureRules, CompensationRules, JobControl, ConditionRules):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -145,7 +146,9 @@ class Transition(FailureRules, CompensationRules, JobControl):
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
-        job = self._create_job(workflow, workflow, job_id, event.payload, None, trace)
+        job = self._create_job(
+            workflow, workflow, job_id, event.payload, None, trace, event.priority
+        )
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
@@ -199,11 +202,19 @@ class Transition(FailureRules, CompensationRules, JobControl):
         payload: dict[str, Any],
         parent: ParentLink | None,
         trace: tuple[str, str | None],
+        priority: int = 0,
     ) -> Job:
-        """A new job, started: `trace` is its trace id and the span its own span hangs from."""
+        """A new job, started: `trace` is its trace id and the span its own span hangs from.
+
+        A child takes its parent's priority (`priority` is a top-level job's own).
+        """
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
-        job.root_id = self.state.jobs[parent.job_id].root_id if parent else job_id
+        if parent is not None:
+            above = self.state.jobs[parent.job_id]
+            job.root_id, job.priority = above.root_id, above.priority
+        else:
+            job.root_id, job.priority = job_id, priority
         job.trace_id, job.trace_parent = trace
         if workflow.compensates:
             job.done_order = []
@@ -292,6 +303,8 @@ class Transition(FailureRules, CompensationRules, JobControl):
             data = _merge(job.steps[name].output for name in depends)
         run.input = data
         run.started_at = self.at
+        if run.spec.when is not None and self._skipped(job, run, data):
+            return
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
@@ -314,6 +327,7 @@ class Transition(FailureRules, CompensationRules, JobControl):
                 workflow=job.workflow.name,
                 attempt=run.attempt,
                 trace_id=job.trace_id,
+                priority=job.priority,
             )
         )
         timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s
@@ -368,12 +382,19 @@ class Transition(FailureRules, CompensationRules, JobControl):
             run.next_child += 1
             running += 1
 
-    def _complete_step(self, job: Job, run: StepRun, output: dict[str, Any]) -> None:
-        run.status = StepStatus.COMPLETED
+    def _complete_step(
+        self,
+        job: Job,
+        run: StepRun,
+        output: dict[str, Any],
+        status: StepStatus = StepStatus.COMPLETED,
+    ) -> None:
+        """The step is done (completed, or skipped by its `when`): its dependents may go on."""
+        run.status = status
         run.output = output
         run.error = None
         run.finished_at = self.at
-        self.step_finished(job, run, "completed", None, None)
+        self.step_finished(job, run, str(status), None, None)
         flow = job.flow_of(run.name)
         for name in flow.dependents[run.name]:
             dependent = job.steps[name]

@@ -6,6 +6,7 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
     JobFinished            job.completed|failed|cancelled   status as the job ended
     Dispatch               step.dispatched                  status running, attempt
     StepFinished           step.completed|retrying|failed   status, attempt, reason on failure
+                           step.skipped                     status skipped (its `when` was false)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ EVENT_TYPES = (
     "step.completed",
     "step.failed",
     "step.retrying",
+    "step.skipped",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
 

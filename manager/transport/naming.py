@@ -12,6 +12,7 @@ __all__ = [
     "TRIGGER_WORKFLOW_HEADER",
     "HEADER_EVENT",
     "HEADER_TRACEPARENT",
+    "HEADER_PRIORITY",
     "trigger_queue",
     "dead_letter_queue",
     "events_exchange",
@@ -30,6 +31,8 @@ TRIGGER_WORKFLOW_HEADER = "workflow"
 HEADER_EVENT = "x-event"  # a run event's type, on the events exchange
 # W3C trace context: on a trigger (the caller's span) and on each step request (the attempt's).
 HEADER_TRACEPARENT = "traceparent"
+# A trigger's priority (0-9, higher first); step requests carry it as the AMQP `priority`.
+HEADER_PRIORITY = "x-priority"
 
 
 def trigger_queue(queue: str) -> str:

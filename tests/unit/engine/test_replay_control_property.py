@@ -80,6 +80,8 @@ def _steps(
         step = {"name": name, "depends": depends, **_policy(draw)}
         if compensated and draw(st.integers(0, 2)) > 0:
             step["compensate"] = {"name": f"u{name}", **_policy(draw)}
+        if draw(st.integers(0, 4)) == 0:
+            step["when"] = draw(st.sampled_from(["a", "b == `1`", "length(@) > `1`"]))
         steps.append(step)
     return steps
 
