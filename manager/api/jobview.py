@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager.api.compensations import compensation_view
 from manager.config.models import Step
 from manager.engine import Job, JobStatus, StepRun, StepStatus
 from manager.engine.replies import ReplyError, decode_output
@@ -28,6 +29,8 @@ _STEP_STATUS = {
     StepStatus.COMPLETED: "completed",
     StepStatus.FAILED: "failed",
     StepStatus.SKIPPED: "skipped",
+    StepStatus.COMPENSATING: "compensating",
+    StepStatus.COMPENSATED: "compensated",
 }
 
 
@@ -142,6 +145,8 @@ def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": spec.name, "kind": _kind(job, spec), "depends": spec.depends}
     if spec.when is not None:
         entry["when"] = spec.when
+    if spec.compensate is not None:
+        entry["compensate"] = spec.compensate.name
     if spec.http is not None:
         entry["http"] = spec.http.url
     elif not spec.task:
@@ -231,4 +236,6 @@ def job_page(
             specs += flow.steps
     body = _header(job, now)
     body["steps"] = [_step(job, spec, context) for spec in specs]
+    if (compensations := compensation_view(job)) is not None:
+        body["compensations"] = compensations
     return body

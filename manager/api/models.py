@@ -17,6 +17,8 @@ __all__ = [
     "ChildCounts",
     "ChildEntry",
     "ChildPage",
+    "CompensationEntry",
+    "Compensations",
     "ErrorBody",
     "Health",
     "JobDetail",
@@ -98,6 +100,34 @@ class StepEntry(BaseModel):
     skipped: bool | None = Field(
         default=None, description="Extra: the step's `when` was false; it sent no request."
     )
+    compensation: Literal["compensating", "compensated"] | None = Field(
+        default=None,
+        description="Extra: the step completed, then its job failed or was cancelled and its "
+        "`compensate` step is undoing it (compensating) or has (compensated).",
+    )
+
+
+class CompensationEntry(BaseModel):
+    """One compensation of a failed or cancelled job: the step it undoes, and how it went."""
+
+    job: str = Field(description="The job whose step it undoes: this job or one of its children.")
+    step: str
+    name: str = Field(description="The compensation's name: its requests carry <job>:<name>.")
+    queue: str
+    status: Literal["pending", "running", "retrying", "compensated", "failed"] = Field(
+        description="failed: it still failed after its retries (the others went on)."
+    )
+    attempts: int
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class Compensations(BaseModel):
+    """Extra: a failed or cancelled job undoing its completed steps, newest first."""
+
+    reason: Literal["failed", "cancelled"]
+    runs: list[CompensationEntry] = Field(description="In the order they run (LIFO).")
 
 
 class Progress(BaseModel):
@@ -133,6 +163,9 @@ class JobDetail(BaseModel):
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
     )
+    compensations: Compensations | None = Field(
+        default=None, description="Extra: once the job started undoing its completed steps."
+    )
 
 
 class Health(BaseModel):
@@ -152,7 +185,15 @@ class Readiness(BaseModel):
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
 StepStatusName = Literal[
-    "pending", "running", "retrying", "completed", "failed", "cancelled", "skipped"
+    "pending",
+    "running",
+    "retrying",
+    "completed",
+    "failed",
+    "cancelled",
+    "skipped",
+    "compensating",
+    "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
 JobStatusName = Literal["running", "completed", "failed", "cancelled"]
@@ -190,7 +231,11 @@ class StepView(BaseModel):
     http: str | None = Field(default=None, description="The URL of an HTTP step.")
     status: StepStatusName = Field(
         description="cancelled: in flight when its job ended (a late reply is dropped); "
-        "skipped: its `when` was false (no request, output {})."
+        "skipped: its `when` was false (no request, output {}); compensating / compensated: "
+        "it completed, then its job failed or was cancelled and its compensation undoes it."
+    )
+    compensate: str | None = Field(
+        default=None, description="The name of the step's compensation, if it has one."
     )
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
     attempts: int = Field(description="Requests sent so far (0 before the first).")
@@ -228,6 +273,9 @@ class JobPage(BaseModel):
     can_cancel: bool
     can_retry: bool
     steps: list[StepView]
+    compensations: Compensations | None = Field(
+        default=None, description="Once the job started undoing its completed steps."
+    )
 
 
 class ChildEntry(BaseModel):
@@ -302,6 +350,9 @@ class StepDefinition(BaseModel):
     timeout: float | None = None
     retry_backoff: dict[str, float]
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
+    compensate: dict[str, Any] | None = Field(
+        default=None, description="The step's compensation: its name, queue and policy."
+    )
     task: dict[str, Any] | None = Field(
         default=None, description="For a task step: the task's settings and its own steps."
     )
