@@ -26,7 +26,15 @@ from prometheus_client import (
     generate_latest,
 )
 
-from manager.engine import Command, Dispatch, Job, JobFinished, JobStarted, StepFinished
+from manager.engine import (
+    Command,
+    Dispatch,
+    Job,
+    JobFinished,
+    JobStarted,
+    StepCompensation,
+    StepFinished,
+)
 
 __all__ = ["Metrics", "Watched", "METRIC_NAMES"]
 
@@ -58,6 +66,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}step_duration_seconds": "histogram",
     f"{_P}steps_skipped_total": "counter",
     f"{_P}steps_recovered_total": "counter",
+    f"{_P}compensations_total": "counter",
     f"{_P}dead_letters_total": "counter",
     f"{_P}journal_commit_seconds": "histogram",
     f"{_P}broker_connected": "gauge",
@@ -137,6 +146,10 @@ class Metrics:
             f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
             step, registry=r,
         )  # fmt: skip
+        self._compensations = Counter(
+            f"{_P}compensations", "Compensations that ended, by outcome (compensated, failed).",
+            [*step, "outcome"], registry=r,
+        )  # fmt: skip
         self._dead_letters = Counter(
             f"{_P}dead_letters",
             "Messages dead-lettered, by reason (bad_reply, invalid_trigger, unknown_workflow, "
@@ -159,6 +172,7 @@ class Metrics:
         self._failures = _Children(self._step_failures)
         self._skipped = _Children(self._steps_skipped)
         self._recovered = _Children(self._steps_recovered)
+        self._undone = _Children(self._compensations)
         self._finished = _Children(self._jobs_finished)
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
@@ -166,6 +180,7 @@ class Metrics:
         self._handlers: dict[type, Callable[[Any], None]] = {
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
+            StepCompensation: self._step_compensation,
             JobStarted: self._job_started,
             JobFinished: self._job_finished,
         }
@@ -232,6 +247,10 @@ class Metrics:
             duration.observe(command.at - command.dispatched_at)
         if command.outcome in _FAILED_OUTCOMES:
             self._failures(command.workflow, command.step, command.reason or "error").inc()
+
+    def _step_compensation(self, command: StepCompensation) -> None:
+        if command.outcome != "compensating":
+            self._undone(command.workflow, command.step, command.outcome).inc()
 
     def _job_started(self, command: JobStarted) -> None:
         if command.parent_id is not None:

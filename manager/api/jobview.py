@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager.api.compensations import compensation_view
 from manager.config.models import Step
 from manager.engine import Job, JobStatus, StepRun, StepStatus
 from manager.engine.replies import ReplyError, decode_output
@@ -29,6 +30,8 @@ _STEP_STATUS = {
     StepStatus.FAILED: "failed",
     StepStatus.SKIPPED: "skipped",
     StepStatus.RECOVERED: "recovered",
+    StepStatus.COMPENSATING: "compensating",
+    StepStatus.COMPENSATED: "compensated",
 }
 
 
@@ -138,14 +141,19 @@ def _status(job: Job, run: StepRun | None) -> str:
     return _STEP_STATUS[run.status]
 
 
+def _shape(spec: Step) -> dict[str, str]:
+    """What the step's definition adds to its run: its `when`, fallback and compensation."""
+    shape: dict[str, str | None] = {"when": spec.when}
+    shape["fallback"] = spec.fallback.name if spec.fallback is not None else None
+    shape["compensate"] = spec.compensate.name if spec.compensate is not None else None
+    return {key: value for key, value in shape.items() if value is not None}
+
+
 def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
     run = job.steps.get(spec.name)
     history = context.history.get(spec.name, _StepHistory())
     entry: dict[str, Any] = {"name": spec.name, "kind": _kind(job, spec), "depends": spec.depends}
-    if spec.when is not None:
-        entry["when"] = spec.when
-    if spec.fallback is not None:
-        entry["fallback"] = spec.fallback.name
+    entry.update(_shape(spec))
     if spec.http is not None:
         entry["http"] = spec.http.url
     elif not spec.task:
@@ -245,4 +253,6 @@ def job_page(
             # Drawn after the step it recovers; it runs only if that step fails for good.
             entry["recovers"] = recovers[entry["name"]]
             entry["depends"] = [recovers[entry["name"]]]
+    if (compensations := compensation_view(job)) is not None:
+        body["compensations"] = compensations
     return body

@@ -17,6 +17,8 @@ __all__ = [
     "ChildCounts",
     "ChildEntry",
     "ChildPage",
+    "CompensationEntry",
+    "Compensations",
     "ErrorBody",
     "Health",
     "JobDetail",
@@ -101,6 +103,34 @@ class StepEntry(BaseModel):
     recovered: bool | None = Field(
         default=None, description="Extra: the step failed and its fallback's output is its own."
     )
+    compensation: Literal["compensating", "compensated"] | None = Field(
+        default=None,
+        description="Extra: the step completed, then its job failed or was cancelled and its "
+        "`compensate` step is undoing it (compensating) or has (compensated).",
+    )
+
+
+class CompensationEntry(BaseModel):
+    """One compensation of a failed or cancelled job: the step it undoes, and how it went."""
+
+    job: str = Field(description="The job whose step it undoes: this job or one of its children.")
+    step: str
+    name: str = Field(description="The compensation's name: its requests carry <job>:<name>.")
+    queue: str
+    status: Literal["pending", "running", "retrying", "compensated", "failed"] = Field(
+        description="failed: it still failed after its retries (the others went on)."
+    )
+    attempts: int
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class Compensations(BaseModel):
+    """Extra: a failed or cancelled job undoing its completed steps, newest first."""
+
+    reason: Literal["failed", "cancelled"]
+    runs: list[CompensationEntry] = Field(description="In the order they run (LIFO).")
 
 
 class Progress(BaseModel):
@@ -136,6 +166,9 @@ class JobDetail(BaseModel):
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
     )
+    compensations: Compensations | None = Field(
+        default=None, description="Extra: once the job started undoing its completed steps."
+    )
 
 
 class Health(BaseModel):
@@ -155,7 +188,16 @@ class Readiness(BaseModel):
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
 StepStatusName = Literal[
-    "pending", "running", "retrying", "completed", "failed", "cancelled", "skipped", "recovered"
+    "pending",
+    "running",
+    "retrying",
+    "completed",
+    "failed",
+    "cancelled",
+    "skipped",
+    "recovered",
+    "compensating",
+    "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
 JobStatusName = Literal["running", "completed", "failed", "cancelled"]
@@ -198,7 +240,11 @@ class StepView(BaseModel):
     status: StepStatusName = Field(
         description="cancelled: in flight when its job ended (a late reply is dropped); "
         "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
-        "fallback's output became its own (its error is kept)."
+        "fallback's output became its own (its error is kept); compensating / compensated: "
+        "it completed, then its job failed or was cancelled and its compensation undoes it."
+    )
+    compensate: str | None = Field(
+        default=None, description="The name of the step's compensation, if it has one."
     )
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
     attempts: int = Field(description="Requests sent so far (0 before the first).")
@@ -236,6 +282,9 @@ class JobPage(BaseModel):
     can_cancel: bool
     can_retry: bool
     steps: list[StepView]
+    compensations: Compensations | None = Field(
+        default=None, description="Once the job started undoing its completed steps."
+    )
 
 
 class ChildEntry(BaseModel):
@@ -312,6 +361,9 @@ class StepDefinition(BaseModel):
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
     fallback: dict[str, Any] | None = Field(
         default=None, description="The step's fallback: name, queue and effective policy."
+    )
+    compensate: dict[str, Any] | None = Field(
+        default=None, description="The step's compensation: its name, queue and policy."
     )
     task: dict[str, Any] | None = Field(
         default=None, description="For a task step: the task's settings and its own steps."

@@ -51,6 +51,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "retry_backoff": Backoff,
     "http": HttpCall,
     "fallback": HandlerStep,
+    "compensate": HandlerStep,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -282,6 +283,10 @@ def _hint(kind: str, loc: Path, value: Any) -> str:
         return f"; write '- name: {value}'"
     if isinstance(value, str) and kind == "tuple_type" and field in {"on_error", "on_cancel"}:
         return f"; write a list of steps: [{{name: {value}}}]"
+    if isinstance(value, str) and kind in {"model_type", "model_attributes_type"} and (
+        field == "compensate"
+    ):
+        return f"; write {field}: {{name: {value}}}"
     if isinstance(value, str) and kind == "tuple_type" and field in {"depends", "vhosts"}:
         return f"; write [{value}]"
     if field == "retry_backoff":
@@ -350,10 +355,20 @@ def _describe_steps(
             parts.append(f"fallback {quote(fallback.name)} ({detail})")
         if policy := describe_policy(workflow.policy(flow, step.name)):
             parts.append(policy)
+        if step.compensate is not None:
+            parts.append(_describe_compensation(workflow, flow, step.compensate))
         lines.append(f"{indent}step {quote(step.name)}: {'; '.join(parts)}")
     if terminals:
         lines.append(f"{indent}terminals: {', '.join(flow.terminals)}")
     return lines
+
+
+def _describe_compensation(workflow: Workflow, flow: Flow, handler: HandlerStep) -> str:
+    """`compensate 'refund' (queue 'refund', retries 5)`: how `validate` tells a compensation."""
+    parts = [f"queue {quote(handler.queue_name)}"]
+    if policy := describe_policy(workflow.policy(flow, handler.name)):
+        parts.append(policy)
+    return f"compensate {quote(handler.name)} ({', '.join(parts)}; runs if the job fails later)"
 
 
 def describe_policy(policy: StepPolicy) -> str:

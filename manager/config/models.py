@@ -133,7 +133,8 @@ class HttpCall(_Model):
 
 
 class HandlerStep(_Model):
-    """A step that handles another step's outcome (`fallback`): a request to a worker queue.
+    """A step that handles another step's outcome (`compensate`, `fallback`): a request to a
+    worker queue.
 
     Its policy fields fall back to the flow's defaults like a step's; it has no dependencies.
     """
@@ -179,6 +180,8 @@ class Step(_Model):
     def condition(self) -> Expression | None:
         """`when`, compiled (once per definition: the loader computes it at load)."""
         return compile_expression(self.when) if self.when is not None else None
+    # Undoes the step once it completed, when its job later fails or is cancelled.
+    compensate: HandlerStep | None = None
 
     @property
     def queue_name(self) -> str:
@@ -270,7 +273,20 @@ class Workflow(Flow):
                 if step.fallback is not None:
                     own = _effective(step.fallback, task_defaults, self.defaults)
                     result[(id(flow), step.fallback.name)] = own
+                if step.compensate is not None:
+                    own = _effective(step.compensate, task_defaults, self.defaults)
+                    result[(id(flow), step.compensate.name)] = own
         return result
+
+    @cached_property
+    def compensates(self) -> bool:
+        """True when a step of the workflow or of one of its tasks has `compensate`.
+
+        Only then do its jobs keep the order their steps complete in (and their completed
+        children's compensations): a workflow without one pays nothing.
+        """
+        flows: list[Flow] = [self, *self.tasks]
+        return any(step.compensate is not None for flow in flows for step in flow.steps)
 
     def policy(self, flow: Flow, step: str) -> StepPolicy:
         """The effective policy of `step` in `flow` (the workflow, one of its tasks or branches)."""

@@ -8,12 +8,14 @@ from manager.engine.commands import (
     Command,
     Dispatch,
     Ignored,
+    JobCompensating,
     JobFinished,
     JobRejected,
     JobStarted,
     NotifyOutcome,
     Refused,
     StartTimer,
+    StepCompensation,
     StepFinished,
     Subject,
 )
@@ -29,18 +31,30 @@ from manager.engine.events import (
 )
 from manager.engine.failures import outcome_body
 from manager.engine.ids import canonical_uuid
-from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+from manager.engine.state import (
+    Compensation,
+    CompensationRun,
+    EngineState,
+    Job,
+    JobStatus,
+    ParentLink,
+    StepRun,
+    StepStatus,
+)
 
 __all__ = [
     "CancelRequested",
     "CancelTimer",
     "Command",
+    "Compensation",
+    "CompensationRun",
     "Dispatch",
     "EngineState",
     "Event",
     "Ignored",
     "Job",
     "JobArchived",
+    "JobCompensating",
     "JobFinished",
     "JobRejected",
     "JobStarted",
@@ -51,6 +65,7 @@ __all__ = [
     "Refused",
     "RetryRequested",
     "StartTimer",
+    "StepCompensation",
     "StepFinished",
     "StepReplied",
     "StepRun",

@@ -26,6 +26,8 @@ __all__ = [
     "StartTimer",
     "CancelTimer",
     "Refused",
+    "JobCompensating",
+    "StepCompensation",
 ]
 
 
@@ -189,6 +191,41 @@ class Refused:
     kind: str
 
 
+@dataclass(slots=True)
+class JobCompensating:
+    """A failed or cancelled job (`reason`) starts undoing its completed steps: `count` of them.
+
+    Its on_error / on_cancel steps run once they are done. Nothing is journaled for it.
+    """
+
+    job_id: str
+    root_id: str
+    workflow: str
+    reason: str
+    count: int
+    at: float
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
+class StepCompensation:
+    """A completed step of `job_id` is being undone by its compensation `compensation`.
+
+    `outcome`: compensating (its compensation was sent), compensated, or failed (the
+    compensation failed for good; `message` says why). Nothing is journaled for it.
+    """
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    compensation: str
+    outcome: str
+    message: str | None
+    at: float
+    trace_id: str = ""
+
+
 Command = (
     Subject
     | Dispatch
@@ -201,4 +238,6 @@ Command = (
     | StartTimer
     | CancelTimer
     | Refused
+    | JobCompensating
+    | StepCompensation
 )

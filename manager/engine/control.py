@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from manager.engine import timers
 from manager.engine.commands import Refused
+from manager.engine.compensation import retry_refusal
 from manager.engine.snapshot import forget
 from manager.engine.state import Job, JobStatus, StepRun, StepStatus
 from manager.engine.work import Work
@@ -57,6 +58,9 @@ class JobControl:
             return
         if job.branch_left > 0:
             reason = f"job {job.id} is still running its on_error steps; retry when they end"
+            self.commands.append(Refused(job.id, "retry", reason, "conflict"))
+            return
+        if (reason := retry_refusal(job)) is not None:
             self.commands.append(Refused(job.id, "retry", reason, "conflict"))
             return
         self._revive(job)

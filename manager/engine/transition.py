@@ -25,6 +25,7 @@ from manager.engine.commands import (
     StepFinished,
     Subject,
 )
+from manager.engine.compensation import CompensationRules
 from manager.engine.conditions import ConditionRules
 from manager.engine.control import JobControl
 from manager.engine.events import JobSubmitted, StepReplied
@@ -50,7 +51,9 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, JobControl, ConditionRules, FallbackRules):
+class Transition(
+    FailureRules, CompensationRules, JobControl, ConditionRules, FallbackRules
+):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -216,6 +219,8 @@ class Transition(FailureRules, JobControl, ConditionRules, FallbackRules):
         else:
             job.root_id, job.priority = job_id, priority
         job.trace_id, job.trace_parent = trace
+        if workflow.compensates:
+            job.done_order = []
         self.state.jobs[job_id] = job
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
@@ -225,6 +230,8 @@ class Transition(FailureRules, JobControl, ConditionRules, FallbackRules):
 
     def reply(self, event: StepReplied) -> None:
         """A worker's answer: complete the step, or fail this attempt of it."""
+        if self.state.compensating and self.compensation_reply(event):
+            return
         target = self._reply_target(event)
         if target is None:
             return
@@ -411,6 +418,8 @@ class Transition(FailureRules, JobControl, ConditionRules, FallbackRules):
             if job.branch_left == 0:
                 self._end_branch(job)
             return
+        if job.done_order is not None:
+            job.done_order.append(run.name)
         job.steps_left -= 1
         if job.steps_left == 0:
             job.status = JobStatus.COMPLETED
@@ -431,6 +440,8 @@ class Transition(FailureRules, JobControl, ConditionRules, FallbackRules):
         if not parent.is_live(run.name) or run.status is not StepStatus.RUNNING:
             return
         assert run.child_results is not None  # set when the step fanned out
+        if child.done_order is not None:
+            self._keep_child_plan(run, child)
         if child.status is JobStatus.FAILED and not self._tolerate(parent, run, child):
             error = child.error or {}
             message = (
