@@ -213,7 +213,11 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["branch"] = job.branch
     top_level = job.parent is None
     body["can_cancel"] = top_level and job.is_running
-    body["can_retry"] = top_level and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+    body["can_retry"] = (
+        top_level
+        and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+        and job.compensation is None  # a retry would build on undone work
+    )
     return body
 
 
