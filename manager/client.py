@@ -23,6 +23,7 @@ from manager.transport import (
     trigger_queue,
 )
 from manager.transport.errors import broker_errors
+from manager.transport.naming import HEADER_DELAY
 
 __all__ = [
     "Outcome",
@@ -54,8 +55,13 @@ async def submit_job(
     wait: bool = False,
     on_progress: Callable[[], Any] | None = None,
     progress_every_s: float = 0.5,
+    delay_s: float | None = None,
 ) -> Outcome | None:
-    """Publish a trigger for `workflow`; with `wait`, return the outcome message when it comes."""
+    """Publish a trigger for `workflow` (to start `delay_s` from now, if given); with `wait`,
+    return the outcome message when it comes."""
+    headers: dict[str, Any] = {TRIGGER_WORKFLOW_HEADER: workflow}
+    if delay_s is not None:
+        headers[HEADER_DELAY] = delay_s
     with broker_errors("cannot connect to RabbitMQ"):
         connection = await aio_pika.connect(amqp_url, timeout=10)
     async with connection:
@@ -67,7 +73,7 @@ async def submit_job(
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
             correlation_id=job_id,
             reply_to=reply_queue.name if reply_queue else None,
-            headers={TRIGGER_WORKFLOW_HEADER: workflow},
+            headers=headers,
         )
         with broker_errors(f"cannot publish to '{trigger_queue(queue)}' (is the manager running?)"):
             await channel.default_exchange.publish(message, trigger_queue(queue), mandatory=True)

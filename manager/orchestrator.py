@@ -395,10 +395,13 @@ class Orchestrator:
         payload: Any,
         job_id: str | None = None,
         trace: TraceParent | None = None,
+        *,
+        not_before: float | None = None,
     ) -> str:
-        """Start a job now (the HTTP API's way in); returns its id or raises a SubmitError.
+        """Start a job (the HTTP API's way in); returns its id or raises a SubmitError.
 
         The job joins `trace` (the caller's trace context), else it starts a trace of its own.
+        With a `not_before` later than now it is scheduled, and starts then.
         """
         chosen = job_id is not None  # a new id of ours cannot name an existing job
         job_id = job_id if job_id is not None else self.new_id()
@@ -415,8 +418,9 @@ class Orchestrator:
             raise DuplicateJob(f"a job with id {canonical} already exists")
         trace_id, parent = (trace.trace_id, trace.span_id) if trace else (new_trace_id(), None)
         submitted = JobSubmitted(
-            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent
-        )
+            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
+            not_before=not_before,
+        )  # fmt: skip
         result, sending = await self._process(self.pinned(submitted))
         if result.rejected is not None:
             rejected = result.rejected
@@ -452,7 +456,7 @@ class Orchestrator:
         return await self.journal.workflow_jobs(name, finished_since)
 
     async def cancel(self, job_id: str) -> Job:
-        """Cancel a running job; JobNotFound or JobConflict (e.g. it has ended) otherwise."""
+        """Cancel a scheduled or running job; JobNotFound or JobConflict (it ended) otherwise."""
         canonical = canonical_uuid(job_id) or job_id
         row = await self.finished_row(canonical)
         if row is not None:

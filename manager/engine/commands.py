@@ -19,6 +19,7 @@ __all__ = [
     "Dispatch",
     "StepFinished",
     "JobStarted",
+    "JobScheduled",
     "JobFinished",
     "NotifyOutcome",
     "JobRejected",
@@ -109,6 +110,24 @@ class JobStarted:
 
 
 @dataclass(slots=True)
+class JobScheduled:
+    """A top-level job was made with a delayed start: it starts at `start_at` (unix seconds).
+
+    A top-level job's JobStarted fields (`at` is when it was scheduled) and `start_at`.
+    """
+
+    job_id: str
+    workflow: str
+    definition: str
+    flow: str
+    payload: dict[str, Any]
+    submitted_at: float
+    start_at: float
+    at: float
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
 class JobFinished:
     """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
@@ -192,6 +211,7 @@ Command = (
     | Dispatch
     | StepFinished
     | JobStarted
+    | JobScheduled
     | JobFinished
     | NotifyOutcome
     | JobRejected

@@ -24,6 +24,7 @@ class JobSubmitted:
     definition of `workflow`. `reply_to` is where the outcome notice goes, if anywhere.
     `trace_id` is the job's W3C trace (None: one derived from the job id, as for a submission
     journaled before jobs had traces); `trace_parent` the submitter's span, if it sent one.
+    `not_before` delays the start to that time (unix seconds); None or a past time: now.
     """
 
     job_id: str
@@ -34,6 +35,7 @@ class JobSubmitted:
     definition: str | None = None
     trace_id: str | None = None
     trace_parent: str | None = None
+    not_before: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,16 +13,29 @@ from typing import Any
 
 from manager.config.models import Flow, Step, Workflow
 
-__all__ = ["JobStatus", "StepStatus", "StepRun", "ParentLink", "Job", "EngineState"]
+__all__ = [
+    "ENDED_STATUSES",
+    "JobStatus",
+    "StepStatus",
+    "StepRun",
+    "ParentLink",
+    "Job",
+    "EngineState",
+]
 
 
 class JobStatus(StrEnum):
     """Where a job is in its life."""
 
+    SCHEDULED = "scheduled"  # a delayed start: it exists, and starts at its `start_at`
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+
+ENDED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
+"""The statuses of a job that has ended (its on_error / on_cancel steps may still run)."""
 
 
 class StepStatus(StrEnum):
@@ -106,6 +119,9 @@ class Job:
     # span hangs from: the submitter's, or for a child its task step's.
     trace_id: str = ""
     trace_parent: str | None = None
+    # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
+    # started when it was submitted.
+    start_at: float | None = None
 
     @property
     def is_running(self) -> bool:
@@ -115,7 +131,7 @@ class Job:
     @property
     def is_settled(self) -> bool:
         """True once the job has ended and its on_error / on_cancel steps (if any) are done."""
-        return self.status is not JobStatus.RUNNING and self.branch_left == 0
+        return self.status in ENDED_STATUSES and self.branch_left == 0
 
     def is_live(self, step: str) -> bool:
         """True while `step` may still run: the job runs, or the step is in its running branch."""

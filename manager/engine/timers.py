@@ -12,11 +12,20 @@ from dataclasses import dataclass
 
 from manager.config.models import Backoff
 
-__all__ = ["TimerKey", "step_timeout", "retry_due", "job_timeout", "parse", "retry_wait_s"]
+__all__ = [
+    "TimerKey",
+    "step_timeout",
+    "retry_due",
+    "job_timeout",
+    "job_start",
+    "parse",
+    "retry_wait_s",
+]
 
 _STEP_TIMEOUT = "timeout"
 _RETRY = "retry"
 _JOB_TIMEOUT = "job-timeout"
+_JOB_START = "start"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +52,11 @@ class TimerKey:
         """The whole job's deadline."""
         return self.kind == _JOB_TIMEOUT
 
+    @property
+    def is_job_start(self) -> bool:
+        """A delayed job's start time."""
+        return self.kind == _JOB_START
+
 
 def step_timeout(job_id: str, step: str, attempt: int) -> str:
     """The key of a step attempt's reply deadline."""
@@ -59,10 +73,15 @@ def job_timeout(job_id: str) -> str:
     return f"{_JOB_TIMEOUT}:{job_id}"
 
 
+def job_start(job_id: str) -> str:
+    """The key of a delayed job's start time."""
+    return f"{_JOB_START}:{job_id}"
+
+
 def parse(key: str) -> TimerKey | None:
     """A key back into its parts, or None when it is not one of ours."""
     kind, _, rest = key.partition(":")
-    if kind == _JOB_TIMEOUT and rest:
+    if kind in (_JOB_TIMEOUT, _JOB_START) and rest:
         return TimerKey(kind, rest)
     parts = rest.split(":")
     if kind in (_STEP_TIMEOUT, _RETRY) and len(parts) == 3 and parts[2].isdigit():

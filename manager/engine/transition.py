@@ -26,6 +26,7 @@ from manager.engine.commands import (
     Subject,
 )
 from manager.engine.control import JobControl
+from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
@@ -48,7 +49,7 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, JobControl):
+class Transition(FailureRules, JobControl, DelayedStarts):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -144,11 +145,14 @@ class Transition(FailureRules, JobControl):
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
-        job = self._create_job(workflow, workflow, job_id, event.payload, None, trace)
+        delayed = event.not_before is not None and event.not_before > self.at
+        job = self._create_job(workflow, workflow, job_id, event.payload, None, trace, not delayed)
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
-        if workflow.timeout is not None:
+        if delayed:
+            self._schedule(job, event.not_before or self.at)
+        elif workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job_id), self.at + workflow.timeout)
 
     def _rejection(
@@ -198,13 +202,17 @@ class Transition(FailureRules, JobControl):
         payload: dict[str, Any],
         parent: ParentLink | None,
         trace: tuple[str, str | None],
+        start: bool = True,
     ) -> Job:
-        """A new job, started: `trace` is its trace id and the span its own span hangs from."""
+        """A new job, started unless `start` is False: `trace` is its trace id and the span its
+        own span hangs from."""
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
         job.root_id = self.state.jobs[parent.job_id].root_id if parent else job_id
         job.trace_id, job.trace_parent = trace
         self.state.jobs[job_id] = job
+        if not start:
+            return job
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
         return job

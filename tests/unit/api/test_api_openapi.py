@@ -19,8 +19,10 @@ async def test_job_ids_in_paths_are_declared_as_uuids(client):
 
 async def test_the_submitted_job_id_is_a_uuid_in_the_query_and_the_body(client):
     post = (await client.get("/openapi.json")).json()["paths"]["/api/workflow/{name}"]["post"]
-    (query_id,) = [p for p in post["parameters"] if p["in"] == "query"]
-    assert query_id["name"] == "id" and query_id["schema"] == UUID_SCHEMA
+    queries = {p["name"]: p for p in post["parameters"] if p["in"] == "query"}
+    assert set(queries) == {"id", "delay", "not_before"}
+    query_id = queries["id"]
+    assert query_id["schema"] == UUID_SCHEMA
     assert query_id["required"] is False
     body = post["requestBody"]["content"]["application/json"]["schema"]
     assert body["type"] == "object" and body["additionalProperties"] is True
