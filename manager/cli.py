@@ -14,6 +14,7 @@ from typing import Any
 
 from manager.bridge.cli import add_bridge_parser, bridge_command
 from manager.conformance.command import add_conformance_parser, run_conformance_command
+from manager.engine.state import MAX_PRIORITY
 from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
 from manager.logformat import LOG_FORMATS
 from manager.starttimes import MAX_DELAY_S
@@ -36,6 +37,7 @@ examples:
   workflow-manager validate workflows.yaml
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --delay 600
+  workflow-manager submit book-word-counts --payload '{"path": "urgent.txt"}' --priority 9
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager watch 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   curl -N 'http://127.0.0.1:8080/api/events?workflow=book-word-counts'
@@ -79,6 +81,15 @@ def delay_arg(text: str) -> float:
     if not 0 <= value <= MAX_DELAY_S:
         raise argparse.ArgumentTypeError(f"{text!r} is not a delay in seconds (a number >= 0)")
     return value
+
+
+def priority_arg(text: str) -> int:
+    """An argparse type: a job priority, an integer 0-9, or a usage error."""
+    if not text.strip().isdigit() or not 0 <= int(text) <= MAX_PRIORITY:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a priority (an integer from 0 to {MAX_PRIORITY}, higher first)"
+        )
+    return int(text)
 
 
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
@@ -177,6 +188,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         type=delay_arg,
         metavar="SECONDS",
         help="start the job this many seconds from now (it is scheduled until then)",
+    )
+    submit.add_argument(
+        "--priority",
+        type=priority_arg,
+        default=0,
+        help="0 to 9, higher first where the manager holds work back (default: 0)",
     )
     submit.add_argument(
         "--wait",
@@ -373,6 +390,7 @@ def _submit(args: argparse.Namespace) -> int:
         # Progress follows the job's event stream; the outcome message says how it ended.
         sending = submit_job(
             args.amqp_url, args.workflow, payload, job_id, queue=args.queue, wait=args.wait,
+            priority=args.priority,
             delay_s=args.delay,
         )  # fmt: skip
         if not args.wait:

@@ -23,7 +23,7 @@ from manager.transport import (
     trigger_queue,
 )
 from manager.transport.errors import broker_errors
-from manager.transport.naming import HEADER_DELAY
+from manager.transport.naming import HEADER_DELAY, HEADER_PRIORITY
 
 __all__ = [
     "Outcome",
@@ -55,11 +55,17 @@ async def submit_job(
     wait: bool = False,
     on_progress: Callable[[], Any] | None = None,
     progress_every_s: float = 0.5,
+    priority: int = 0,
     delay_s: float | None = None,
 ) -> Outcome | None:
-    """Publish a trigger for `workflow` (to start `delay_s` from now, if given); with `wait`,
-    return the outcome message when it comes."""
+    """Publish a trigger for `workflow`; with `wait`, return the outcome message when it comes.
+
+    A non-zero `priority` (0-9) goes in the trigger's `x-priority` header, a `delay_s` (the
+    job starts that many seconds from now) in `x-delay`.
+    """
     headers: dict[str, Any] = {TRIGGER_WORKFLOW_HEADER: workflow}
+    if priority:
+        headers[HEADER_PRIORITY] = priority
     if delay_s is not None:
         headers[HEADER_DELAY] = delay_s
     with broker_errors("cannot connect to RabbitMQ"):

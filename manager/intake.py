@@ -13,6 +13,7 @@ from typing import Any
 
 from manager.engine import JobSubmitted, StepReplied
 from manager.engine.replies import ReplyError, decode_json
+from manager.engine.state import MAX_PRIORITY
 from manager.starttimes import StartTimeError, start_time
 from manager.traces import submitter_trace
 from manager.transport.message import Delivery, header_text, split_correlation_id
@@ -21,11 +22,12 @@ from manager.transport.naming import (
     HEADER_DELAY,
     HEADER_ERROR,
     HEADER_NOT_BEFORE,
+    HEADER_PRIORITY,
     HEADER_TRACEPARENT,
     TRIGGER_WORKFLOW_HEADER,
 )
 
-__all__ = ["Undeliverable", "reply_event", "trigger_event"]
+__all__ = ["Undeliverable", "reply_event", "trigger_event", "trigger_priority"]
 
 _MAX_ATTEMPT = 2**31  # far beyond any retry policy; larger values are noise, not attempts
 
@@ -49,6 +51,26 @@ def _header_int(headers: Mapping[str, Any] | None, key: str) -> int | None:
     except (TypeError, ValueError, OverflowError):
         return None
     return number if 0 < number < _MAX_ATTEMPT else None
+
+
+def trigger_priority(headers: Mapping[str, Any] | None) -> int | Undeliverable:
+    """The trigger's `x-priority` header: an integer 0-9 (0 when absent), else why not."""
+    value = (headers or {}).get(HEADER_PRIORITY)
+    if value is None:
+        return 0
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("utf-8", errors="replace")
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None or not 0 <= number <= MAX_PRIORITY:
+        return Undeliverable(
+            f"trigger header '{HEADER_PRIORITY}' must be an integer from 0 to {MAX_PRIORITY} "
+            f"(higher goes first), got {value!r}"
+        )
+    return number
 
 
 def reply_event(delivery: Delivery, at: float, max_bytes: int) -> StepReplied | Undeliverable:
@@ -106,6 +128,9 @@ def trigger_event(
         )  # fmt: skip
     except StartTimeError as exc:
         return Undeliverable(f"trigger {exc}")
+    priority = trigger_priority(headers)
+    if isinstance(priority, Undeliverable):
+        return priority
     trace = submitter_trace(delivery.headers.get(HEADER_TRACEPARENT), "trigger")
     return JobSubmitted(
         job_id=delivery.correlation_id or new_id,
@@ -116,4 +141,5 @@ def trigger_event(
         trace_id=trace.trace_id if trace else new_trace_id or None,
         trace_parent=trace.span_id if trace else None,
         not_before=not_before,
+        priority=priority,
     )

@@ -34,6 +34,7 @@ from manager.engine import (
     JobScheduled,
     JobStarted,
     JobStatus,
+    StepCompensation,
     StepFinished,
 )
 
@@ -66,6 +67,8 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}step_requests_total": "counter",
     f"{_P}step_failures_total": "counter",
     f"{_P}step_duration_seconds": "histogram",
+    f"{_P}steps_skipped_total": "counter",
+    f"{_P}compensations_total": "counter",
     f"{_P}dead_letters_total": "counter",
     f"{_P}journal_commit_seconds": "histogram",
     f"{_P}broker_connected": "gauge",
@@ -141,6 +144,14 @@ class Metrics:
             "Step attempts: seconds from request to reply (or timeout); a task step's fan-out.",
             step, buckets=STEP_BUCKETS_S, registry=r,
         )  # fmt: skip
+        self._steps_skipped = Counter(
+            f"{_P}steps_skipped", "Steps skipped by their `when` (no request sent).", step,
+            registry=r,
+        )  # fmt: skip
+        self._compensations = Counter(
+            f"{_P}compensations", "Compensations that ended, by outcome (compensated, failed).",
+            [*step, "outcome"], registry=r,
+        )  # fmt: skip
         self._dead_letters = Counter(
             f"{_P}dead_letters",
             "Messages dead-lettered, by reason (bad_reply, invalid_trigger, unknown_workflow, "
@@ -161,6 +172,8 @@ class Metrics:
         self._requests = _Children(self._step_requests)
         self._durations = _Children(self._step_duration)
         self._failures = _Children(self._step_failures)
+        self._skipped = _Children(self._steps_skipped)
+        self._undone = _Children(self._compensations)
         self._finished = _Children(self._jobs_finished)
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
@@ -170,6 +183,7 @@ class Metrics:
             JobScheduled: self._job_scheduled,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
+            StepCompensation: self._step_compensation,
             JobStarted: self._job_started,
             JobFinished: self._job_finished,
         }
@@ -234,6 +248,9 @@ class Metrics:
         self._requests(command.workflow, command.step).inc()
 
     def _step_finished(self, command: StepFinished) -> None:
+        if command.outcome == "skipped":
+            self._skipped(command.workflow, command.step).inc()
+            return
         if command.dispatched_at is not None:
             duration = self._durations(command.workflow, command.step)
             duration.observe(command.at - command.dispatched_at)
@@ -243,6 +260,10 @@ class Metrics:
     def _job_scheduled(self, command: JobScheduled) -> None:
         self._scheduled.add(command.job_id)
         self._workflow(command.workflow).scheduled.inc()
+
+    def _step_compensation(self, command: StepCompensation) -> None:
+        if command.outcome != "compensating":
+            self._undone(command.workflow, command.step, command.outcome).inc()
 
     def _job_started(self, command: JobStarted) -> None:
         if command.parent_id is not None:

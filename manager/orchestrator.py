@@ -395,12 +395,14 @@ class Orchestrator:
         payload: Any,
         job_id: str | None = None,
         trace: TraceParent | None = None,
+        priority: int = 0,
         *,
         not_before: float | None = None,
     ) -> str:
         """Start a job (the HTTP API's way in); returns its id or raises a SubmitError.
 
         The job joins `trace` (the caller's trace context), else it starts a trace of its own.
+        `priority` (0-9, higher first) orders it wherever the manager holds work back.
         With a `not_before` later than now it is scheduled, and starts then.
         """
         chosen = job_id is not None  # a new id of ours cannot name an existing job
@@ -419,6 +421,7 @@ class Orchestrator:
         trace_id, parent = (trace.trace_id, trace.span_id) if trace else (new_trace_id(), None)
         submitted = JobSubmitted(
             job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
+            priority=priority,
             not_before=not_before,
         )  # fmt: skip
         result, sending = await self._process(self.pinned(submitted))

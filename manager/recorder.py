@@ -134,6 +134,8 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
             meta["trace_parent"] = event.trace_parent
         if event.not_before is not None:
             meta["not_before"] = event.not_before
+        if event.priority:
+            meta["priority"] = event.priority
         return EventRow(
             at=event.at, kind=EventKind.SUBMITTED, job_id=job_id, root_id=root_id,
             body=jsontext.dumps(event.payload), meta=meta,
@@ -164,7 +166,7 @@ def _dispatch(at: float, command: Dispatch, reply_queue: str) -> tuple[EventRow,
         trace = traceparent(command.trace_id, span)
     message = step_request(
         command.queue, body, command.correlation_id, reply_queue, command.workflow,
-        command.attempt, command.message_id, trace,
+        command.attempt, command.message_id, trace, command.priority,
     )  # fmt: skip
     row = EventRow(
         at=at, kind=EventKind.DISPATCHED, job_id=command.job_id, root_id=command.root_id,
@@ -194,6 +196,8 @@ def _stored(message: Outbound) -> dict[str, Any]:
     }  # fmt: skip
     if message.reply_to:
         meta["reply_to"] = message.reply_to
+    if message.priority:
+        meta["priority"] = message.priority
     return meta
 
 
@@ -208,6 +212,7 @@ def pending_message(row: EventRow) -> Outbound:
         headers=meta.get("headers") or {},
         message_id=row.msg_id,
         step_request=row.kind == EventKind.DISPATCHED,
+        priority=meta.get("priority", 0),
     )
 
 
@@ -293,6 +298,7 @@ def to_event(row: EventRow) -> Event:
             trace_id=meta.get("trace"),
             trace_parent=meta.get("trace_parent"),
             not_before=meta.get("not_before"),
+            priority=meta.get("priority", 0),
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:
         return StepReplied(

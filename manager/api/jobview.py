@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager.api.compensations import compensation_view
 from manager.config.models import Step
 from manager.engine import Job, JobStatus, StepRun, StepStatus
 from manager.engine.replies import ReplyError, decode_output
@@ -27,6 +28,9 @@ _STEP_STATUS = {
     StepStatus.RETRYING: "retrying",
     StepStatus.COMPLETED: "completed",
     StepStatus.FAILED: "failed",
+    StepStatus.SKIPPED: "skipped",
+    StepStatus.COMPENSATING: "compensating",
+    StepStatus.COMPENSATED: "compensated",
 }
 
 
@@ -139,6 +143,10 @@ def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
     run = job.steps.get(spec.name)
     history = context.history.get(spec.name, _StepHistory())
     entry: dict[str, Any] = {"name": spec.name, "kind": _kind(job, spec), "depends": spec.depends}
+    if spec.when is not None:
+        entry["when"] = spec.when
+    if spec.compensate is not None:
+        entry["compensate"] = spec.compensate.name
     if spec.http is not None:
         entry["http"] = spec.http.url
     elif not spec.task:
@@ -202,6 +210,7 @@ def _header(job: Job, now: float) -> dict[str, Any]:
         body["error"] = job.error
     if (trace_id := getattr(job, "trace_id", None)) is not None:
         body["trace_id"] = trace_id
+    body["priority"] = job.priority
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None
@@ -229,4 +238,6 @@ def job_page(
             specs += flow.steps
     body = _header(job, now)
     body["steps"] = [_step(job, spec, context) for spec in specs]
+    if (compensations := compensation_view(job)) is not None:
+        body["compensations"] = compensations
     return body

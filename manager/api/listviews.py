@@ -159,6 +159,16 @@ def _step_definition(workflow: Workflow, flow: Flow, step: Step, kind: str) -> d
     if policy.timeout_s is not None:
         entry["timeout"] = policy.timeout_s
     entry["retry_backoff"] = policy.retry_backoff.model_dump()
+    if step.when is not None:
+        entry["when"] = step.when
+    if (handler := step.compensate) is not None:
+        own = workflow.policy(flow, handler.name)
+        entry["compensate"] = {
+            "name": handler.name,
+            "queue": handler.queue_name,
+            "retries": own.retries,
+            **({"timeout": own.timeout_s} if own.timeout_s is not None else {}),
+        }
     if step.task:
         task = workflow.task_by_name[step.task]
         entry["task"] = {

@@ -17,6 +17,8 @@ __all__ = [
     "ChildCounts",
     "ChildEntry",
     "ChildPage",
+    "CompensationEntry",
+    "Compensations",
     "ErrorBody",
     "Health",
     "JobDetail",
@@ -95,6 +97,37 @@ class StepEntry(BaseModel):
     branch: str | None = Field(
         default=None, description="Extra: on_error or on_cancel, for the steps of a branch."
     )
+    skipped: bool | None = Field(
+        default=None, description="Extra: the step's `when` was false; it sent no request."
+    )
+    compensation: Literal["compensating", "compensated"] | None = Field(
+        default=None,
+        description="Extra: the step completed, then its job failed or was cancelled and its "
+        "`compensate` step is undoing it (compensating) or has (compensated).",
+    )
+
+
+class CompensationEntry(BaseModel):
+    """One compensation of a failed or cancelled job: the step it undoes, and how it went."""
+
+    job: str = Field(description="The job whose step it undoes: this job or one of its children.")
+    step: str
+    name: str = Field(description="The compensation's name: its requests carry <job>:<name>.")
+    queue: str
+    status: Literal["pending", "running", "retrying", "compensated", "failed"] = Field(
+        description="failed: it still failed after its retries (the others went on)."
+    )
+    attempts: int
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class Compensations(BaseModel):
+    """Extra: a failed or cancelled job undoing its completed steps, newest first."""
+
+    reason: Literal["failed", "cancelled"]
+    runs: list[CompensationEntry] = Field(description="In the order they run (LIFO).")
 
 
 class Progress(BaseModel):
@@ -127,9 +160,15 @@ class JobDetail(BaseModel):
     trace_id: str = Field(
         description="Extra: the W3C trace id (32 hex digits) of the job, its children's too."
     )
+    priority: int = Field(
+        default=0, description="Extra: 0-9, higher first (a child's is its top-level job's)."
+    )
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
+    )
+    compensations: Compensations | None = Field(
+        default=None, description="Extra: once the job started undoing its completed steps."
     )
 
 
@@ -149,7 +188,17 @@ class Readiness(BaseModel):
 
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
-StepStatusName = Literal["pending", "running", "retrying", "completed", "failed", "cancelled"]
+StepStatusName = Literal[
+    "pending",
+    "running",
+    "retrying",
+    "completed",
+    "failed",
+    "cancelled",
+    "skipped",
+    "compensating",
+    "compensated",
+]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
 JobStatusName = Literal["scheduled", "running", "completed", "failed", "cancelled"]
 _START_AT_DOC = "Delayed starts only: when the job starts (while scheduled) or started."
@@ -186,8 +235,14 @@ class StepView(BaseModel):
     queue: str | None = None
     http: str | None = Field(default=None, description="The URL of an HTTP step.")
     status: StepStatusName = Field(
-        description="cancelled: in flight when its job ended (a late reply is dropped)."
+        description="cancelled: in flight when its job ended (a late reply is dropped); "
+        "skipped: its `when` was false (no request, output {}); compensating / compensated: "
+        "it completed, then its job failed or was cancelled and its compensation undoes it."
     )
+    compensate: str | None = Field(
+        default=None, description="The name of the step's compensation, if it has one."
+    )
+    when: str | None = Field(default=None, description="The step's condition, if it has one.")
     attempts: int = Field(description="Requests sent so far (0 before the first).")
     started_at: str | None = None
     finished_at: str | None = None
@@ -218,11 +273,15 @@ class JobPage(BaseModel):
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     trace_id: str | None = None
+    priority: int = Field(default=0, description="0-9, higher first; children inherit it.")
     definition: str = Field(description="The content hash of the definition the job runs.")
     branch: Literal["on_error", "on_cancel"] | None = None
     can_cancel: bool
     can_retry: bool
     steps: list[StepView]
+    compensations: Compensations | None = Field(
+        default=None, description="Once the job started undoing its completed steps."
+    )
 
 
 class ChildEntry(BaseModel):
@@ -297,6 +356,10 @@ class StepDefinition(BaseModel):
     retries: int
     timeout: float | None = None
     retry_backoff: dict[str, float]
+    when: str | None = Field(default=None, description="The step's condition, if it has one.")
+    compensate: dict[str, Any] | None = Field(
+        default=None, description="The step's compensation: its name, queue and policy."
+    )
     task: dict[str, Any] | None = Field(
         default=None, description="For a task step: the task's settings and its own steps."
     )

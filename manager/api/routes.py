@@ -27,6 +27,7 @@ from manager.api.models import (
 )
 from manager.api.service import Clock, JobService
 from manager.engine import Job
+from manager.engine.state import MAX_PRIORITY
 from manager.starttimes import MAX_DELAY_S, MAX_UNIX_S
 from manager.traces import submitter_trace
 
@@ -36,6 +37,10 @@ DEFAULT_INTERVAL_MIN = 480.0
 _TRACEPARENT_DOC = (
     "W3C trace context: the job joins this trace (its span's parent is this span); "
     "a malformed value is ignored and the job starts a trace of its own."
+)
+_PRIORITY_DOC = (
+    "The job's priority, 0 to 9 (higher goes first wherever the manager holds work back; "
+    "step requests carry it as their AMQP priority). Default 0."
 )
 _DISCONNECTED = "not connected to RabbitMQ, so no job can start now; try again shortly"
 
@@ -144,6 +149,7 @@ async def submit_job(
     delay: Annotated[str | None, Query(include_in_schema=False)] = None,
     not_before: Annotated[str | None, Query(include_in_schema=False)] = None,
     traceparent: Annotated[str | None, Header(description=_TRACEPARENT_DOC)] = None,
+    priority: Annotated[int, Query(ge=0, le=MAX_PRIORITY, description=_PRIORITY_DOC)] = 0,
 ) -> dict[str, Any]:
     """Start a job of workflow `name` (now, or later with `delay` / `not_before`); the JSON
     object body is its payload."""
@@ -156,7 +162,9 @@ async def submit_job(
     payload = parse_payload(await request.body())
     trace = submitter_trace(traceparent, "POST /api/workflow")
     chosen_id = resolve_job_id(job_id, payload)
-    new_id = await service.submit(name, payload, chosen_id, trace, not_before=start_at)
+    new_id = await service.submit(
+        name, payload, chosen_id, trace, priority=priority, not_before=start_at
+    )
     return {"id": new_id}
 
 

@@ -55,6 +55,7 @@ class JobService(Protocol):
         payload: Any,
         job_id: str | None = None,
         trace: TraceParent | None = None,
+        priority: int = 0,
         *,
         not_before: float | None = None,
     ) -> str:

@@ -20,12 +20,13 @@ from typing import Any
 from manager.config.models import NAME_PATTERN
 from manager.config.yamlsource import Path, Problem
 
-__all__ = ["check_document", "find_cycles", "quote", "suggest"]
+__all__ = ["check_compensations", "check_document", "find_cycles", "quote", "suggest"]
 
 _MAX_LISTED = 12
 _NAME = re.compile(NAME_PATTERN)
 # A workflow's groups of steps: step names are unique across them (`<job>:<step>` is one step).
 _GROUPS = ("steps", "on_error", "on_cancel")
+_OWNERS = {"steps": "a step", "compensate": "another compensation"}
 _LABELS = {"steps": "a main step", "on_error": "an on_error step", "on_cancel": "an on_cancel step"}
 
 
@@ -128,8 +129,11 @@ def _check_workflow(
     for key, steps in groups.items():
         problems += _check_flow(steps, lines, key, _foreign(groups, key))
     problems += _shared_names(groups, lines)
+    problems += check_compensations(groups, lines)
     for task_path, task in tasks:
-        problems += _check_flow(_entries(task.get("steps"), (*task_path, "steps")), lines)
+        task_steps = _entries(task.get("steps"), (*task_path, "steps"))
+        problems += _check_flow(task_steps, lines)
+        problems += check_compensations({"steps": task_steps}, lines)
         problems += _check_item_keys(task_path, task)
     task_names = list(dict.fromkeys(name for _, task in tasks if (name := _name(task)) is not None))
     uses = [(path, workflow, key) for key in _GROUPS]
@@ -256,6 +260,45 @@ def _check_depends(
         else:
             yield parent, None
         seen.add(parent)
+
+
+def check_compensations(
+    groups: Mapping[str, list[tuple[Path, dict[str, Any]]]], lines: Mapping[Path, int]
+) -> list[Problem]:
+    """`compensate` only on main steps, its name unique among the flow's steps and compensations.
+
+    A compensation's requests carry `<job>:<compensation name>`, so it shares the steps' names.
+    """
+    taken = {name: (key, path) for key, steps in groups.items() for path, step in steps
+             if (name := _name(step)) is not None}  # fmt: skip
+    problems = []
+    for key, steps in groups.items():
+        for path, step in steps:
+            spec = step.get("compensate")
+            if not isinstance(spec, dict):
+                continue
+            if key != "steps":
+                message = (
+                    f"compensate is for main steps: an {key} step runs after the job ended, "
+                    "so nothing would undo it; remove 'compensate' here"
+                )
+                problems.append(Problem((*path, "compensate"), message))
+                continue
+            name = spec.get("name")
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                continue  # validation reports it
+            if name in taken:
+                owner, where = taken[name]
+                what = _OWNERS.get(owner) or _LABELS[owner]
+                message = (
+                    f"compensation name {quote(name)} is already used by {what} (line "
+                    f"{lines.get((*where, 'name'), '?')}); give it a name of its own, as replies"
+                    " find their step or compensation by name"
+                )
+                problems.append(Problem((*path, "compensate", "name"), message))
+            else:
+                taken[name] = ("compensate", (*path, "compensate"))
+    return problems
 
 
 def _check_item_keys(path: Path, task: dict[str, Any]) -> list[Problem]:

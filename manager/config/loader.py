@@ -20,6 +20,7 @@ from manager.config.checks import check_document, listing, quote, suggest
 from manager.config.models import (
     Backoff,
     Flow,
+    HandlerStep,
     HttpCall,
     Policy,
     Step,
@@ -49,6 +50,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "defaults": Policy,
     "retry_backoff": Backoff,
     "http": HttpCall,
+    "compensate": HandlerStep,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -130,6 +132,7 @@ def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
             _ = (workflow.content_hash, workflow.task_by_name, workflow.policies)
             for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
                 _ = (flow.step_index, flow.dependents, flow.terminals)
+                _ = [step.condition for step in flow.steps]
             for task in workflow.tasks:
                 _ = task.item_key
         except Exception as exc:  # a library bug must not surface as a traceback
@@ -279,6 +282,10 @@ def _hint(kind: str, loc: Path, value: Any) -> str:
         return f"; write '- name: {value}'"
     if isinstance(value, str) and kind == "tuple_type" and field in {"on_error", "on_cancel"}:
         return f"; write a list of steps: [{{name: {value}}}]"
+    if isinstance(value, str) and kind in {"model_type", "model_attributes_type"} and (
+        field == "compensate"
+    ):
+        return f"; write {field}: {{name: {value}}}"
     if isinstance(value, str) and kind == "tuple_type" and field in {"depends", "vhosts"}:
         return f"; write [{value}]"
     if field == "retry_backoff":
@@ -338,12 +345,24 @@ def _describe_steps(
             parts.append(f"http {step.http.method} {quote(step.http.url)}")
         if step.queue or not step.task:
             parts.append(f"queue {quote(step.queue_name)}")
+        if step.when is not None:
+            parts.append(f"runs when {quote(step.when)} (else skipped)")
         if policy := describe_policy(workflow.policy(flow, step.name)):
             parts.append(policy)
+        if step.compensate is not None:
+            parts.append(_describe_compensation(workflow, flow, step.compensate))
         lines.append(f"{indent}step {quote(step.name)}: {'; '.join(parts)}")
     if terminals:
         lines.append(f"{indent}terminals: {', '.join(flow.terminals)}")
     return lines
+
+
+def _describe_compensation(workflow: Workflow, flow: Flow, handler: HandlerStep) -> str:
+    """`compensate 'refund' (queue 'refund', retries 5)`: how `validate` tells a compensation."""
+    parts = [f"queue {quote(handler.queue_name)}"]
+    if policy := describe_policy(workflow.policy(flow, handler.name)):
+        parts.append(policy)
+    return f"compensate {quote(handler.name)} ({', '.join(parts)}; runs if the job fails later)"
 
 
 def describe_policy(policy: StepPolicy) -> str:

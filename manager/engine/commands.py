@@ -27,6 +27,8 @@ __all__ = [
     "StartTimer",
     "CancelTimer",
     "Refused",
+    "JobCompensating",
+    "StepCompensation",
 ]
 
 
@@ -46,6 +48,7 @@ class Dispatch:
     """Publish a step request to `queue`; `workflow` is the top-level workflow's name.
 
     `trace_id` is the job's trace: the request's `traceparent` names this attempt's span in it.
+    `priority` is the job's (0-9): the request's AMQP priority.
     """
 
     job_id: str
@@ -57,6 +60,7 @@ class Dispatch:
     workflow: str
     attempt: int
     trace_id: str = ""
+    priority: int = 0
 
     @property
     def message_id(self) -> str:
@@ -206,6 +210,41 @@ class Refused:
     kind: str
 
 
+@dataclass(slots=True)
+class JobCompensating:
+    """A failed or cancelled job (`reason`) starts undoing its completed steps: `count` of them.
+
+    Its on_error / on_cancel steps run once they are done. Nothing is journaled for it.
+    """
+
+    job_id: str
+    root_id: str
+    workflow: str
+    reason: str
+    count: int
+    at: float
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
+class StepCompensation:
+    """A completed step of `job_id` is being undone by its compensation `compensation`.
+
+    `outcome`: compensating (its compensation was sent), compensated, or failed (the
+    compensation failed for good; `message` says why). Nothing is journaled for it.
+    """
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    compensation: str
+    outcome: str
+    message: str | None
+    at: float
+    trace_id: str = ""
+
+
 Command = (
     Subject
     | Dispatch
@@ -219,4 +258,6 @@ Command = (
     | StartTimer
     | CancelTimer
     | Refused
+    | JobCompensating
+    | StepCompensation
 )

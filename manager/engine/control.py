@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from manager.engine import timers
 from manager.engine.commands import Refused
+from manager.engine.compensation import retry_refusal
 from manager.engine.snapshot import forget
 from manager.engine.state import Job, JobStatus, StepRun, StepStatus
 from manager.engine.work import Work
@@ -65,6 +66,9 @@ class JobControl:
             reason = f"job {job.id} is still running its on_error steps; retry when they end"
             self.commands.append(Refused(job.id, "retry", reason, "conflict"))
             return
+        if (reason := retry_refusal(job)) is not None:
+            self.commands.append(Refused(job.id, "retry", reason, "conflict"))
+            return
         self._revive(job)
         if job.workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job.id), self.at + job.workflow.timeout)
@@ -82,13 +86,11 @@ class JobControl:
         job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
         self.commands.append(self.started(job))
         for run in job.steps.values():
-            if run.status is not StepStatus.COMPLETED:
+            if not run.status.is_done:
                 self._revive_step(job, run)
-        job.steps_left = sum(r.status is not StepStatus.COMPLETED for r in job.steps.values())
+        job.steps_left = sum(not r.status.is_done for r in job.steps.values())
         for run in job.steps.values():
-            run.waiting_on = sum(
-                job.steps[d].status is not StepStatus.COMPLETED for d in set(run.spec.depends)
-            )
+            run.waiting_on = sum(not job.steps[d].status.is_done for d in set(run.spec.depends))
             if run.status is StepStatus.WAITING and run.waiting_on == 0:
                 self.ready.append((job, run))
 

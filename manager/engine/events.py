@@ -25,6 +25,7 @@ class JobSubmitted:
     `trace_id` is the job's W3C trace (None: one derived from the job id, as for a submission
     journaled before jobs had traces); `trace_parent` the submitter's span, if it sent one.
     `not_before` delays the start to that time (unix seconds); None or a past time: now.
+    `priority` (0-9, higher first) orders the job wherever the manager holds work back.
     """
 
     job_id: str
@@ -36,6 +37,7 @@ class JobSubmitted:
     trace_id: str | None = None
     trace_parent: str | None = None
     not_before: float | None = None
+    priority: int = 0
 
 
 @dataclass(frozen=True, slots=True)

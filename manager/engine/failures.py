@@ -58,6 +58,9 @@ class FailureRules:
         if parsed.is_job_start:
             self._start_scheduled(job)
             return
+        if parsed.is_compensation:
+            self.compensation_timer(job, parsed)
+            return
         if parsed.is_job_timeout:
             seconds = job.workflow.timeout
             self._fail_job(job, {"step": None, "message": f"job timed out after {seconds:g}s"})
@@ -114,8 +117,8 @@ class FailureRules:
         run = job.steps.get(error.get("step") or "")
         attempts = run.attempt if run is not None else 0
         if job.parent is None:
-            branch_input = {"error": {**error, "attempts": attempts}, **job.payload}
-            self._start_branch(job, "on_error", branch_input)
+            told = {**error, "attempts": attempts}
+            self._wind_down(job, "on_error", {"error": told, **job.payload}, told)
         else:
             self._settle(job)
 
@@ -125,7 +128,7 @@ class FailureRules:
         job.finished_at = self.at
         self._stop_work(job)
         if with_branch:
-            self._start_branch(job, "on_cancel", {"cancelled": True, **job.payload})
+            self._wind_down(job, "on_cancel", {"cancelled": True, **job.payload}, job.error)
         else:
             self._settle(job)
 

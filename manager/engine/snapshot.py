@@ -10,7 +10,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from manager.config.models import Workflow
-from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+from manager.engine.state import (
+    Compensation,
+    CompensationRun,
+    EngineState,
+    Job,
+    JobStatus,
+    ParentLink,
+    StepRun,
+    StepStatus,
+)
 from manager.engine.traceids import derived_trace_id
 
 __all__ = ["root_of", "descendants", "forget", "snapshot", "restore"]
@@ -77,7 +86,42 @@ def snapshot(job: Job) -> dict[str, Any]:
         "trace_id": job.trace_id,
         "trace_parent": job.trace_parent,
         **({"start_at": job.start_at} if job.start_at is not None else {}),
+        "priority": job.priority,
+        **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
     }
+
+
+def _compensation(compensation: Compensation) -> dict[str, Any]:
+    runs = []
+    for comp in compensation.runs:
+        entry: dict[str, Any] = {
+            "job": comp.job_id, "task": comp.task, "step": comp.step, "name": comp.name,
+            "status": str(comp.status), "attempt": comp.attempt,
+        }  # fmt: skip
+        for key in ("error", "started_at", "finished_at"):
+            if (value := getattr(comp, key)) is not None:
+                entry[key] = value
+        runs.append(entry)
+    return {"reason": compensation.reason, "error": compensation.error, "runs": runs}
+
+
+def _restore_compensation(data: Mapping[str, Any], workflow: Workflow) -> Compensation:
+    """A finished job's compensations, for showing them (their inputs are not kept)."""
+    runs = []
+    for entry in data["runs"]:
+        flow = workflow if entry["task"] is None else workflow.task_by_name[entry["task"]]
+        spec = flow.steps[flow.step_index[entry["step"]]].compensate
+        assert spec is not None  # a snapshot names only steps with compensate
+        runs.append(
+            CompensationRun(
+                entry["job"], entry["task"], entry["step"], spec,
+                workflow.policy(flow, spec.name), {}, {}, StepStatus(entry["status"]),
+                entry["attempt"], entry.get("error"), entry.get("started_at"),
+                entry.get("finished_at"),
+            )  # fmt: skip
+        )
+    done = sum(run.status in (StepStatus.COMPLETED, StepStatus.FAILED) for run in runs)
+    return Compensation(runs, data["reason"], data["error"], "", {}, done)
 
 
 def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
@@ -100,7 +144,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             children=saved.get("children"),
         )
     left = sum(
-        run.status is not StepStatus.COMPLETED
+        not run.status.is_done
         for run in steps.values()
         if run.name in flow.step_index
     )
@@ -123,4 +167,10 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         trace_id=data.get("trace_id") or derived_trace_id(data["id"]),
         trace_parent=data.get("trace_parent"),
         start_at=data.get("start_at"),
+        priority=data.get("priority", 0),
+        compensation=(
+            _restore_compensation(data["compensation"], workflow)
+            if data.get("compensation")
+            else None
+        ),
     )

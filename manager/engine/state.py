@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from manager.config.models import Flow, Step, Workflow
+from manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
 
 __all__ = [
     "ENDED_STATUSES",
+    "MAX_PRIORITY",
     "JobStatus",
     "StepStatus",
     "StepRun",
@@ -22,6 +23,14 @@ __all__ = [
     "Job",
     "EngineState",
 ]
+    "CompensationRun",
+    "Compensation",
+    "Job",
+    "EngineState",
+]
+
+MAX_PRIORITY = 9
+"""Job priorities run from 0 (the default) to this; higher goes first."""
 
 
 class JobStatus(StrEnum):
@@ -46,6 +55,19 @@ class StepStatus(StrEnum):
     RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
     COMPLETED = "completed"
     FAILED = "failed"
+    COMPENSATING = "compensating"  # completed; its job ended and its compensation runs now
+    COMPENSATED = "compensated"  # completed, then undone by its compensation
+    SKIPPED = "skipped"  # its `when` was false: no request, output {}, dependents go on
+
+    @property
+    def is_done(self) -> bool:
+        """True for a step its dependents may go on from: completed, or skipped."""
+        return self in _DONE
+
+
+_DONE = frozenset(
+    {StepStatus.COMPLETED, StepStatus.SKIPPED, StepStatus.COMPENSATING, StepStatus.COMPENSATED}
+)
 
 
 @dataclass(slots=True)
@@ -74,6 +96,9 @@ class StepRun:
     failed_items: list[dict[str, Any]] | None = (
         None  # children accepted as failed (max_failed_items)
     )
+    # Workflows with `compensate` only: the compensations of each child that finished, in the
+    # order they finished (a completed child leaves memory; what undoing it needs stays here).
+    child_plans: list[list[CompensationRun]] | None = None
 
     @property
     def name(self) -> str:
@@ -88,6 +113,60 @@ class ParentLink:
     job_id: str
     step: str
     index: int
+
+
+@dataclass(slots=True)
+class CompensationRun:
+    """One compensation to run: it undoes `step` of job `job_id` (the job or one of its children).
+
+    `task` names the flow the step is in (None: the workflow's main steps). `status` is the
+    compensation's own: waiting, running, retrying, completed or failed.
+    """
+
+    job_id: str
+    task: str | None
+    step: str
+    spec: HandlerStep
+    policy: StepPolicy
+    input: dict[str, Any]
+    output: dict[str, Any]
+    status: StepStatus = StepStatus.WAITING
+    attempt: int = 0
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    dispatched_at: float | None = None
+
+    @property
+    def name(self) -> str:
+        """The compensation's name."""
+        return self.spec.name
+
+    @property
+    def correlation_id(self) -> str:
+        """`<job>:<compensation name>`: its requests' correlation id, distinct from the step's."""
+        return f"{self.job_id}:{self.spec.name}"
+
+
+@dataclass(slots=True)
+class Compensation:
+    """A failed or cancelled job undoing its completed steps, one at a time, newest first.
+
+    `reason` is failed or cancelled, `error` what the compensation workers are told; then the
+    `then` branch (on_error / on_cancel) runs with `then_input`.
+    """
+
+    runs: list[CompensationRun]
+    reason: str
+    error: dict[str, Any]
+    then: str
+    then_input: dict[str, Any]
+    current: int = 0
+
+    @property
+    def is_done(self) -> bool:
+        """True once every compensation has completed or failed for good."""
+        return self.current >= len(self.runs)
 
 
 @dataclass(slots=True)
@@ -122,6 +201,12 @@ class Job:
     # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
     # started when it was submitted.
     start_at: float | None = None
+    # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
+    priority: int = 0
+    # Workflows with `compensate` only: main steps in the order they completed, and, once the
+    # job failed or was cancelled with completed steps to undo, its compensations.
+    done_order: list[str] | None = None
+    compensation: Compensation | None = None
 
     @property
     def is_running(self) -> bool:
@@ -130,8 +215,12 @@ class Job:
 
     @property
     def is_settled(self) -> bool:
-        """True once the job has ended and its on_error / on_cancel steps (if any) are done."""
-        return self.status in ENDED_STATUSES and self.branch_left == 0
+        """True once the job has ended, its compensations and on_error / on_cancel steps done."""
+        return (
+            self.status in ENDED_STATUSES
+            and self.branch_left == 0
+            and (self.compensation is None or self.compensation.is_done)
+        )
 
     def is_live(self, step: str) -> bool:
         """True while `step` may still run: the job runs, or the step is in its running branch."""
@@ -162,6 +251,9 @@ class EngineState:
     # forgets them too.
     gone: dict[str, str] = field(default_factory=dict)
     gone_by_root: dict[str, list[str]] = field(default_factory=dict)
+    # The correlation id of each compensation in flight -> the job compensating: its reply may
+    # name a completed child that has left memory.
+    compensating: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_workflows(

@@ -18,6 +18,8 @@ __all__ = [
     "retry_due",
     "job_timeout",
     "job_start",
+    "compensation_timeout",
+    "compensation_retry",
     "parse",
     "retry_wait_s",
 ]
@@ -26,6 +28,11 @@ _STEP_TIMEOUT = "timeout"
 _RETRY = "retry"
 _JOB_TIMEOUT = "job-timeout"
 _JOB_START = "start"
+# A compensation's timers name it by its place in its job's compensations: its name alone
+# may repeat (the same task step's compensation, once per child).
+_COMPENSATION_TIMEOUT = "compensation-timeout"
+_COMPENSATION_RETRY = "compensation-retry"
+_WITH_STEP = (_STEP_TIMEOUT, _RETRY, _COMPENSATION_TIMEOUT, _COMPENSATION_RETRY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,16 @@ class TimerKey:
         """A delayed job's start time."""
         return self.kind == _JOB_START
 
+    @property
+    def is_compensation(self) -> bool:
+        """A compensation's reply deadline or retry wait (`step` is its index)."""
+        return self.kind in (_COMPENSATION_TIMEOUT, _COMPENSATION_RETRY)
+
+    @property
+    def is_compensation_timeout(self) -> bool:
+        """A compensation attempt's reply deadline."""
+        return self.kind == _COMPENSATION_TIMEOUT
+
 
 def step_timeout(job_id: str, step: str, attempt: int) -> str:
     """The key of a step attempt's reply deadline."""
@@ -78,13 +95,23 @@ def job_start(job_id: str) -> str:
     return f"{_JOB_START}:{job_id}"
 
 
+def compensation_timeout(job_id: str, index: int, attempt: int) -> str:
+    """The key of the reply deadline of compensation number `index` of a job."""
+    return f"{_COMPENSATION_TIMEOUT}:{job_id}:{index}:{attempt}"
+
+
+def compensation_retry(job_id: str, index: int, attempt: int) -> str:
+    """The key of the wait before `attempt` of compensation number `index` of a job."""
+    return f"{_COMPENSATION_RETRY}:{job_id}:{index}:{attempt}"
+
+
 def parse(key: str) -> TimerKey | None:
     """A key back into its parts, or None when it is not one of ours."""
     kind, _, rest = key.partition(":")
     if kind in (_JOB_TIMEOUT, _JOB_START) and rest:
         return TimerKey(kind, rest)
     parts = rest.split(":")
-    if kind in (_STEP_TIMEOUT, _RETRY) and len(parts) == 3 and parts[2].isdigit():
+    if kind in _WITH_STEP and len(parts) == 3 and parts[2].isdigit():
         return TimerKey(kind, parts[0], parts[1], int(parts[2]))
     return None
 

@@ -25,6 +25,8 @@ from manager.engine.commands import (
     StepFinished,
     Subject,
 )
+from manager.engine.compensation import CompensationRules
+from manager.engine.conditions import ConditionRules
 from manager.engine.control import JobControl
 from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
@@ -49,7 +51,7 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, JobControl, DelayedStarts):
+class Transition(FailureRules, CompensationRules, JobControl, ConditionRules, DelayedStarts):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -146,7 +148,9 @@ class Transition(FailureRules, JobControl, DelayedStarts):
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
-        job = self._create_job(workflow, workflow, job_id, event.payload, None, trace, not delayed)
+        job = self._create_job(
+            workflow, workflow, job_id, event.payload, None, trace, event.priority, not delayed
+        )
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
@@ -202,14 +206,24 @@ class Transition(FailureRules, JobControl, DelayedStarts):
         payload: dict[str, Any],
         parent: ParentLink | None,
         trace: tuple[str, str | None],
+        priority: int = 0,
         start: bool = True,
     ) -> Job:
         """A new job, started unless `start` is False: `trace` is its trace id and the span its
-        own span hangs from."""
+        own span hangs from.
+
+        A child takes its parent's priority (`priority` is a top-level job's own).
+        """
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
-        job.root_id = self.state.jobs[parent.job_id].root_id if parent else job_id
+        if parent is not None:
+            above = self.state.jobs[parent.job_id]
+            job.root_id, job.priority = above.root_id, above.priority
+        else:
+            job.root_id, job.priority = job_id, priority
         job.trace_id, job.trace_parent = trace
+        if workflow.compensates:
+            job.done_order = []
         self.state.jobs[job_id] = job
         if not start:
             return job
@@ -221,6 +235,8 @@ class Transition(FailureRules, JobControl, DelayedStarts):
 
     def reply(self, event: StepReplied) -> None:
         """A worker's answer: complete the step, or fail this attempt of it."""
+        if self.state.compensating and self.compensation_reply(event):
+            return
         target = self._reply_target(event)
         if target is None:
             return
@@ -295,6 +311,8 @@ class Transition(FailureRules, JobControl, DelayedStarts):
             data = _merge(job.steps[name].output for name in depends)
         run.input = data
         run.started_at = self.at
+        if run.spec.when is not None and self._skipped(job, run, data):
+            return
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
@@ -317,6 +335,7 @@ class Transition(FailureRules, JobControl, DelayedStarts):
                 workflow=job.workflow.name,
                 attempt=run.attempt,
                 trace_id=job.trace_id,
+                priority=job.priority,
             )
         )
         timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s
@@ -371,12 +390,19 @@ class Transition(FailureRules, JobControl, DelayedStarts):
             run.next_child += 1
             running += 1
 
-    def _complete_step(self, job: Job, run: StepRun, output: dict[str, Any]) -> None:
-        run.status = StepStatus.COMPLETED
+    def _complete_step(
+        self,
+        job: Job,
+        run: StepRun,
+        output: dict[str, Any],
+        status: StepStatus = StepStatus.COMPLETED,
+    ) -> None:
+        """The step is done (completed, or skipped by its `when`): its dependents may go on."""
+        run.status = status
         run.output = output
         run.error = None
         run.finished_at = self.at
-        self.step_finished(job, run, "completed", None, None)
+        self.step_finished(job, run, str(status), None, None)
         flow = job.flow_of(run.name)
         for name in flow.dependents[run.name]:
             dependent = job.steps[name]
@@ -388,6 +414,8 @@ class Transition(FailureRules, JobControl, DelayedStarts):
             if job.branch_left == 0:
                 self._end_branch(job)
             return
+        if job.done_order is not None:
+            job.done_order.append(run.name)
         job.steps_left -= 1
         if job.steps_left == 0:
             job.status = JobStatus.COMPLETED
@@ -408,6 +436,8 @@ class Transition(FailureRules, JobControl, DelayedStarts):
         if not parent.is_live(run.name) or run.status is not StepStatus.RUNNING:
             return
         assert run.child_results is not None  # set when the step fanned out
+        if child.done_order is not None:
+            self._keep_child_plan(run, child)
         if child.status is JobStatus.FAILED and not self._tolerate(parent, run, child):
             error = child.error or {}
             message = (

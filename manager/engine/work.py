@@ -1,9 +1,10 @@
 """What the engine's rule modules may ask of the transition they are part of.
 
 `Transition` (in `transition`) is one class assembled from rule modules: `failures` (retries,
-timeouts, failed and cancelled jobs, on_error/on_cancel), `control` (cancel and retry
-requests) and `delays` (delayed starts). Those modules are written against this protocol
-rather than the class itself, so no module imports the one that imports it.
+timeouts, failed and cancelled jobs, on_error/on_cancel), `compensation` (undoing a failed
+job's completed steps), `control` (cancel and retry requests) and `delays` (delayed starts).
+Those modules are written against this protocol rather than the class itself, so no module
+imports the one that imports it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any, Protocol
 
 from manager.config.models import Task
 from manager.engine.commands import Command
-from manager.engine.state import EngineState, Job, StepRun
+from manager.engine.state import CompensationRun, EngineState, Job, StepRun, StepStatus
+from manager.engine.timers import TimerKey
 
 __all__ = ["Work"]
 
@@ -56,6 +58,9 @@ class Work(Protocol):
     def _dispatch(self, job: Job, run: StepRun) -> None: ...
     def _start_children(self, job: Job, run: StepRun, task: Task) -> None: ...
     def _child_finished(self, child: Job) -> None: ...
+    def _complete_step(
+        self, job: Job, run: StepRun, output: dict[str, Any], status: StepStatus = ...
+    ) -> None: ...
 
     # Failure rules (failures)
     def _start_timer(self, key: str, due_at: float) -> None: ...
@@ -72,6 +77,36 @@ class Work(Protocol):
     def _start_branch(self, job: Job, kind: str, data: dict[str, Any]) -> None: ...
     def _end_branch(self, job: Job) -> None: ...
     def _settle(self, job: Job) -> None: ...
+
+    # Compensation (compensation)
+    def _wind_down(
+        self, job: Job, kind: str, data: dict[str, Any], error: dict[str, Any]
+    ) -> None: ...
+    def compensation_timer(self, job: Job, parsed: TimerKey) -> None: ...
+    def _next_compensation(self, job: Job) -> None: ...
+    def _dispatch_compensation(self, job: Job, comp: CompensationRun) -> None: ...
+    def _mark_step(
+        self,
+        job: Job,
+        comp: CompensationRun,
+        status: StepStatus,
+        outcome: str,
+        message: str | None,
+    ) -> None: ...
+    def _compensation_failed(
+        self, job: Job, comp: CompensationRun, message: str, reason: str
+    ) -> None: ...
+    def _end_compensation(
+        self, job: Job, comp: CompensationRun, failure: tuple[str, str] | None
+    ) -> None: ...
+    def _compensation_finished(
+        self,
+        job: Job,
+        comp: CompensationRun,
+        outcome: str,
+        reason: str | None,
+        message: str | None,
+    ) -> None: ...
 
     # Job control (control)
     def _control_target(self, job_id: str, action: str) -> Job | None: ...

@@ -7,6 +7,12 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
     JobFinished            job.completed|failed|cancelled   status as the job ended
     Dispatch               step.dispatched                  status running, attempt
     StepFinished           step.completed|retrying|failed   status, attempt, reason on failure
+                           step.skipped                     status skipped (its `when` was false)
+    JobCompensating        job.compensating                 status compensating, reason
+    StepCompensation       step.compensating|compensated    the step being undone; status
+                           step.compensation_failed         failed, reason: the message
+A compensation's own requests and attempts are steps too (step.dispatched, step.completed...),
+named by the compensation's name.
 """
 
 from __future__ import annotations
@@ -15,7 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from manager.engine import Command, Dispatch, JobFinished, JobScheduled, JobStarted, StepFinished
+from manager.engine import (
+    Command,
+    Dispatch,
+    JobCompensating,
+    JobFinished,
+    JobScheduled,
+    JobStarted,
+    StepCompensation,
+    StepFinished,
+)
 
 __all__ = ["RunEvent", "EVENT_TYPES", "run_events"]
 
@@ -29,8 +44,18 @@ EVENT_TYPES = (
     "step.completed",
     "step.failed",
     "step.retrying",
+    "step.skipped",
+    "job.compensating",
+    "step.compensating",
+    "step.compensated",
+    "step.compensation_failed",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
+_COMPENSATION_TYPES = {
+    "compensating": "step.compensating",
+    "compensated": "step.compensated",
+    "failed": "step.compensation_failed",
+}
 
 
 @dataclass(slots=True)
@@ -151,6 +176,21 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                     command.at,
                     status="scheduled",
                     start_at=command.start_at,
+                )  # fmt: skip
+            )
+        elif kind is JobCompensating:
+            out.append(
+                RunEvent(
+                    "job.compensating", command.job_id, command.root_id, command.workflow,
+                    command.at, status="compensating", reason=command.reason,
+                )  # fmt: skip
+            )
+        elif kind is StepCompensation:
+            out.append(
+                RunEvent(
+                    _COMPENSATION_TYPES[command.outcome], command.job_id, command.root_id,
+                    command.workflow, command.at, command.step, status=command.outcome,
+                    reason=command.message,
                 )  # fmt: skip
             )
         elif kind is JobFinished:

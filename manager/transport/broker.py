@@ -60,6 +60,8 @@ class Broker:
         self._event_channel: AbstractChannel | None = None
         self._consume_channel: AbstractChannel | None = None
         self._consumers: list[tuple[AbstractQueue, str]] = []
+        # Queues that exist with arguments of their owner's: used as they are, never declared.
+        self._as_found: set[str] = set()
         # One WARNING when an outage starts, one INFO when it ends (with what was held back).
         self.outage = Outage("RabbitMQ connection", logger=log)
         self._acker = Acker(on_dropped=lambda count: self.outage.held(_DROPPED_ACKS, count))
@@ -121,11 +123,35 @@ class Broker:
         connection.reconnect_callbacks.add(restored)
 
     async def declare(self, queues: Iterable[str]) -> None:
-        """Declare durable queues with no extra arguments, as workers do, so they never conflict."""
+        """Declare durable queues with no extra arguments, as workers do.
+
+        A queue its owner declared with other arguments (e.g. `x-max-priority`) is used as it
+        is: declaring it again would close the channel with PRECONDITION_FAILED.
+        """
         channel = self._require(self._consume_channel)
         for name in dict.fromkeys(queues):
+            if name in self._as_found or not await self._declarable(name):
+                continue
             with broker_errors(f"cannot declare queue '{name}'"):
                 await channel.declare_queue(name, durable=True)
+
+    async def _declarable(self, name: str) -> bool:
+        """Try the declaration on a throwaway plain channel: False when the queue differs."""
+        connection = self._require_connection()
+        with broker_errors(f"cannot declare queue '{name}'"):
+            probe = await connection.transport.connection.channel()
+            try:
+                await probe.queue_declare(name, durable=True)
+            except aiormq.exceptions.ChannelPreconditionFailed as exc:
+                self._as_found.add(name)
+                log.info(
+                    "queue '%s' exists with other arguments; using it as it is (%s)", name, exc
+                )
+                return False
+            finally:
+                if not probe.is_closed:
+                    await probe.close()
+        return True
 
     async def declare_exchange(self, name: str) -> None:
         """Declare a durable topic exchange; the robust channel declares it again on reconnect."""
@@ -195,6 +221,7 @@ class Broker:
             reply_to=message.reply_to,
             message_id=message.message_id,
             headers=dict(message.headers),
+            priority=message.priority or None,
         )
         target = f"exchange '{exchange}'" if exchange else f"queue '{routing_key}'"
         if channel.is_closed:
@@ -233,6 +260,11 @@ class Broker:
                 await connection.close()
             except AMQP_ERRORS as exc:
                 log.debug("closing the connection failed: %s", exc)
+
+    def _require_connection(self) -> AbstractRobustConnection:
+        if self._connection is None or self._connection.transport is None:
+            raise BrokerError("not connected to RabbitMQ; call connect() first")
+        return self._connection
 
     def _require(self, channel: AbstractChannel | None) -> AbstractChannel:
         if channel is None:

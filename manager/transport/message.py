@@ -48,7 +48,8 @@ class Outbound:
     queue is a step queue, ours to declare again if it vanished; any other unroutable message
     (a notice to a reply queue that is gone) can never be delivered and is dropped.
     `exchange`: publish to this exchange instead, with `queue` as the routing key; no queue
-    need be bound (a run event nobody listens to is no error).
+    need be bound (a run event nobody listens to is no error). `priority`: the AMQP
+    priority property (0: none set), honoured by a queue declared with `x-max-priority`.
     """
 
     queue: str
@@ -59,6 +60,7 @@ class Outbound:
     message_id: str | None = None
     step_request: bool = False
     exchange: str = ""
+    priority: int = 0
 
 
 def step_request(
@@ -70,12 +72,19 @@ def step_request(
     attempt: int,
     message_id: str,
     traceparent: str | None = None,
+    priority: int = 0,
 ) -> Outbound:
-    """A step request as docs/protocol.md describes it; `traceparent` names the attempt's span."""
+    """A step request as docs/protocol.md describes it; `traceparent` names the attempt's span.
+
+    `priority` is the job's: the message's AMQP priority.
+    """
     headers: dict[str, Any] = {HEADER_WORKFLOW: workflow, HEADER_ATTEMPT: attempt}
     if traceparent is not None:
         headers[HEADER_TRACEPARENT] = traceparent
-    return Outbound(queue, body, correlation_id, reply_to, headers, message_id, step_request=True)
+    return Outbound(
+        queue, body, correlation_id, reply_to, headers, message_id, step_request=True,
+        priority=priority,
+    )  # fmt: skip
 
 
 def outcome_notice(

@@ -14,6 +14,7 @@ __all__ = [
     "HEADER_TRACEPARENT",
     "HEADER_DELAY",
     "HEADER_NOT_BEFORE",
+    "HEADER_PRIORITY",
     "trigger_queue",
     "dead_letter_queue",
     "events_exchange",
@@ -35,6 +36,8 @@ HEADER_TRACEPARENT = "traceparent"
 # A trigger's delayed start: seconds from now, or a time (RFC 3339 or Unix seconds).
 HEADER_DELAY = "x-delay"
 HEADER_NOT_BEFORE = "x-not-before"
+# A trigger's priority (0-9, higher first); step requests carry it as the AMQP `priority`.
+HEADER_PRIORITY = "x-priority"
 
 
 def trigger_queue(queue: str) -> str:

@@ -75,6 +75,7 @@ function runLines(step) {
     const cancelled = c.cancelled ? `, ${c.cancelled} cancelled` : "";
     return [first, `${c.completed} of ${c.total} done${failed}${cancelled}`];
   }
+  if (step.status === "skipped") return [first, `when ${step.when} was false`];
   return [first, step.elapsed !== undefined && step.elapsed !== null ? duration(step.elapsed) : ""];
 }
 
@@ -82,6 +83,7 @@ function definitionLines(step) {
   const where = step.task ? `task ${step.task.name}` : step.http ? httpCall(step.http) : `queue ${step.queue || step.name}`;
   const policy = [`retries ${step.retries ?? 0}`];
   if (step.timeout) policy.push(`timeout ${duration(step.timeout)}`);
+  if (step.when) policy.unshift(`when ${step.when}`);
   return [where, policy.join(" · ")];
 }
 
@@ -148,13 +150,15 @@ function route(at, x1, y1, x2, y2) {
 
 function edges(steps, at) {
   const paths = [];
+  // An edge out of a skipped step is a branch not taken: drawn dashed.
+  const skipped = new Set(steps.filter((step) => step.status === "skipped").map((step) => step.name));
   for (const step of steps) {
     const to = at.get(step.name);
     for (const dep of step.depends || []) {
       const from = at.get(dep);
       if (!from) continue;
       paths.push(s("path", {
-        class: "edge", d: route(at, from.x + NODE_W, from.y + NODE_H / 2, to.x - 4, to.y + NODE_H / 2),
+        class: skipped.has(dep) ? "edge skipped" : "edge", d: route(at, from.x + NODE_W, from.y + NODE_H / 2, to.x - 4, to.y + NODE_H / 2),
         "marker-end": "url(#arrow)", "data-from": dep, "data-to": step.name,
       }));
     }

@@ -4,7 +4,7 @@ import { h, s } from "./dom.js";
 
 export const EVENT_TYPES = [
   "job.scheduled", "job.started", "job.completed", "job.failed", "job.cancelled",
-  "step.dispatched", "step.completed", "step.failed", "step.retrying",
+  "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
 ];
 
 export const JOB_STATUSES = ["scheduled", "running", "completed", "failed", "cancelled"];
@@ -34,6 +34,9 @@ const ICONS = {
     ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
     ["path", { d: "M5.3 5.3l5.4 5.4M10.7 5.3l-5.4 5.4", "stroke-width": 2, class: "knock" }],
   ],
+  skipped: [
+    ["path", { d: "M2.5 4.5 7 8l-4.5 3.5zM8.5 4.5 13 8l-4.5 3.5z", "stroke-width": 1.2 }],
+  ],
   cancelled: [
     ["circle", { cx: 8, cy: 8, r: 6, fill: "none", "stroke-width": 2 }],
     ["path", { d: "M4 12 12 4", "stroke-width": 2 }],
@@ -43,6 +46,7 @@ const ICONS = {
 const LABELS = {
   scheduled: "scheduled", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
+  skipped: "skipped",
 };
 
 /** The label of a status (or attempt outcome). */

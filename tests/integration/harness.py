@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,3 +147,12 @@ async def start_worker(target: str, amqp_url: str, env: dict[str, str] | None = 
         sys.executable, "-m", "pyworker", target, "--amqp-url", amqp_url,
         env=env,
     )  # fmt: skip
+
+
+async def take_one(queue: Any, timeout_s: float = 20) -> Any:
+    """The next message on an aio-pika queue, acked; fails when none comes in time."""
+    async with queue.iterator(timeout=timeout_s) as messages:
+        async for message in messages:
+            await message.ack()
+            return message
+    raise AssertionError(f"nothing arrived on {queue.name}")

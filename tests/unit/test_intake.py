@@ -104,3 +104,21 @@ def test_bad_triggers_say_why(delivery, fragment):
     result = trigger_event(delivery, 1.0, new_id="gen", max_bytes=50_000)
     assert isinstance(result, Undeliverable)
     assert fragment in result.reason
+
+
+@pytest.mark.parametrize(
+    ("headers", "priority"),
+    [({}, 0), ({"x-priority": 9}, 9), ({"x-priority": b"3"}, 3), ({"x-priority": " 0 "}, 0)],
+)
+def test_a_trigger_priority_comes_from_its_x_priority_header(headers, priority):
+    headers = {"workflow": "w", **headers}
+    event = trigger_event(_trigger(headers=headers), 1.0, JOB, max_bytes=100)
+    assert event.priority == priority
+
+
+@pytest.mark.parametrize("value", [10, -1, "high", "2.5", True, b""])
+def test_a_bad_x_priority_header_is_undeliverable_naming_the_header(value):
+    headers = {"workflow": "w", "x-priority": value}
+    event = trigger_event(_trigger(headers=headers), 1.0, JOB, max_bytes=100)
+    assert isinstance(event, Undeliverable)
+    assert "'x-priority' must be an integer from 0 to 9" in event.reason

@@ -223,3 +223,12 @@ def test_the_text_names_every_metric_with_its_type():
     text = Metrics().render().decode()
     for name, kind in METRIC_NAMES.items():
         assert f"# TYPE {name} {kind}\n" in text, name
+
+
+def test_a_skipped_step_counts_as_skipped_and_neither_timed_nor_failed():
+    metrics = Metrics()
+    metrics.observe([step_done("skipped", None, 5.0, 5.0)])
+    labels = {"workflow": WF, "step": "fetch"}
+    assert value(metrics, "steps_skipped_total", **labels) == 1
+    assert value(metrics, "step_duration_seconds_count", **labels) is None
+    assert value(metrics, "step_failures_total", **labels, reason="error") is None

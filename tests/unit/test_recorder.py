@@ -92,6 +92,19 @@ def test_outbound_messages_are_what_the_protocol_says_and_come_back_from_their_r
     assert [pending_message(r) for r in stored] == [m for m in outbound if m.message_id]
 
 
+def test_a_priority_is_journaled_with_the_submission_and_rides_on_its_requests():
+    defs = workflows(FLOW)
+    state = EngineState.from_workflows(defs)
+    submitted = JobSubmitted(JOB, "w", {}, 1.0, definition=defs["w"].content_hash, priority=8)
+    result = record(submitted, apply(state, submitted)[1], "wm")
+    (request,) = result.outbound
+    assert request.priority == 8
+    rows = result.batch.events
+    assert to_event(rows[0]) == submitted
+    (stored,) = [r for r in rows if r.msg_id is not None]
+    assert pending_message(stored) == request
+
+
 def test_rows_carry_the_root_job_for_child_traffic_and_none_for_strays():
     _, _, rows, _ = _run_live()
     replies = [r for r in rows if r.kind == EventKind.REPLIED]

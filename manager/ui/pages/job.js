@@ -31,6 +31,7 @@ function header(job, actions) {
       [job.status === "scheduled" ? "Starts" : "Start time", job.start_at ? h("span", { "data-field": "start-at" }, time(job.start_at)) : undefined],
       ["Finished", job.finished_at ? time(job.finished_at) : undefined],
       ["Duration", job.status === "running" ? h("span", { "data-ticking": job.elapsed, "data-read-at": Date.now() }, duration(job.elapsed)) : duration(job.elapsed)],
+      ["Priority", job.priority ? h("span", { "data-field": "priority" }, String(job.priority)) : undefined],
       ["Trace id", job.trace_id ? h("code", { "data-field": "trace-id" }, job.trace_id) : undefined],
       ["Now running", job.branch ? `its ${job.branch} steps` : undefined],
       ["Definition", job.definition ? h("code", {}, job.definition) : undefined],

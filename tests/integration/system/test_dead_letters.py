@@ -16,7 +16,7 @@ import pytest
 from manager.deadletters import list_dead_letters, replay_dead_letters
 from manager.errors import Unroutable
 
-from ..harness import ROOT
+from ..harness import ROOT, take_one
 
 ONE_STEP = """
 workflows:
@@ -71,14 +71,6 @@ async def amqp(amqp_url: str, unique: str) -> AsyncIterator[Amqp]:
     for name in dict.fromkeys([f"{unique}.wm.dead", *client.created]):
         await client.channel.queue_delete(name)
     await connection.close()
-
-
-async def _take(queue: aio_pika.abc.AbstractQueue) -> aio_pika.abc.AbstractIncomingMessage:
-    async with queue.iterator(timeout=20) as messages:
-        async for message in messages:
-            await message.ack()
-            return message
-    raise AssertionError(f"nothing arrived on {queue.name}")
 
 
 async def _hand_made(amqp: Amqp, unique: str, *ids: str) -> str:
@@ -182,7 +174,7 @@ async def test_replay_by_id_republishes_only_those_with_original_properties(amqp
     target = await _hand_made(amqp, unique, "a:1", "b:2", "c:3")
     queue = f"{unique}.wm"
     assert await replay_dead_letters(amqp_url, queue, correlation_id="b:2") == 1
-    arrived = await _take(await amqp.channel.get_queue(target))
+    arrived = await take_one(await amqp.channel.get_queue(target))
     assert arrived.correlation_id == "b:2"
     assert arrived.headers == {"k": "v"}  # no x-dead-* any more
     assert json.loads(arrived.body) == {"id": "b:2"}
@@ -227,7 +219,7 @@ async def test_messages_rabbitmq_dead_lettered_by_policy_are_listed_and_replayed
     assert letter.reason == "dead-lettered by RabbitMQ: rejected"
     assert (letter.source_queue, letter.deaths, letter.headers) == (step, 1, {"x-attempt": 1})
     assert await replay_dead_letters(amqp_url, f"{unique}.wm", correlation_id="j:s") == 1
-    back = await _take(source)
+    back = await take_one(source)
     assert back.correlation_id == "j:s" and back.headers == {"x-attempt": 1}  # no x-death
 
 

@@ -137,3 +137,10 @@ async def test_cancel_from_the_page_asks_first_then_cancels_the_job(site, page):
     await page.wait_for_selector(node("tidy", "completed"))
     assert await page.get_attribute('[data-step="tidy"]', "data-kind") == "on_cancel"
     assert await page.locator('[data-action="cancel"]').count() == 0
+
+
+async def test_the_job_page_shows_the_jobs_priority(site, page):
+    response = await site.http.post("/api/workflow/hold?priority=6", json={})
+    assert response.status_code == 200, response.text
+    await open_job(page, site, response.json()["id"])
+    assert await page.text_content('[data-field="priority"]') == "6"

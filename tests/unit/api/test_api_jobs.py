@@ -36,6 +36,7 @@ async def test_running_job(client, clock):
         ],
         "failed": [],
         "progress": {"steps_done": 0, "steps_total": 2, "children_done": 0, "children_total": 0},
+        "priority": 0,
     }
 
 

@@ -20,13 +20,21 @@ async def test_job_ids_in_paths_are_declared_as_uuids(client):
 async def test_the_submitted_job_id_is_a_uuid_in_the_query_and_the_body(client):
     post = (await client.get("/openapi.json")).json()["paths"]["/api/workflow/{name}"]["post"]
     queries = {p["name"]: p for p in post["parameters"] if p["in"] == "query"}
-    assert set(queries) == {"id", "delay", "not_before"}
+    assert {"id", "delay", "not_before"} <= set(queries)
     query_id = queries["id"]
     assert query_id["schema"] == UUID_SCHEMA
     assert query_id["required"] is False
     body = post["requestBody"]["content"]["application/json"]["schema"]
     assert body["type"] == "object" and body["additionalProperties"] is True
     assert body["properties"]["id"] == {"anyOf": [UUID_SCHEMA, {"not": {"type": "string"}}]}
+
+
+async def test_the_priority_is_an_integer_from_0_to_9_in_the_query(client):
+    post = (await client.get("/openapi.json")).json()["paths"]["/api/workflow/{name}"]["post"]
+    (priority,) = [p for p in post["parameters"] if p["name"] == "priority"]
+    assert priority["in"] == "query" and priority["required"] is False
+    schema = priority["schema"]
+    assert (schema["type"], schema["minimum"], schema["maximum"]) == ("integer", 0, 9)
 
 
 async def test_an_empty_query_id_is_still_a_clear_400(client):

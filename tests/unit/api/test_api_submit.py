@@ -140,7 +140,7 @@ async def test_duplicate_id_is_409(client):
     ],
 )
 async def test_submit_errors_from_the_service_map_to_statuses(client, service, error, status):
-    async def refuse(workflow, payload, job_id=None, trace=None, *, not_before=None):
+    async def refuse(workflow, payload, job_id=None, trace=None, priority=0, *, not_before=None):
         raise error
 
     service.submit = refuse
@@ -150,7 +150,7 @@ async def test_submit_errors_from_the_service_map_to_statuses(client, service, e
 
 
 async def test_broker_error_from_the_service_is_503(client, service):
-    async def refuse(workflow, payload, job_id=None, trace=None, *, not_before=None):
+    async def refuse(workflow, payload, job_id=None, trace=None, priority=0, *, not_before=None):
         raise BrokerError("connection reset")
 
     service.submit = refuse
@@ -165,3 +165,21 @@ async def test_submit_while_disconnected_is_503_and_starts_nothing(client, servi
     assert response.status_code == 503
     assert "not connected to RabbitMQ" in response.json()["error"]
     assert service.state.jobs == {}
+
+
+async def test_submit_with_a_priority_keeps_it_on_the_job_and_its_requests(client, service):
+    response = await client.post(f"/api/workflow/wordcount?id={JOB}&priority=7", json={})
+    assert response.status_code == 200
+    assert service.state.jobs[JOB].priority == 7
+    (request,) = [m for m in service.transport.published if m.queue == "split"]
+    assert request.priority == 7
+    detail = (await client.get(f"/api/job/{JOB}")).json()
+    assert detail["priority"] == 7
+
+
+@pytest.mark.parametrize("value", ["10", "-1", "high", "2.5"])
+async def test_a_bad_priority_is_a_400_naming_the_parameter(client, service, value):
+    response = await client.post(f"/api/workflow/wordcount?priority={value}", json={})
+    assert response.status_code == 400
+    assert "query parameter 'priority'" in response.json()["error"]
+    assert not service.state.jobs

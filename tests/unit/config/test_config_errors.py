@@ -53,7 +53,8 @@ CASES = [
         """,
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
-            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout);"
+            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout,"
+            " when, compensate);"
             " did you mean 'depends'?"
         ],
     ),

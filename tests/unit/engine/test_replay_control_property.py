@@ -2,8 +2,9 @@
 
 Each example builds a random workflow with random failure policies (retries, backoff,
 timeouts, a job deadline, maybe a task step with max_failed_items, maybe on_error and
-on_cancel branches), then applies a random mix of good, failed and late replies, TimerFired
-for pending timers, and cancel and retry requests. Then:
+on_cancel branches, maybe `compensate` on main and task steps), then applies a random mix of
+good, failed and late replies, TimerFired for pending timers, and cancel and retry requests.
+Then:
 
 1. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
    the same commands as the live run, and a final state equal to the live one;
@@ -73,18 +74,26 @@ def _policy(draw: st.DrawFn) -> dict[str, Any]:
     return policy
 
 
-def _steps(draw: st.DrawFn, prefix: str, size: int) -> list[dict[str, Any]]:
+def _steps(
+    draw: st.DrawFn, prefix: str, size: int, compensated: bool = False
+) -> list[dict[str, Any]]:
     names = [f"{prefix}{i}" for i in range(size)]
     steps = []
     for i, name in enumerate(names):
         depends = draw(st.lists(st.sampled_from(names[:i]), unique=True, max_size=2)) if i else []
-        steps.append({"name": name, "depends": depends, **_policy(draw)})
+        step = {"name": name, "depends": depends, **_policy(draw)}
+        if compensated and draw(st.integers(0, 2)) > 0:
+            step["compensate"] = {"name": f"u{name}", **_policy(draw)}
+        if draw(st.integers(0, 4)) == 0:
+            step["when"] = draw(st.sampled_from(["a", "b == `1`", "length(@) > `1`"]))
+        steps.append(step)
     return steps
 
 
 @st.composite
-def workflows(draw: st.DrawFn) -> Workflow:
-    steps = _steps(draw, "s", draw(st.integers(1, 4)))
+def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
+    compensated = always_compensated or draw(st.integers(0, 3)) > 0
+    steps = _steps(draw, "s", draw(st.integers(1, 4)), compensated)
     defaults = {"retries": draw(st.integers(0, 2)), **_policy(draw)}
     spec: dict[str, Any] = {"name": "w", "steps": steps, "defaults": defaults}
     if draw(st.booleans()):
@@ -98,7 +107,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
                 "itemListKey": "items",
                 "max_failed_items": draw(st.integers(0, 1)),
                 "defaults": _policy(draw),
-                "steps": _steps(draw, "c", draw(st.integers(1, 2))),
+                "steps": _steps(draw, "c", draw(st.integers(1, 2)), compensated),
             }
         ]
     for kind, prefix in (("on_error", "e"), ("on_cancel", "x")):
@@ -124,6 +133,7 @@ class Run:
     sent: list[Dispatch] = field(default_factory=list)
     ledger: dict[str, float] = field(default_factory=dict)
     clock: float = 0.0
+    good_replies: int = 2  # how many good replies to 2 errors and 1 bad body, by weight
 
     def do(self, event: Event) -> list[Command]:
         _, commands = apply(self.state, event)
@@ -150,7 +160,7 @@ def _fresh(wf: Workflow) -> EngineState:
 
 
 def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
-    how = draw(st.sampled_from(["good"] * 2 + ["error"] * 2 + ["bad-body"]))
+    how = draw(st.sampled_from(["good"] * run.good_replies + ["error"] * 2 + ["bad-body"]))
     attempt = draw(st.sampled_from([None, request.attempt, request.attempt - 1, 99]))
     body: bytes = b"{}"
     error = None
@@ -192,15 +202,15 @@ def _step(draw: st.DrawFn, run: Run) -> str:
     return kind
 
 
-def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
-    run = Run(wf, _fresh(wf))
+def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
+    run = Run(wf, _fresh(wf), good_replies=good_replies)
     for job_id in [JOB, OTHER_JOB][: draw(st.integers(1, 2))]:
         payload = {"items": list(range(draw(st.integers(0, 2)))), "p": 1}
         at = run.tick()
         # Some jobs start later (a delayed start: scheduled, then started by their timer).
         not_before = draw(st.sampled_from([None, None, at - 1.0, at + 2.0, at + 6.0]))
         run.do(JobSubmitted(job_id, "w", payload, at, reply_to="q1", not_before=not_before))
-    for _ in range(draw(st.integers(10, MAX_EVENTS))):
+    for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
         event(f"action: {_step(draw, run)}")
     return run
 
@@ -272,3 +282,28 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     )
     event(f"job retried: {revived}")
     event(f"branch ran: {any(d.step[0] in 'ex' for d in run.sent)}")
+    event(f"compensations dispatched: {min(sum(d.step[0] == 'u' for d in run.sent), 3)}")
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(wf=workflows(always_compensated=True), data=st.data())
+def test_compensating_runs_replay_exactly(wf: Workflow, data):
+    """Mostly good replies, so steps complete before a failure or cancel has them undone."""
+    run = _drive(data.draw, wf, good_replies=8)
+    _check_replay(run)
+    _check_lives(run)
+    _check_attempts(run)
+    assert all(
+        job.compensation is None or not job.is_settled or job.compensation.is_done
+        for job in run.state.jobs.values()
+    )
+    undone = [d for d in run.sent if d.step[0] == "u"]
+    event(f"compensations dispatched: {min(len(undone), 4)}")
+    event(f"children compensated: {any(d.job_id not in (JOB, OTHER_JOB) for d in undone)}")
+    event(f"compensation retried: {any(d.attempt > 1 for d in undone)}")
