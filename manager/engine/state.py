@@ -20,9 +20,6 @@ __all__ = [
     "StepStatus",
     "StepRun",
     "ParentLink",
-    "Job",
-    "EngineState",
-]
     "CompensationRun",
     "Compensation",
     "Job",
