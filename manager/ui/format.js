@@ -3,16 +3,21 @@
 import { h, s } from "./dom.js";
 
 export const EVENT_TYPES = [
-  "job.started", "job.completed", "job.failed", "job.cancelled",
+  "job.scheduled", "job.started", "job.completed", "job.failed", "job.cancelled",
   "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
   "job.compensating", "step.compensating", "step.compensated", "step.compensation_failed",
 ];
 
-export const JOB_STATUSES = ["running", "completed", "failed", "cancelled"];
+export const JOB_STATUSES = ["scheduled", "running", "completed", "failed", "cancelled"];
 export const CHILD_STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 
 // Each icon is drawn in a 16x16 box; the shapes differ, so statuses read without colour.
 const ICONS = {
+  // A clock: waits for its start time.
+  scheduled: [
+    ["circle", { cx: 8, cy: 8, r: 6, fill: "none", "stroke-width": 2 }],
+    ["path", { d: "M8 4.5V8l2.5 1.5", fill: "none", "stroke-width": 2 }],
+  ],
   pending: [["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2 }]],
   running: [
     ["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2, opacity: 0.3 }],
@@ -49,7 +54,7 @@ const ICONS = {
 };
 
 const LABELS = {
-  pending: "pending", running: "running", retrying: "retrying", completed: "completed",
+  scheduled: "scheduled", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
   skipped: "skipped", compensating: "compensating", compensated: "compensated",
 };
@@ -72,6 +77,13 @@ export function statusIcon(status, { size = 16, x, y } = {}) {
 /** A status badge: icon and label, coloured by a class. */
 export function statusBadge(status, attrs = {}) {
   return h("span", { class: `badge status-${status}`, ...attrs }, statusIcon(status), statusLabel(status));
+}
+
+/** " · starts <time>" for a job that waits for its start time (a delayed start), else nothing. */
+export function startsAt(job) {
+  return job.status === "scheduled" && job.start_at
+    ? h("span", { class: "muted", "data-field": "start-at" }, " · starts ", time(job.start_at))
+    : null;
 }
 
 /** Seconds as "850 ms", "12.3 s", "4 min 05 s", "2 h 03 min". */
