@@ -31,7 +31,9 @@ from manager.engine import (
     Dispatch,
     Job,
     JobFinished,
+    JobScheduled,
     JobStarted,
+    JobStatus,
     StepCompensation,
     StepFinished,
 )
@@ -60,6 +62,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_started_total": "counter",
     f"{_P}jobs_finished_total": "counter",
     f"{_P}jobs_running": "gauge",
+    f"{_P}jobs_scheduled": "gauge",
     f"{_P}job_duration_seconds": "histogram",
     f"{_P}step_requests_total": "counter",
     f"{_P}step_failures_total": "counter",
@@ -96,6 +99,7 @@ class _WorkflowSeries:
     started: Any
     running: Any
     duration: Any
+    scheduled: Any
 
 
 class Metrics:
@@ -120,6 +124,9 @@ class Metrics:
             f"{_P}jobs_running", "Top-level jobs running now (their on_error steps too).", wf,
             registry=r,
         )  # fmt: skip
+        self._jobs_scheduled = Gauge(
+            f"{_P}jobs_scheduled", "Top-level jobs waiting for a delayed start.", wf, registry=r
+        )
         self._job_duration = Histogram(
             f"{_P}job_duration_seconds", "Top-level jobs: seconds from (re)start to end.", wf,
             buckets=JOB_BUCKETS_S, registry=r,
@@ -177,7 +184,9 @@ class Metrics:
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
         self._started_at: dict[str, float] = {}
+        self._scheduled: set[str] = set()  # top-level jobs waiting for their delayed start
         self._handlers: dict[type, Callable[[Any], None]] = {
+            JobScheduled: self._job_scheduled,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
             StepCompensation: self._step_compensation,
@@ -202,16 +211,26 @@ class Metrics:
     # -- what the pipeline reports -----------------------------------------------------
 
     def recovered(self, jobs: Iterable[Job]) -> None:
-        """Set the running gauge from the jobs recovery brought back (top-level ones)."""
+        """Set the running and scheduled gauges from the jobs recovery brought back (top-level)."""
         running: collections.Counter[str] = collections.Counter()
+        scheduled: collections.Counter[str] = collections.Counter()
+        self._scheduled.clear()
         for job in jobs:
-            # A failed job still running its on_error steps has not ended yet (no JobFinished).
-            if job.parent is None and not job.is_settled:
+            if job.parent is not None:
+                continue
+            if job.status is JobStatus.SCHEDULED:
+                scheduled[job.workflow.name] += 1
+                self._scheduled.add(job.id)
+            elif not job.is_settled:
+                # A failed job still running its on_error steps has not ended yet.
                 running[job.workflow.name] += 1
         for series in self._workflows.values():
             series.running.set(0)
+            series.scheduled.set(0)
         for name, count in running.items():
             self._workflow(name).running.set(count)
+        for name, count in scheduled.items():
+            self._workflow(name).scheduled.set(count)
 
     def observe(self, commands: Sequence[Command]) -> None:
         """Count one committed event's commands."""
@@ -248,6 +267,10 @@ class Metrics:
         if command.outcome in _FAILED_OUTCOMES:
             self._failures(command.workflow, command.step, command.reason or "error").inc()
 
+    def _job_scheduled(self, command: JobScheduled) -> None:
+        self._scheduled.add(command.job_id)
+        self._workflow(command.workflow).scheduled.inc()
+
     def _step_compensation(self, command: StepCompensation) -> None:
         if command.outcome != "compensating":
             self._undone(command.workflow, command.step, command.outcome).inc()
@@ -256,6 +279,9 @@ class Metrics:
         if command.parent_id is not None:
             return  # a child job counts in its steps, under its top-level workflow
         series = self._workflow(command.workflow)
+        if command.job_id in self._scheduled:
+            self._scheduled.discard(command.job_id)
+            series.scheduled.dec()
         series.started.inc()
         series.running.inc()
         self._started_at[command.job_id] = command.at
@@ -264,10 +290,15 @@ class Metrics:
         if command.parent_id is not None:
             return
         series = self._workflow(command.workflow)
+        self._finished(command.workflow, str(command.status)).inc()
+        if command.job_id in self._scheduled:
+            # Cancelled before its delayed start: it never ran.
+            self._scheduled.discard(command.job_id)
+            series.scheduled.dec()
+            return
         series.running.dec()
         started_at = self._started_at.pop(command.job_id, command.submitted_at)
         series.duration.observe(max(0.0, command.at - started_at))
-        self._finished(command.workflow, str(command.status)).inc()
 
     # -- label children, made once ---------------------------------------------------------
 
@@ -278,6 +309,7 @@ class Metrics:
                 self._jobs_started.labels(name),
                 self._jobs_running.labels(name),
                 self._job_duration.labels(name),
+                self._jobs_scheduled.labels(name),
             )
         return series
 

@@ -205,6 +205,8 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["root"] = job.root_id or job.id
     body["status"] = str(job.status)
     body["submitted_at"] = iso_utc(job.submitted_at)
+    if job.start_at is not None:
+        body["start_at"] = iso_utc(job.start_at)
     if job.finished_at is not None:
         body["finished_at"] = iso_utc(job.finished_at)
     body["elapsed"] = _seconds(job.submitted_at, job.finished_at or now)
@@ -219,8 +221,12 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None
-    body["can_cancel"] = top_level and job.is_running
-    body["can_retry"] = top_level and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+    body["can_cancel"] = top_level and job.status in (JobStatus.SCHEDULED, JobStatus.RUNNING)
+    body["can_retry"] = (
+        top_level
+        and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+        and job.compensation is None  # a retry would build on undone work
+    )
     return body
 
 

@@ -106,6 +106,8 @@ def job_listing(listing: JobListing, live: Job | None, now: float) -> dict[str, 
         "status": status,
         "submitted_at": iso_utc(listing.submitted_at),
     }
+    if live is not None and live.start_at is not None:
+        entry["start_at"] = iso_utc(live.start_at)
     if finished is not None:
         entry["finished_at"] = iso_utc(finished)
     entry["elapsed"] = _seconds(listing.submitted_at, finished or now)

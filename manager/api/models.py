@@ -150,6 +150,10 @@ class JobDetail(BaseModel):
     task: str | None = Field(default=None, description="Extra, child jobs only: the task's name.")
     parent: str | None = Field(default=None, description="Extra, child jobs only: the parent id.")
     status: JobStatus
+    start_at: str | None = Field(
+        default=None,
+        description="Extra, delayed starts only: when the job starts (scheduled) or started.",
+    )
     running: list[StepEntry]
     completed: list[StepEntry] = Field(
         description="Starts with __start__; ends with __end__ once the job has completed."
@@ -200,7 +204,8 @@ StepStatusName = Literal[
     "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
-JobStatusName = Literal["running", "completed", "failed", "cancelled"]
+JobStatusName = Literal["scheduled", "running", "completed", "failed", "cancelled"]
+_START_AT_DOC = "Delayed starts only: when the job starts (while scheduled) or started."
 
 
 class Attempt(BaseModel):
@@ -270,6 +275,7 @@ class JobPage(BaseModel):
     root: str = Field(description="The top-level job's id (the job's own, for a top-level job).")
     status: JobStatusName
     submitted_at: str
+    start_at: str | None = Field(default=None, description=_START_AT_DOC)
     finished_at: str | None = None
     elapsed: float
     payload: dict[str, Any]
@@ -318,6 +324,7 @@ class JobListEntry(BaseModel):
     workflow: str
     status: JobStatusName
     submitted_at: str
+    start_at: str | None = Field(default=None, description=_START_AT_DOC)
     finished_at: str | None = None
     elapsed: float
 

@@ -133,6 +133,8 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
         detail["task"] = job.flow.name
         detail["parent"] = job.parent.job_id
     detail["status"] = str(job.status)
+    if job.start_at is not None:
+        detail["start_at"] = iso_utc(job.start_at)
     detail["running"] = lists[StepStatus.RUNNING]
     detail["completed"] = lists[StepStatus.COMPLETED]
     detail["failed"] = lists[StepStatus.FAILED]

@@ -19,6 +19,7 @@ __all__ = [
     "Dispatch",
     "StepFinished",
     "JobStarted",
+    "JobScheduled",
     "JobFinished",
     "NotifyOutcome",
     "JobRejected",
@@ -110,6 +111,24 @@ class JobStarted:
     at: float
     trace_id: str = ""
     trace_parent: str | None = None
+
+
+@dataclass(slots=True)
+class JobScheduled:
+    """A top-level job was made with a delayed start: it starts at `start_at` (unix seconds).
+
+    A top-level job's JobStarted fields (`at` is when it was scheduled) and `start_at`.
+    """
+
+    job_id: str
+    workflow: str
+    definition: str
+    flow: str
+    payload: dict[str, Any]
+    submitted_at: float
+    start_at: float
+    at: float
+    trace_id: str = ""
 
 
 @dataclass(slots=True)
@@ -231,6 +250,7 @@ Command = (
     | Dispatch
     | StepFinished
     | JobStarted
+    | JobScheduled
     | JobFinished
     | NotifyOutcome
     | JobRejected

@@ -37,12 +37,18 @@ class JobControl:
         return job
 
     def cancel(self: Work, job_id: str) -> None:
-        """Stop a running job and its children; its on_cancel steps run."""
+        """Stop a running job and its children (its on_cancel steps run), or a scheduled one."""
         job = self._control_target(job_id, "cancel")
         if job is None:
             return
+        if job.status is JobStatus.SCHEDULED:
+            self._cancel_scheduled(job)
+            return
         if not job.is_running:
-            reason = f"job {job.id} is already {job.status}; only a running job can be cancelled"
+            reason = (
+                f"job {job.id} is already {job.status}; "
+                "only a scheduled or running job can be cancelled"
+            )
             self.commands.append(Refused(job.id, "cancel", reason, "conflict"))
             return
         self._cancel_job(job, "cancelled on request", True)

@@ -55,6 +55,9 @@ class FailureRules:
         if parsed is None or job is None:
             self.commands.append(Ignored(key, "timer names no job in memory"))
             return
+        if parsed.is_job_start:
+            self._start_scheduled(job)
+            return
         if parsed.is_compensation:
             self.compensation_timer(job, parsed)
             return

@@ -85,6 +85,7 @@ def snapshot(job: Job) -> dict[str, Any]:
         "steps": {name: _step(run) for name, run in job.steps.items()},
         "trace_id": job.trace_id,
         "trace_parent": job.trace_parent,
+        **({"start_at": job.start_at} if job.start_at is not None else {}),
         "priority": job.priority,
         **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
     }
@@ -177,6 +178,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         # A snapshot from before jobs had traces: the trace a replay of it would give.
         trace_id=data.get("trace_id") or derived_trace_id(data["id"]),
         trace_parent=data.get("trace_parent"),
+        start_at=data.get("start_at"),
         priority=data.get("priority", 0),
         compensation=(
             _restore_compensation(data["compensation"], workflow)

@@ -14,6 +14,7 @@ from typing import Any
 from manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
 
 __all__ = [
+    "ENDED_STATUSES",
     "MAX_PRIORITY",
     "JobStatus",
     "StepStatus",
@@ -32,10 +33,15 @@ MAX_PRIORITY = 9
 class JobStatus(StrEnum):
     """Where a job is in its life."""
 
+    SCHEDULED = "scheduled"  # a delayed start: it exists, and starts at its `start_at`
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+
+ENDED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
+"""The statuses of a job that has ended (its on_error / on_cancel steps may still run)."""
 
 
 class StepStatus(StrEnum):
@@ -197,6 +203,9 @@ class Job:
     # span hangs from: the submitter's, or for a child its task step's.
     trace_id: str = ""
     trace_parent: str | None = None
+    # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
+    # started when it was submitted.
+    start_at: float | None = None
     # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
     priority: int = 0
     # Workflows with `compensate` only: main steps in the order they completed, and, once the
@@ -213,7 +222,7 @@ class Job:
     def is_settled(self) -> bool:
         """True once the job has ended, its compensations and on_error / on_cancel steps done."""
         return (
-            self.status is not JobStatus.RUNNING
+            self.status in ENDED_STATUSES
             and self.branch_left == 0
             and (self.compensation is None or self.compensation.is_done)
         )

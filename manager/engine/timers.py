@@ -17,6 +17,7 @@ __all__ = [
     "step_timeout",
     "retry_due",
     "job_timeout",
+    "job_start",
     "compensation_timeout",
     "compensation_retry",
     "parse",
@@ -26,6 +27,7 @@ __all__ = [
 _STEP_TIMEOUT = "timeout"
 _RETRY = "retry"
 _JOB_TIMEOUT = "job-timeout"
+_JOB_START = "start"
 # A compensation's timers name it by its place in its job's compensations: its name alone
 # may repeat (the same task step's compensation, once per child).
 _COMPENSATION_TIMEOUT = "compensation-timeout"
@@ -58,6 +60,11 @@ class TimerKey:
         return self.kind == _JOB_TIMEOUT
 
     @property
+    def is_job_start(self) -> bool:
+        """A delayed job's start time."""
+        return self.kind == _JOB_START
+
+    @property
     def is_compensation(self) -> bool:
         """A compensation's reply deadline or retry wait (`step` is its index)."""
         return self.kind in (_COMPENSATION_TIMEOUT, _COMPENSATION_RETRY)
@@ -83,6 +90,11 @@ def job_timeout(job_id: str) -> str:
     return f"{_JOB_TIMEOUT}:{job_id}"
 
 
+def job_start(job_id: str) -> str:
+    """The key of a delayed job's start time."""
+    return f"{_JOB_START}:{job_id}"
+
+
 def compensation_timeout(job_id: str, index: int, attempt: int) -> str:
     """The key of the reply deadline of compensation number `index` of a job."""
     return f"{_COMPENSATION_TIMEOUT}:{job_id}:{index}:{attempt}"
@@ -96,7 +108,7 @@ def compensation_retry(job_id: str, index: int, attempt: int) -> str:
 def parse(key: str) -> TimerKey | None:
     """A key back into its parts, or None when it is not one of ours."""
     kind, _, rest = key.partition(":")
-    if kind == _JOB_TIMEOUT and rest:
+    if kind in (_JOB_TIMEOUT, _JOB_START) and rest:
         return TimerKey(kind, rest)
     parts = rest.split(":")
     if kind in _WITH_STEP and len(parts) == 3 and parts[2].isdigit():

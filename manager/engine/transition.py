@@ -28,6 +28,7 @@ from manager.engine.commands import (
 from manager.engine.compensation import CompensationRules
 from manager.engine.conditions import ConditionRules
 from manager.engine.control import JobControl
+from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
 from manager.engine.fallbacks import FallbackRules
@@ -52,7 +53,7 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
 
 
 class Transition(
-    FailureRules, CompensationRules, JobControl, ConditionRules, FallbackRules
+    FailureRules, CompensationRules, JobControl, ConditionRules, FallbackRules, DelayedStarts
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -149,13 +150,16 @@ class Transition(
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
+        delayed = event.not_before is not None and event.not_before > self.at
         job = self._create_job(
-            workflow, workflow, job_id, event.payload, None, trace, event.priority
+            workflow, workflow, job_id, event.payload, None, trace, event.priority, not delayed
         )
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
-        if workflow.timeout is not None:
+        if delayed:
+            self._schedule(job, event.not_before or self.at)
+        elif workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job_id), self.at + workflow.timeout)
 
     def _rejection(
@@ -206,8 +210,10 @@ class Transition(
         parent: ParentLink | None,
         trace: tuple[str, str | None],
         priority: int = 0,
+        start: bool = True,
     ) -> Job:
-        """A new job, started: `trace` is its trace id and the span its own span hangs from.
+        """A new job, started unless `start` is False: `trace` is its trace id and the span its
+        own span hangs from.
 
         A child takes its parent's priority (`priority` is a top-level job's own).
         """
@@ -222,6 +228,8 @@ class Transition(
         if workflow.compensates:
             job.done_order = []
         self.state.jobs[job_id] = job
+        if not start:
+            return job
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
         return job

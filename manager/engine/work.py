@@ -2,9 +2,9 @@
 
 `Transition` (in `transition`) is one class assembled from rule modules: `failures` (retries,
 timeouts, failed and cancelled jobs, on_error/on_cancel), `compensation` (undoing a failed
-job's completed steps), `control` (cancel and retry requests), `conditions` (a step's `when`)
-and `fallbacks` (a failed step's fallback). Those modules are written against this protocol
-rather than the class itself, so no module imports the one that imports it.
+job's completed steps), `control` (cancel and retry requests), `conditions` (a step's `when`),
+`fallbacks` (a failed step's fallback) and `delays` (delayed starts). Those modules are written
+against this protocol rather than the class itself, so no module imports the one that imports it.
 """
 
 from __future__ import annotations
@@ -122,3 +122,8 @@ class Work(Protocol):
     def _control_target(self, job_id: str, action: str) -> Job | None: ...
     def _revive(self, job: Job) -> None: ...
     def _revive_step(self, job: Job, run: StepRun) -> None: ...
+
+    # Delayed starts (delays)
+    def _schedule(self, job: Job, start_at: float) -> None: ...
+    def _start_scheduled(self, job: Job) -> None: ...
+    def _cancel_scheduled(self, job: Job) -> None: ...

@@ -2,6 +2,7 @@
 
 Each committed event's commands become zero or more `RunEvent`s, in the engine's order:
 
+    JobScheduled           job.scheduled                    status scheduled, start_at
     JobStarted             job.started                      status running
     JobFinished            job.completed|failed|cancelled   status as the job ended
     Dispatch               step.dispatched                  status running, attempt
@@ -26,6 +27,7 @@ from manager.engine import (
     Dispatch,
     JobCompensating,
     JobFinished,
+    JobScheduled,
     JobStarted,
     StepCompensation,
     StepFinished,
@@ -34,6 +36,7 @@ from manager.engine import (
 __all__ = ["RunEvent", "EVENT_TYPES", "run_events"]
 
 EVENT_TYPES = (
+    "job.scheduled",
     "job.started",
     "job.completed",
     "job.failed",
@@ -72,6 +75,7 @@ class RunEvent:
     status: str | None = None
     reason: str | None = None
     parent: str | None = None
+    start_at: float | None = None
     seq: int = 0
     id: str = ""
 
@@ -102,6 +106,8 @@ class RunEvent:
             body["status"] = self.status
         if self.reason is not None:
             body["reason"] = self.reason
+        if self.start_at is not None:
+            body["start_at"] = self.start_at
         body["at"] = self.at
         return body
 
@@ -160,6 +166,18 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                     command.at,
                     status="running",
                     parent=command.parent_id,
+                )  # fmt: skip
+            )
+        elif kind is JobScheduled:
+            out.append(
+                RunEvent(
+                    "job.scheduled",
+                    command.job_id,
+                    command.job_id,
+                    command.workflow,
+                    command.at,
+                    status="scheduled",
+                    start_at=command.start_at,
                 )  # fmt: skip
             )
         elif kind is JobCompensating:

@@ -13,6 +13,9 @@ timers, and cancel and retry requests. Then:
 3. every job's JobStarted and JobFinished alternate, and an outcome notice goes out only
    with a JobFinished;
 4. each new dispatch of a workflow or task step has the attempt after the previous one.
+
+Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
+(or cancelled before they start).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from manager.engine import (
     EngineState,
     Event,
     JobFinished,
+    JobScheduled,
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
@@ -204,7 +208,10 @@ def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
     run = Run(wf, _fresh(wf), good_replies=good_replies)
     for job_id in [JOB, OTHER_JOB][: draw(st.integers(1, 2))]:
         payload = {"items": list(range(draw(st.integers(0, 2)))), "p": 1}
-        run.do(JobSubmitted(job_id, "w", payload, run.tick(), reply_to="q1"))
+        at = run.tick()
+        # Some jobs start later (a delayed start: scheduled, then started by their timer).
+        not_before = draw(st.sampled_from([None, None, at - 1.0, at + 2.0, at + 6.0]))
+        run.do(JobSubmitted(job_id, "w", payload, at, reply_to="q1", not_before=not_before))
     for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
         event(f"action: {_step(draw, run)}")
     return run
@@ -223,18 +230,25 @@ def _check_replay(run: Run) -> None:
 
 def _check_lives(run: Run) -> None:
     alive: dict[str, bool] = {}
+    scheduled: set[str] = set()  # made with a delayed start, not started yet
     for commands in run.commands:
         # Every event is filed under its Subject, unless it was refused.
         assert isinstance(commands[0], Subject | Refused), commands
         assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
         for command in commands:
-            if isinstance(command, JobStarted):
+            if isinstance(command, JobScheduled):
+                assert command.job_id not in alive, command
+                scheduled.add(command.job_id)
+            elif isinstance(command, JobStarted):
                 assert not alive.get(command.job_id), command
                 alive[command.job_id] = True
+                scheduled.discard(command.job_id)
             elif isinstance(command, JobFinished):
-                assert alive.get(command.job_id), command
+                # A scheduled job cancelled before its start ends without having started.
+                assert alive.get(command.job_id) or command.job_id in scheduled, command
                 alive[command.job_id] = False
+                scheduled.discard(command.job_id)
             elif isinstance(command, NotifyOutcome):
                 assert command.job_id in ended, command
 
