@@ -291,3 +291,17 @@ def test_a_reply_for_a_finished_compensation_is_ignored():
         StepStatus.COMPLETED,
         StepStatus.RUNNING,
     ]
+
+
+def test_a_task_steps_own_compensation_runs_after_its_childrens():
+    state = make_state(
+        TASKED.replace("        task: t\n", "        task: t\n        compensate: {name: unfan}\n")
+    )
+    submit(state)
+    reply(state, cid(JOB, "first"), {"items": ["a"]})
+    child = child_id(JOB, "fan", 0)
+    reply(state, cid(child, "book"), {})
+    reply(state, cid(child, "mail"), {"mailed": 1})
+    sent = _answer_compensations(state, reply(state, cid(JOB, "last"), error="boom"))
+    assert [d.step for d in sent] == ["unmail", "unbook", "unfan", "unfirst"]
+    assert sent[2].body["output"] == {"mailed": 1, "items": [None]}
