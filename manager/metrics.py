@@ -68,6 +68,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}step_failures_total": "counter",
     f"{_P}step_duration_seconds": "histogram",
     f"{_P}steps_skipped_total": "counter",
+    f"{_P}steps_recovered_total": "counter",
     f"{_P}compensations_total": "counter",
     f"{_P}dead_letters_total": "counter",
     f"{_P}journal_commit_seconds": "histogram",
@@ -148,6 +149,10 @@ class Metrics:
             f"{_P}steps_skipped", "Steps skipped by their `when` (no request sent).", step,
             registry=r,
         )  # fmt: skip
+        self._steps_recovered = Counter(
+            f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
+            step, registry=r,
+        )  # fmt: skip
         self._compensations = Counter(
             f"{_P}compensations", "Compensations that ended, by outcome (compensated, failed).",
             [*step, "outcome"], registry=r,
@@ -173,6 +178,7 @@ class Metrics:
         self._durations = _Children(self._step_duration)
         self._failures = _Children(self._step_failures)
         self._skipped = _Children(self._steps_skipped)
+        self._recovered = _Children(self._steps_recovered)
         self._undone = _Children(self._compensations)
         self._finished = _Children(self._jobs_finished)
         self._dead = _Children(self._dead_letters)
@@ -250,6 +256,10 @@ class Metrics:
     def _step_finished(self, command: StepFinished) -> None:
         if command.outcome == "skipped":
             self._skipped(command.workflow, command.step).inc()
+            return
+        if command.outcome == "recovered":
+            # Its failed attempt was timed and counted when it failed.
+            self._recovered(command.workflow, command.step).inc()
             return
         if command.dispatched_at is not None:
             duration = self._durations(command.workflow, command.step)

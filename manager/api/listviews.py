@@ -161,14 +161,15 @@ def _step_definition(workflow: Workflow, flow: Flow, step: Step, kind: str) -> d
     entry["retry_backoff"] = policy.retry_backoff.model_dump()
     if step.when is not None:
         entry["when"] = step.when
-    if (handler := step.compensate) is not None:
-        own = workflow.policy(flow, handler.name)
-        entry["compensate"] = {
-            "name": handler.name,
-            "queue": handler.queue_name,
-            "retries": own.retries,
-            **({"timeout": own.timeout_s} if own.timeout_s is not None else {}),
-        }
+    for key, handler in (("fallback", step.fallback), ("compensate", step.compensate)):
+        if handler is not None:
+            own = workflow.policy(flow, handler.name)
+            entry[key] = {
+                "name": handler.name,
+                "queue": handler.queue_name,
+                "retries": own.retries,
+                **({"timeout": own.timeout_s} if own.timeout_s is not None else {}),
+            }
     if step.task:
         task = workflow.task_by_name[step.task]
         entry["task"] = {

@@ -50,6 +50,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "defaults": Policy,
     "retry_backoff": Backoff,
     "http": HttpCall,
+    "fallback": HandlerStep,
     "compensate": HandlerStep,
 }
 _EXPECTED = {
@@ -132,7 +133,7 @@ def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
             _ = (workflow.content_hash, workflow.task_by_name, workflow.policies)
             for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
                 _ = (flow.step_index, flow.dependents, flow.terminals)
-                _ = [step.condition for step in flow.steps]
+                _ = [(step.condition, step.fallback_step) for step in flow.steps]
             for task in workflow.tasks:
                 _ = task.item_key
         except Exception as exc:  # a library bug must not surface as a traceback
@@ -347,6 +348,11 @@ def _describe_steps(
             parts.append(f"queue {quote(step.queue_name)}")
         if step.when is not None:
             parts.append(f"runs when {quote(step.when)} (else skipped)")
+        if step.fallback is not None and step.fallback_step is not None:
+            fallback = step.fallback
+            policy = describe_policy(workflow.policy(flow, fallback.name))
+            detail = f"queue {quote(fallback.queue_name)}" + (f", {policy}" if policy else "")
+            parts.append(f"fallback {quote(fallback.name)} ({detail})")
         if policy := describe_policy(workflow.policy(flow, step.name)):
             parts.append(policy)
         if step.compensate is not None:

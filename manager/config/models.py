@@ -133,7 +133,8 @@ class HttpCall(_Model):
 
 
 class HandlerStep(_Model):
-    """A step that handles another step's outcome (`compensate`): a request to a worker queue.
+    """A step that handles another step's outcome (`compensate`, `fallback`): a request to a
+    worker queue.
 
     Its policy fields fall back to the flow's defaults like a step's; it has no dependencies.
     """
@@ -165,6 +166,8 @@ class Step(_Model):
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     when: str | None = Field(default=None, min_length=1)
+    # Gets a request when the step fails for good; its output then becomes the step's.
+    fallback: HandlerStep | None = None
 
     @field_validator("when")
     @classmethod
@@ -184,6 +187,13 @@ class Step(_Model):
     def queue_name(self) -> str:
         """The queue requests for this step go to: `queue`, else the step name."""
         return self.queue or self.name
+
+    @cached_property
+    def fallback_step(self) -> Step | None:
+        """`fallback` as a step of its own (no dependencies), for the engine to run."""
+        if self.fallback is None:
+            return None
+        return Step.model_validate(self.fallback.model_dump(exclude_defaults=True))
 
 
 class Flow(_Model):
@@ -260,6 +270,9 @@ class Workflow(Flow):
         for flow, task_defaults in flows:
             for step in flow.steps:
                 result[(id(flow), step.name)] = _effective(step, task_defaults, self.defaults)
+                if step.fallback is not None:
+                    own = _effective(step.fallback, task_defaults, self.defaults)
+                    result[(id(flow), step.fallback.name)] = own
                 if step.compensate is not None:
                     own = _effective(step.compensate, task_defaults, self.defaults)
                     result[(id(flow), step.compensate.name)] = own

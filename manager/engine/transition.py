@@ -31,6 +31,7 @@ from manager.engine.control import JobControl
 from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
+from manager.engine.fallbacks import FallbackRules
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
@@ -51,7 +52,9 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, CompensationRules, JobControl, ConditionRules, DelayedStarts):
+class Transition(
+    FailureRules, CompensationRules, JobControl, ConditionRules, FallbackRules, DelayedStarts
+):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -270,7 +273,12 @@ class Transition(FailureRules, CompensationRules, JobControl, ConditionRules, De
         if job is None:
             return self._ignore(cid, f"no job {job_id}")
         run = job.steps.get(step)
-        in_branch = run is not None and job.branch_left > 0 and step not in job.flow.step_index
+        in_branch = (
+            run is not None
+            and job.branch_left > 0
+            and step not in job.flow.step_index
+            and run.recovers is None  # a fallback ends with its job: late replies are dropped
+        )
         if not job.is_running and not in_branch:
             return self._ignore(cid, f"job {job_id} is already {job.status}; late reply dropped")
         if run is None:
@@ -397,10 +405,14 @@ class Transition(FailureRules, CompensationRules, JobControl, ConditionRules, De
         output: dict[str, Any],
         status: StepStatus = StepStatus.COMPLETED,
     ) -> None:
-        """The step is done (completed, or skipped by its `when`): its dependents may go on."""
+        """The step is done (completed, skipped or recovered): its dependents may go on."""
+        if run.recovers is not None:
+            self._fallback_done(job, run, output)  # a fallback: its output goes to its step
+            return
         run.status = status
         run.output = output
-        run.error = None
+        if status is not StepStatus.RECOVERED:
+            run.error = None  # a recovered step keeps the error its fallback answered
         run.finished_at = self.at
         self.step_finished(job, run, str(status), None, None)
         flow = job.flow_of(run.name)

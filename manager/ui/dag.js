@@ -76,6 +76,8 @@ function runLines(step) {
     return [first, `${c.completed} of ${c.total} done${failed}${cancelled}`];
   }
   if (step.status === "skipped") return [first, `when ${step.when} was false`];
+  if (step.recovers) return [first, `fallback of ${step.recovers}`];
+  if (step.status === "recovered") return [first, `by fallback ${step.fallback}`];
   if (step.status === "compensating" || step.status === "compensated") return [first, `undone by ${step.compensate}`];
   return [first, step.elapsed !== undefined && step.elapsed !== null ? duration(step.elapsed) : ""];
 }
@@ -171,7 +173,7 @@ function edges(steps, at) {
       const from = at.get(dep);
       if (!from) continue;
       paths.push(s("path", {
-        class: skipped.has(dep) ? "edge skipped" : "edge", d: route(at, from.x + NODE_W, from.y + NODE_H / 2, to.x - 4, to.y + NODE_H / 2),
+        class: step.recovers ? "edge fallback" : skipped.has(dep) ? "edge skipped" : "edge", d: route(at, from.x + NODE_W, from.y + NODE_H / 2, to.x - 4, to.y + NODE_H / 2),
         "marker-end": "url(#arrow)", "data-from": dep, "data-to": step.name,
       }));
     }
@@ -179,11 +181,24 @@ function edges(steps, at) {
   return paths;
 }
 
+/** A definition's steps with each fallback as a node after its step (a job's steps list them). */
+function withFallbacks(steps) {
+  const out = [];
+  for (const step of steps) {
+    out.push(step);
+    if (step.fallback && typeof step.fallback === "object") {
+      out.push({ ...step.fallback, kind: "fallback", depends: [step.name], recovers: step.name });
+    }
+  }
+  return out;
+}
+
 /**
  * The graph of `steps` (the steps endpoint's or the definition's) in a scrolling box.
  * options: mode "run" | "definition", selected (a step name), onSelect(name).
  */
 export function dag(steps, options = {}) {
+  steps = withFallbacks(steps);
   const main = steps.filter((step) => !BRANCH_KINDS.includes(step.kind));
   const parts = [];
   const layout = place(main, PAD);

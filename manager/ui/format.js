@@ -5,7 +5,8 @@ import { h, s } from "./dom.js";
 export const EVENT_TYPES = [
   "job.scheduled", "job.started", "job.completed", "job.failed", "job.cancelled",
   "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
-  "job.compensating", "step.compensating", "step.compensated", "step.compensation_failed",
+  "step.recovered", "job.compensating", "step.compensating", "step.compensated",
+  "step.compensation_failed",
 ];
 
 export const JOB_STATUSES = ["scheduled", "running", "completed", "failed", "cancelled"];
@@ -35,6 +36,10 @@ const ICONS = {
     ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
     ["path", { d: "M5.3 5.3l5.4 5.4M10.7 5.3l-5.4 5.4", "stroke-width": 2, class: "knock" }],
   ],
+  recovered: [
+    ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
+    ["path", { d: "M11.5 6.5A4 4 0 1 0 12 9.5M11.8 3.8v3h-3", fill: "none", "stroke-width": 1.8, class: "knock" }],
+  ],
   skipped: [
     ["path", { d: "M2.5 4.5 7 8l-4.5 3.5zM8.5 4.5 13 8l-4.5 3.5z", "stroke-width": 1.2 }],
   ],
@@ -56,7 +61,8 @@ const ICONS = {
 const LABELS = {
   scheduled: "scheduled", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
-  skipped: "skipped", compensating: "compensating", compensated: "compensated",
+  skipped: "skipped", recovered: "recovered", compensating: "compensating",
+  compensated: "compensated",
 };
 
 /** The label of a status (or attempt outcome). */

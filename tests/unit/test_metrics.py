@@ -232,3 +232,13 @@ def test_a_skipped_step_counts_as_skipped_and_neither_timed_nor_failed():
     assert value(metrics, "steps_skipped_total", **labels) == 1
     assert value(metrics, "step_duration_seconds_count", **labels) is None
     assert value(metrics, "step_failures_total", **labels, reason="error") is None
+
+
+def test_a_recovered_step_counts_as_recovered_and_is_not_timed_again():
+    metrics = Metrics()
+    metrics.observe([step_done("failed", "error", 100.0, 101.0)])
+    metrics.observe([step_done("recovered", None, 100.0, 109.0)])
+    labels = {"workflow": WF, "step": "fetch"}
+    assert value(metrics, "steps_recovered_total", **labels) == 1
+    assert value(metrics, "step_duration_seconds_count", **labels) == 1
+    assert value(metrics, "step_failures_total", **labels, reason="error") == 1

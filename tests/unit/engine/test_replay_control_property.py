@@ -2,9 +2,9 @@
 
 Each example builds a random workflow with random failure policies (retries, backoff,
 timeouts, a job deadline, maybe a task step with max_failed_items, maybe on_error and
-on_cancel branches, maybe `compensate` on main and task steps), then applies a random mix of
-good, failed and late replies, TimerFired for pending timers, and cancel and retry requests.
-Then:
+on_cancel branches, maybe `compensate` on main and task steps, steps with a `when` or a
+fallback), then applies a random mix of good, failed and late replies, TimerFired for pending
+timers, and cancel and retry requests. Then:
 
 1. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
    the same commands as the live run, and a final state equal to the live one;
@@ -86,6 +86,8 @@ def _steps(
             step["compensate"] = {"name": f"u{name}", **_policy(draw)}
         if draw(st.integers(0, 4)) == 0:
             step["when"] = draw(st.sampled_from(["a", "b == `1`", "length(@) > `1`"]))
+        if prefix in ("s", "c") and draw(st.integers(0, 2)) == 0:
+            step["fallback"] = {"name": f"{name}-fb", **_policy(draw)}  # not on branch steps
         steps.append(step)
     return steps
 
@@ -255,7 +257,9 @@ def _check_attempts(run: Run) -> None:
     last: dict[str, int] = defaultdict(int)
     for request in run.sent:
         job = run.state.jobs.get(request.job_id)
-        in_branch = job is not None and request.step not in job.flow.step_index
+        # A branch runs afresh after a job retry; a fallback's attempts go on counting.
+        fallback = request.step.endswith("-fb")
+        in_branch = job is not None and request.step not in job.flow.step_index and not fallback
         expected = {last[request.correlation_id] + 1} | ({1} if in_branch else set())
         assert request.attempt in expected, (request, last[request.correlation_id])
         last[request.correlation_id] = request.attempt
@@ -282,6 +286,7 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     )
     event(f"job retried: {revived}")
     event(f"branch ran: {any(d.step[0] in 'ex' for d in run.sent)}")
+    event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
     event(f"compensations dispatched: {min(sum(d.step[0] == 'u' for d in run.sent), 3)}")
 
 
