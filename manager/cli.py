@@ -17,6 +17,7 @@ from manager.conformance.command import add_conformance_parser, run_conformance_
 from manager.engine.state import MAX_PRIORITY
 from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
 from manager.logformat import LOG_FORMATS
+from manager.starttimes import MAX_DELAY_S
 
 __all__ = ["main", "build_parser"]
 
@@ -36,6 +37,7 @@ examples:
   WM_API_TOKEN=s3cret workflow-manager serve --host 0.0.0.0 --log-format json
   workflow-manager validate workflows.yaml
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
+  workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --delay 600
   workflow-manager submit book-word-counts --payload '{"path": "urgent.txt"}' --priority 9
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager watch 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
@@ -70,6 +72,17 @@ def job_id_arg(text: str) -> str:
         return str(uuid.UUID(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a job id (a UUID)") from None
+
+
+def delay_arg(text: str) -> float:
+    """An argparse type: a delay in seconds (a finite number >= 0), or a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= MAX_DELAY_S:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a delay in seconds (a number >= 0)")
+    return value
 
 
 def priority_arg(text: str) -> int:
@@ -174,6 +187,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "--id", dest="job_id", type=job_id_arg, help="job UUID (default: a new one)"
     )
     submit.add_argument(
+        "--delay",
+        type=delay_arg,
+        metavar="SECONDS",
+        help="start the job this many seconds from now (it is scheduled until then)",
+    )
+    submit.add_argument(
         "--priority",
         type=priority_arg,
         default=0,
@@ -190,7 +209,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     _add_api_options(submit, env, "manager API, for --wait's progress")
 
     for action, text in (
-        ("cancel", "cancel a running job (its on_cancel steps run)"),
+        ("cancel", "cancel a scheduled job, or a running one (its on_cancel steps run)"),
         ("retry", "run a failed job again from where it failed"),
     ):
         control = commands.add_parser(action, help=text)
@@ -377,6 +396,7 @@ def _submit(args: argparse.Namespace) -> int:
         sending = submit_job(
             args.amqp_url, args.workflow, payload, job_id, queue=args.queue, wait=args.wait,
             priority=args.priority,
+            delay_s=args.delay,
         )  # fmt: skip
         if not args.wait:
             return await sending

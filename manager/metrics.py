@@ -26,7 +26,17 @@ from prometheus_client import (
     generate_latest,
 )
 
-from manager.engine import Command, Dispatch, Job, JobFinished, JobStarted, StepFinished
+from manager.engine import (
+    Command,
+    Dispatch,
+    Job,
+    JobFinished,
+    JobScheduled,
+    JobStarted,
+    JobStatus,
+    StepCompensation,
+    StepFinished,
+)
 
 __all__ = ["Metrics", "Watched", "METRIC_NAMES"]
 
@@ -52,11 +62,14 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_started_total": "counter",
     f"{_P}jobs_finished_total": "counter",
     f"{_P}jobs_running": "gauge",
+    f"{_P}jobs_scheduled": "gauge",
     f"{_P}job_duration_seconds": "histogram",
     f"{_P}step_requests_total": "counter",
     f"{_P}step_failures_total": "counter",
     f"{_P}step_duration_seconds": "histogram",
     f"{_P}steps_skipped_total": "counter",
+    f"{_P}steps_recovered_total": "counter",
+    f"{_P}compensations_total": "counter",
     f"{_P}dead_letters_total": "counter",
     f"{_P}journal_commit_seconds": "histogram",
     f"{_P}broker_connected": "gauge",
@@ -86,6 +99,7 @@ class _WorkflowSeries:
     started: Any
     running: Any
     duration: Any
+    scheduled: Any
 
 
 class Metrics:
@@ -110,6 +124,9 @@ class Metrics:
             f"{_P}jobs_running", "Top-level jobs running now (their on_error steps too).", wf,
             registry=r,
         )  # fmt: skip
+        self._jobs_scheduled = Gauge(
+            f"{_P}jobs_scheduled", "Top-level jobs waiting for a delayed start.", wf, registry=r
+        )
         self._job_duration = Histogram(
             f"{_P}job_duration_seconds", "Top-level jobs: seconds from (re)start to end.", wf,
             buckets=JOB_BUCKETS_S, registry=r,
@@ -132,6 +149,14 @@ class Metrics:
             f"{_P}steps_skipped", "Steps skipped by their `when` (no request sent).", step,
             registry=r,
         )  # fmt: skip
+        self._steps_recovered = Counter(
+            f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
+            step, registry=r,
+        )  # fmt: skip
+        self._compensations = Counter(
+            f"{_P}compensations", "Compensations that ended, by outcome (compensated, failed).",
+            [*step, "outcome"], registry=r,
+        )  # fmt: skip
         self._dead_letters = Counter(
             f"{_P}dead_letters",
             "Messages dead-lettered, by reason (bad_reply, invalid_trigger, unknown_workflow, "
@@ -153,13 +178,18 @@ class Metrics:
         self._durations = _Children(self._step_duration)
         self._failures = _Children(self._step_failures)
         self._skipped = _Children(self._steps_skipped)
+        self._recovered = _Children(self._steps_recovered)
+        self._undone = _Children(self._compensations)
         self._finished = _Children(self._jobs_finished)
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
         self._started_at: dict[str, float] = {}
+        self._scheduled: set[str] = set()  # top-level jobs waiting for their delayed start
         self._handlers: dict[type, Callable[[Any], None]] = {
+            JobScheduled: self._job_scheduled,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
+            StepCompensation: self._step_compensation,
             JobStarted: self._job_started,
             JobFinished: self._job_finished,
         }
@@ -181,16 +211,26 @@ class Metrics:
     # -- what the pipeline reports -----------------------------------------------------
 
     def recovered(self, jobs: Iterable[Job]) -> None:
-        """Set the running gauge from the jobs recovery brought back (top-level ones)."""
+        """Set the running and scheduled gauges from the jobs recovery brought back (top-level)."""
         running: collections.Counter[str] = collections.Counter()
+        scheduled: collections.Counter[str] = collections.Counter()
+        self._scheduled.clear()
         for job in jobs:
-            # A failed job still running its on_error steps has not ended yet (no JobFinished).
-            if job.parent is None and not job.is_settled:
+            if job.parent is not None:
+                continue
+            if job.status is JobStatus.SCHEDULED:
+                scheduled[job.workflow.name] += 1
+                self._scheduled.add(job.id)
+            elif not job.is_settled:
+                # A failed job still running its on_error steps has not ended yet.
                 running[job.workflow.name] += 1
         for series in self._workflows.values():
             series.running.set(0)
+            series.scheduled.set(0)
         for name, count in running.items():
             self._workflow(name).running.set(count)
+        for name, count in scheduled.items():
+            self._workflow(name).scheduled.set(count)
 
     def observe(self, commands: Sequence[Command]) -> None:
         """Count one committed event's commands."""
@@ -217,16 +257,31 @@ class Metrics:
         if command.outcome == "skipped":
             self._skipped(command.workflow, command.step).inc()
             return
+        if command.outcome == "recovered":
+            # Its failed attempt was timed and counted when it failed.
+            self._recovered(command.workflow, command.step).inc()
+            return
         if command.dispatched_at is not None:
             duration = self._durations(command.workflow, command.step)
             duration.observe(command.at - command.dispatched_at)
         if command.outcome in _FAILED_OUTCOMES:
             self._failures(command.workflow, command.step, command.reason or "error").inc()
 
+    def _job_scheduled(self, command: JobScheduled) -> None:
+        self._scheduled.add(command.job_id)
+        self._workflow(command.workflow).scheduled.inc()
+
+    def _step_compensation(self, command: StepCompensation) -> None:
+        if command.outcome != "compensating":
+            self._undone(command.workflow, command.step, command.outcome).inc()
+
     def _job_started(self, command: JobStarted) -> None:
         if command.parent_id is not None:
             return  # a child job counts in its steps, under its top-level workflow
         series = self._workflow(command.workflow)
+        if command.job_id in self._scheduled:
+            self._scheduled.discard(command.job_id)
+            series.scheduled.dec()
         series.started.inc()
         series.running.inc()
         self._started_at[command.job_id] = command.at
@@ -235,10 +290,15 @@ class Metrics:
         if command.parent_id is not None:
             return
         series = self._workflow(command.workflow)
+        self._finished(command.workflow, str(command.status)).inc()
+        if command.job_id in self._scheduled:
+            # Cancelled before its delayed start: it never ran.
+            self._scheduled.discard(command.job_id)
+            series.scheduled.dec()
+            return
         series.running.dec()
         started_at = self._started_at.pop(command.job_id, command.submitted_at)
         series.duration.observe(max(0.0, command.at - started_at))
-        self._finished(command.workflow, str(command.status)).inc()
 
     # -- label children, made once ---------------------------------------------------------
 
@@ -249,6 +309,7 @@ class Metrics:
                 self._jobs_started.labels(name),
                 self._jobs_running.labels(name),
                 self._job_duration.labels(name),
+                self._jobs_scheduled.labels(name),
             )
         return series
 

@@ -22,6 +22,7 @@ from manager.engine import (
     Ignored,
     JobFinished,
     JobRejected,
+    JobScheduled,
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
@@ -83,6 +84,8 @@ def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Recor
             outbound.append(message)
         elif isinstance(command, JobStarted):
             _started(command, result.batch)
+        elif isinstance(command, JobScheduled):
+            _scheduled(command, result.batch)
         elif isinstance(command, JobFinished):
             result.ended.append(_finished(command, result.batch))
         elif isinstance(command, Subject):
@@ -129,6 +132,8 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
             meta["trace"] = event.trace_id
         if event.trace_parent:
             meta["trace_parent"] = event.trace_parent
+        if event.not_before is not None:
+            meta["not_before"] = event.not_before
         if event.priority:
             meta["priority"] = event.priority
         return EventRow(
@@ -217,20 +222,7 @@ def _started(command: JobStarted, batch: Batch) -> None:
         # cost 3N more rows. Its messages (dispatched, replied) are journaled as any step's,
         # and while it runs it is in memory, where the API reads it.
         return
-    batch.jobs.append(
-        JobRow(
-            id=command.job_id,
-            root_id=command.root_id,
-            parent_id=None,
-            workflow=command.workflow,
-            definition=command.definition,
-            flow=command.flow,
-            status="running",
-            submitted_at=command.submitted_at,
-            finished_at=None,
-            payload=command.payload,
-        )  # fmt: skip
-    )
+    batch.jobs.append(_open_row(command, command.root_id, "running"))
     batch.events.append(
         EventRow(
             at=command.at,
@@ -240,6 +232,29 @@ def _started(command: JobStarted, batch: Batch) -> None:
             meta={"flow": command.flow},
         )  # fmt: skip
     )
+
+
+def _scheduled(command: JobScheduled, batch: Batch) -> None:
+    """A delayed job's row (status scheduled: recovery brings it back) and its event."""
+    batch.jobs.append(_open_row(command, command.job_id, "scheduled"))
+    batch.events.append(
+        EventRow(
+            at=command.at,
+            kind=EventKind.SCHEDULED,
+            job_id=command.job_id,
+            root_id=command.job_id,
+            meta={"start_at": command.start_at},
+        )  # fmt: skip
+    )
+
+
+def _open_row(command: JobStarted | JobScheduled, root_id: str, status: str) -> JobRow:
+    """The row of a top-level job that has not ended (it is replaced when it ends)."""
+    return JobRow(
+        id=command.job_id, root_id=root_id, parent_id=None, workflow=command.workflow,
+        definition=command.definition, flow=command.flow, status=status,
+        submitted_at=command.submitted_at, finished_at=None, payload=command.payload,
+    )  # fmt: skip
 
 
 def _finished(command: JobFinished, batch: Batch) -> JobRow:
@@ -282,6 +297,7 @@ def to_event(row: EventRow) -> Event:
             # None in a journal from before jobs had traces: the engine derives one.
             trace_id=meta.get("trace"),
             trace_parent=meta.get("trace_parent"),
+            not_before=meta.get("not_before"),
             priority=meta.get("priority", 0),
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager.api.compensations import compensation_view
 from manager.config.models import Step
 from manager.engine import Job, JobStatus, StepRun, StepStatus
 from manager.engine.replies import ReplyError, decode_output
@@ -28,6 +29,9 @@ _STEP_STATUS = {
     StepStatus.COMPLETED: "completed",
     StepStatus.FAILED: "failed",
     StepStatus.SKIPPED: "skipped",
+    StepStatus.RECOVERED: "recovered",
+    StepStatus.COMPENSATING: "compensating",
+    StepStatus.COMPENSATED: "compensated",
 }
 
 
@@ -123,7 +127,8 @@ def _children(job: Job, run: StepRun, context: _Context) -> dict[str, int]:
 
 def _kind(job: Job, spec: Step) -> str:
     if spec.name not in job.flow.step_index:
-        return next(name for name, flow in job.workflow.branches.items() if spec in flow.steps)
+        branches = job.workflow.branches.items()
+        return next((name for name, flow in branches if spec in flow.steps), "fallback")
     return "task" if spec.task else "step"
 
 
@@ -136,12 +141,19 @@ def _status(job: Job, run: StepRun | None) -> str:
     return _STEP_STATUS[run.status]
 
 
+def _shape(spec: Step) -> dict[str, str]:
+    """What the step's definition adds to its run: its `when`, fallback and compensation."""
+    shape: dict[str, str | None] = {"when": spec.when}
+    shape["fallback"] = spec.fallback.name if spec.fallback is not None else None
+    shape["compensate"] = spec.compensate.name if spec.compensate is not None else None
+    return {key: value for key, value in shape.items() if value is not None}
+
+
 def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
     run = job.steps.get(spec.name)
     history = context.history.get(spec.name, _StepHistory())
     entry: dict[str, Any] = {"name": spec.name, "kind": _kind(job, spec), "depends": spec.depends}
-    if spec.when is not None:
-        entry["when"] = spec.when
+    entry.update(_shape(spec))
     if spec.http is not None:
         entry["http"] = spec.http.url
     elif not spec.task:
@@ -193,6 +205,8 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["root"] = job.root_id or job.id
     body["status"] = str(job.status)
     body["submitted_at"] = iso_utc(job.submitted_at)
+    if job.start_at is not None:
+        body["start_at"] = iso_utc(job.start_at)
     if job.finished_at is not None:
         body["finished_at"] = iso_utc(job.finished_at)
     body["elapsed"] = _seconds(job.submitted_at, job.finished_at or now)
@@ -207,8 +221,12 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None
-    body["can_cancel"] = top_level and job.is_running
-    body["can_retry"] = top_level and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+    body["can_cancel"] = top_level and job.status in (JobStatus.SCHEDULED, JobStatus.RUNNING)
+    body["can_retry"] = (
+        top_level
+        and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+        and job.compensation is None  # a retry would build on undone work
+    )
     return body
 
 
@@ -226,9 +244,21 @@ def job_page(
     """
     context = _Context(attempt_history(rows), live, ended, now)
     specs = [*job.flow.steps]
+    recovers = {}
+    for spec in job.flow.steps:
+        if spec.fallback_step is not None:
+            specs.append(spec.fallback_step)
+            recovers[spec.fallback_step.name] = spec.name
     if job.parent is None:
         for flow in job.workflow.branches.values():
             specs += flow.steps
     body = _header(job, now)
     body["steps"] = [_step(job, spec, context) for spec in specs]
+    for entry in body["steps"]:
+        if entry["name"] in recovers:
+            # Drawn after the step it recovers; it runs only if that step fails for good.
+            entry["recovers"] = recovers[entry["name"]]
+            entry["depends"] = [recovers[entry["name"]]]
+    if (compensations := compensation_view(job)) is not None:
+        body["compensations"] = compensations
     return body

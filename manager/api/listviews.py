@@ -106,6 +106,8 @@ def job_listing(listing: JobListing, live: Job | None, now: float) -> dict[str, 
         "status": status,
         "submitted_at": iso_utc(listing.submitted_at),
     }
+    if live is not None and live.start_at is not None:
+        entry["start_at"] = iso_utc(live.start_at)
     if finished is not None:
         entry["finished_at"] = iso_utc(finished)
     entry["elapsed"] = _seconds(listing.submitted_at, finished or now)
@@ -159,6 +161,15 @@ def _step_definition(workflow: Workflow, flow: Flow, step: Step, kind: str) -> d
     entry["retry_backoff"] = policy.retry_backoff.model_dump()
     if step.when is not None:
         entry["when"] = step.when
+    for key, handler in (("fallback", step.fallback), ("compensate", step.compensate)):
+        if handler is not None:
+            own = workflow.policy(flow, handler.name)
+            entry[key] = {
+                "name": handler.name,
+                "queue": handler.queue_name,
+                "retries": own.retries,
+                **({"timeout": own.timeout_s} if own.timeout_s is not None else {}),
+            }
     if step.task:
         task = workflow.task_by_name[step.task]
         entry["task"] = {

@@ -17,6 +17,8 @@ __all__ = [
     "ChildCounts",
     "ChildEntry",
     "ChildPage",
+    "CompensationEntry",
+    "Compensations",
     "ErrorBody",
     "Health",
     "JobDetail",
@@ -98,6 +100,37 @@ class StepEntry(BaseModel):
     skipped: bool | None = Field(
         default=None, description="Extra: the step's `when` was false; it sent no request."
     )
+    recovered: bool | None = Field(
+        default=None, description="Extra: the step failed and its fallback's output is its own."
+    )
+    compensation: Literal["compensating", "compensated"] | None = Field(
+        default=None,
+        description="Extra: the step completed, then its job failed or was cancelled and its "
+        "`compensate` step is undoing it (compensating) or has (compensated).",
+    )
+
+
+class CompensationEntry(BaseModel):
+    """One compensation of a failed or cancelled job: the step it undoes, and how it went."""
+
+    job: str = Field(description="The job whose step it undoes: this job or one of its children.")
+    step: str
+    name: str = Field(description="The compensation's name: its requests carry <job>:<name>.")
+    queue: str
+    status: Literal["pending", "running", "retrying", "compensated", "failed"] = Field(
+        description="failed: it still failed after its retries (the others went on)."
+    )
+    attempts: int
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class Compensations(BaseModel):
+    """Extra: a failed or cancelled job undoing its completed steps, newest first."""
+
+    reason: Literal["failed", "cancelled"]
+    runs: list[CompensationEntry] = Field(description="In the order they run (LIFO).")
 
 
 class Progress(BaseModel):
@@ -117,6 +150,10 @@ class JobDetail(BaseModel):
     task: str | None = Field(default=None, description="Extra, child jobs only: the task's name.")
     parent: str | None = Field(default=None, description="Extra, child jobs only: the parent id.")
     status: JobStatus
+    start_at: str | None = Field(
+        default=None,
+        description="Extra, delayed starts only: when the job starts (scheduled) or started.",
+    )
     running: list[StepEntry]
     completed: list[StepEntry] = Field(
         description="Starts with __start__; ends with __end__ once the job has completed."
@@ -132,6 +169,9 @@ class JobDetail(BaseModel):
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
+    )
+    compensations: Compensations | None = Field(
+        default=None, description="Extra: once the job started undoing its completed steps."
     )
 
 
@@ -152,10 +192,20 @@ class Readiness(BaseModel):
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
 StepStatusName = Literal[
-    "pending", "running", "retrying", "completed", "failed", "cancelled", "skipped"
+    "pending",
+    "running",
+    "retrying",
+    "completed",
+    "failed",
+    "cancelled",
+    "skipped",
+    "recovered",
+    "compensating",
+    "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
-JobStatusName = Literal["running", "completed", "failed", "cancelled"]
+JobStatusName = Literal["scheduled", "running", "completed", "failed", "cancelled"]
+_START_AT_DOC = "Delayed starts only: when the job starts (while scheduled) or started."
 
 
 class Attempt(BaseModel):
@@ -184,13 +234,22 @@ class StepView(BaseModel):
     """One step of a job as the job page shows it; branch steps have kind on_error/on_cancel."""
 
     name: str
-    kind: Literal["step", "task", "on_error", "on_cancel"]
+    kind: Literal["step", "task", "on_error", "on_cancel", "fallback"]
     depends: list[str]
     queue: str | None = None
     http: str | None = Field(default=None, description="The URL of an HTTP step.")
+    fallback: str | None = Field(default=None, description="The name of the step's fallback.")
+    recovers: str | None = Field(
+        default=None, description="A fallback's: the step whose failure it answers (its depends)."
+    )
     status: StepStatusName = Field(
         description="cancelled: in flight when its job ended (a late reply is dropped); "
-        "skipped: its `when` was false (no request, output {})."
+        "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
+        "fallback's output became its own (its error is kept); compensating / compensated: "
+        "it completed, then its job failed or was cancelled and its compensation undoes it."
+    )
+    compensate: str | None = Field(
+        default=None, description="The name of the step's compensation, if it has one."
     )
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
     attempts: int = Field(description="Requests sent so far (0 before the first).")
@@ -216,6 +275,7 @@ class JobPage(BaseModel):
     root: str = Field(description="The top-level job's id (the job's own, for a top-level job).")
     status: JobStatusName
     submitted_at: str
+    start_at: str | None = Field(default=None, description=_START_AT_DOC)
     finished_at: str | None = None
     elapsed: float
     payload: dict[str, Any]
@@ -228,6 +288,9 @@ class JobPage(BaseModel):
     can_cancel: bool
     can_retry: bool
     steps: list[StepView]
+    compensations: Compensations | None = Field(
+        default=None, description="Once the job started undoing its completed steps."
+    )
 
 
 class ChildEntry(BaseModel):
@@ -261,6 +324,7 @@ class JobListEntry(BaseModel):
     workflow: str
     status: JobStatusName
     submitted_at: str
+    start_at: str | None = Field(default=None, description=_START_AT_DOC)
     finished_at: str | None = None
     elapsed: float
 
@@ -302,6 +366,12 @@ class StepDefinition(BaseModel):
     timeout: float | None = None
     retry_backoff: dict[str, float]
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
+    fallback: dict[str, Any] | None = Field(
+        default=None, description="The step's fallback: name, queue and effective policy."
+    )
+    compensate: dict[str, Any] | None = Field(
+        default=None, description="The step's compensation: its name, queue and policy."
+    )
     task: dict[str, Any] | None = Field(
         default=None, description="For a task step: the task's settings and its own steps."
     )

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from manager.api.compensations import compensation_view
 from manager.config.models import Workflow
 from manager.engine import Job, JobStatus, StepRun, StepStatus
 from manager.textline import iso_utc
@@ -27,6 +28,7 @@ __all__ = [
 
 START = "__start__"
 END = "__end__"
+_COMPENSATION = (StepStatus.COMPENSATING, StepStatus.COMPENSATED)
 
 
 def _seconds(start: float, end: float) -> float:
@@ -84,6 +86,10 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         entry["branch"] = job.branch
     if run.status is StepStatus.SKIPPED:
         entry["skipped"] = True
+    elif run.status is StepStatus.RECOVERED:
+        entry["recovered"] = True
+    elif run.status in _COMPENSATION:
+        entry["compensation"] = str(run.status)
     return entry
 
 
@@ -127,6 +133,8 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
         detail["task"] = job.flow.name
         detail["parent"] = job.parent.job_id
     detail["status"] = str(job.status)
+    if job.start_at is not None:
+        detail["start_at"] = iso_utc(job.start_at)
     detail["running"] = lists[StepStatus.RUNNING]
     detail["completed"] = lists[StepStatus.COMPLETED]
     detail["failed"] = lists[StepStatus.FAILED]
@@ -137,4 +145,6 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
         detail["result"] = job.result
     if job.error is not None:
         detail["error"] = job.error
+    if (compensations := compensation_view(job)) is not None:
+        detail["compensations"] = compensations
     return detail

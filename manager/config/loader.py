@@ -20,6 +20,7 @@ from manager.config.checks import check_document, listing, quote, suggest
 from manager.config.models import (
     Backoff,
     Flow,
+    HandlerStep,
     HttpCall,
     Policy,
     Step,
@@ -49,6 +50,8 @@ _MODELS: dict[str, type[BaseModel]] = {
     "defaults": Policy,
     "retry_backoff": Backoff,
     "http": HttpCall,
+    "fallback": HandlerStep,
+    "compensate": HandlerStep,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -130,7 +133,7 @@ def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
             _ = (workflow.content_hash, workflow.task_by_name, workflow.policies)
             for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
                 _ = (flow.step_index, flow.dependents, flow.terminals)
-                _ = [step.condition for step in flow.steps]
+                _ = [(step.condition, step.fallback_step) for step in flow.steps]
             for task in workflow.tasks:
                 _ = task.item_key
         except Exception as exc:  # a library bug must not surface as a traceback
@@ -280,6 +283,10 @@ def _hint(kind: str, loc: Path, value: Any) -> str:
         return f"; write '- name: {value}'"
     if isinstance(value, str) and kind == "tuple_type" and field in {"on_error", "on_cancel"}:
         return f"; write a list of steps: [{{name: {value}}}]"
+    if isinstance(value, str) and kind in {"model_type", "model_attributes_type"} and (
+        field == "compensate"
+    ):
+        return f"; write {field}: {{name: {value}}}"
     if isinstance(value, str) and kind == "tuple_type" and field in {"depends", "vhosts"}:
         return f"; write [{value}]"
     if field == "retry_backoff":
@@ -341,12 +348,27 @@ def _describe_steps(
             parts.append(f"queue {quote(step.queue_name)}")
         if step.when is not None:
             parts.append(f"runs when {quote(step.when)} (else skipped)")
+        if step.fallback is not None and step.fallback_step is not None:
+            fallback = step.fallback
+            policy = describe_policy(workflow.policy(flow, fallback.name))
+            detail = f"queue {quote(fallback.queue_name)}" + (f", {policy}" if policy else "")
+            parts.append(f"fallback {quote(fallback.name)} ({detail})")
         if policy := describe_policy(workflow.policy(flow, step.name)):
             parts.append(policy)
+        if step.compensate is not None:
+            parts.append(_describe_compensation(workflow, flow, step.compensate))
         lines.append(f"{indent}step {quote(step.name)}: {'; '.join(parts)}")
     if terminals:
         lines.append(f"{indent}terminals: {', '.join(flow.terminals)}")
     return lines
+
+
+def _describe_compensation(workflow: Workflow, flow: Flow, handler: HandlerStep) -> str:
+    """`compensate 'refund' (queue 'refund', retries 5)`: how `validate` tells a compensation."""
+    parts = [f"queue {quote(handler.queue_name)}"]
+    if policy := describe_policy(workflow.policy(flow, handler.name)):
+        parts.append(policy)
+    return f"compensate {quote(handler.name)} ({', '.join(parts)}; runs if the job fails later)"
 
 
 def describe_policy(policy: StepPolicy) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "StepPolicy",
     "HttpCall",
     "ENV_REFERENCE",
+    "HandlerStep",
     "Step",
     "Flow",
     "Task",
@@ -131,6 +132,25 @@ class HttpCall(_Model):
         return tuple(dict.fromkeys(names))
 
 
+class HandlerStep(_Model):
+    """A step that handles another step's outcome (`compensate`, `fallback`): a request to a
+    worker queue.
+
+    Its policy fields fall back to the flow's defaults like a step's; it has no dependencies.
+    """
+
+    name: Name
+    queue: str | None = Field(default=None, min_length=1, max_length=255)
+    retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
+    retry_backoff: Backoff | None = None
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+
+    @property
+    def queue_name(self) -> str:
+        """The queue its requests go to: `queue`, else its name."""
+        return self.queue or self.name
+
+
 class Step(_Model):
     """One step: a message to a worker queue, or (with `task`) one child job per list element.
 
@@ -146,6 +166,8 @@ class Step(_Model):
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     when: str | None = Field(default=None, min_length=1)
+    # Gets a request when the step fails for good; its output then becomes the step's.
+    fallback: HandlerStep | None = None
 
     @field_validator("when")
     @classmethod
@@ -158,11 +180,20 @@ class Step(_Model):
     def condition(self) -> Expression | None:
         """`when`, compiled (once per definition: the loader computes it at load)."""
         return compile_expression(self.when) if self.when is not None else None
+    # Undoes the step once it completed, when its job later fails or is cancelled.
+    compensate: HandlerStep | None = None
 
     @property
     def queue_name(self) -> str:
         """The queue requests for this step go to: `queue`, else the step name."""
         return self.queue or self.name
+
+    @cached_property
+    def fallback_step(self) -> Step | None:
+        """`fallback` as a step of its own (no dependencies), for the engine to run."""
+        if self.fallback is None:
+            return None
+        return Step.model_validate(self.fallback.model_dump(exclude_defaults=True))
 
 
 class Flow(_Model):
@@ -239,7 +270,23 @@ class Workflow(Flow):
         for flow, task_defaults in flows:
             for step in flow.steps:
                 result[(id(flow), step.name)] = _effective(step, task_defaults, self.defaults)
+                if step.fallback is not None:
+                    own = _effective(step.fallback, task_defaults, self.defaults)
+                    result[(id(flow), step.fallback.name)] = own
+                if step.compensate is not None:
+                    own = _effective(step.compensate, task_defaults, self.defaults)
+                    result[(id(flow), step.compensate.name)] = own
         return result
+
+    @cached_property
+    def compensates(self) -> bool:
+        """True when a step of the workflow or of one of its tasks has `compensate`.
+
+        Only then do its jobs keep the order their steps complete in (and their completed
+        children's compensations): a workflow without one pays nothing.
+        """
+        flows: list[Flow] = [self, *self.tasks]
+        return any(step.compensate is not None for flow in flows for step in flow.steps)
 
     def policy(self, flow: Flow, step: str) -> StepPolicy:
         """The effective policy of `step` in `flow` (the workflow, one of its tasks or branches)."""
@@ -264,9 +311,11 @@ class Workflow(Flow):
         return f"<Workflow {self.name} {len(self.steps)} steps {self.content_hash}>"
 
 
-def _effective(step: Step | Policy, task: Policy | None, workflow: Policy) -> StepPolicy:
+def _effective(
+    step: Step | HandlerStep | Policy, task: Policy | None, workflow: Policy
+) -> StepPolicy:
     """The first setting found: the step's own, its task's defaults, the workflow's defaults."""
-    layers: list[Step | Policy] = [step, *([task] if task else []), workflow]
+    layers: list[Step | HandlerStep | Policy] = [step, *([task] if task else []), workflow]
 
     def pick(field: str) -> object:
         return next(

@@ -8,12 +8,15 @@ from manager.engine.commands import (
     Command,
     Dispatch,
     Ignored,
+    JobCompensating,
     JobFinished,
     JobRejected,
+    JobScheduled,
     JobStarted,
     NotifyOutcome,
     Refused,
     StartTimer,
+    StepCompensation,
     StepFinished,
     Subject,
 )
@@ -29,20 +32,33 @@ from manager.engine.events import (
 )
 from manager.engine.failures import outcome_body
 from manager.engine.ids import canonical_uuid
-from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+from manager.engine.state import (
+    Compensation,
+    CompensationRun,
+    EngineState,
+    Job,
+    JobStatus,
+    ParentLink,
+    StepRun,
+    StepStatus,
+)
 
 __all__ = [
     "CancelRequested",
     "CancelTimer",
     "Command",
+    "Compensation",
+    "CompensationRun",
     "Dispatch",
     "EngineState",
     "Event",
     "Ignored",
     "Job",
     "JobArchived",
+    "JobCompensating",
     "JobFinished",
     "JobRejected",
+    "JobScheduled",
     "JobStarted",
     "JobStatus",
     "JobSubmitted",
@@ -51,6 +67,7 @@ __all__ = [
     "Refused",
     "RetryRequested",
     "StartTimer",
+    "StepCompensation",
     "StepFinished",
     "StepReplied",
     "StepRun",

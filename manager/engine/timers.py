@@ -12,11 +12,27 @@ from dataclasses import dataclass
 
 from manager.config.models import Backoff
 
-__all__ = ["TimerKey", "step_timeout", "retry_due", "job_timeout", "parse", "retry_wait_s"]
+__all__ = [
+    "TimerKey",
+    "step_timeout",
+    "retry_due",
+    "job_timeout",
+    "job_start",
+    "compensation_timeout",
+    "compensation_retry",
+    "parse",
+    "retry_wait_s",
+]
 
 _STEP_TIMEOUT = "timeout"
 _RETRY = "retry"
 _JOB_TIMEOUT = "job-timeout"
+_JOB_START = "start"
+# A compensation's timers name it by its place in its job's compensations: its name alone
+# may repeat (the same task step's compensation, once per child).
+_COMPENSATION_TIMEOUT = "compensation-timeout"
+_COMPENSATION_RETRY = "compensation-retry"
+_WITH_STEP = (_STEP_TIMEOUT, _RETRY, _COMPENSATION_TIMEOUT, _COMPENSATION_RETRY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +59,21 @@ class TimerKey:
         """The whole job's deadline."""
         return self.kind == _JOB_TIMEOUT
 
+    @property
+    def is_job_start(self) -> bool:
+        """A delayed job's start time."""
+        return self.kind == _JOB_START
+
+    @property
+    def is_compensation(self) -> bool:
+        """A compensation's reply deadline or retry wait (`step` is its index)."""
+        return self.kind in (_COMPENSATION_TIMEOUT, _COMPENSATION_RETRY)
+
+    @property
+    def is_compensation_timeout(self) -> bool:
+        """A compensation attempt's reply deadline."""
+        return self.kind == _COMPENSATION_TIMEOUT
+
 
 def step_timeout(job_id: str, step: str, attempt: int) -> str:
     """The key of a step attempt's reply deadline."""
@@ -59,13 +90,28 @@ def job_timeout(job_id: str) -> str:
     return f"{_JOB_TIMEOUT}:{job_id}"
 
 
+def job_start(job_id: str) -> str:
+    """The key of a delayed job's start time."""
+    return f"{_JOB_START}:{job_id}"
+
+
+def compensation_timeout(job_id: str, index: int, attempt: int) -> str:
+    """The key of the reply deadline of compensation number `index` of a job."""
+    return f"{_COMPENSATION_TIMEOUT}:{job_id}:{index}:{attempt}"
+
+
+def compensation_retry(job_id: str, index: int, attempt: int) -> str:
+    """The key of the wait before `attempt` of compensation number `index` of a job."""
+    return f"{_COMPENSATION_RETRY}:{job_id}:{index}:{attempt}"
+
+
 def parse(key: str) -> TimerKey | None:
     """A key back into its parts, or None when it is not one of ours."""
     kind, _, rest = key.partition(":")
-    if kind == _JOB_TIMEOUT and rest:
+    if kind in (_JOB_TIMEOUT, _JOB_START) and rest:
         return TimerKey(kind, rest)
     parts = rest.split(":")
-    if kind in (_STEP_TIMEOUT, _RETRY) and len(parts) == 3 and parts[2].isdigit():
+    if kind in _WITH_STEP and len(parts) == 3 and parts[2].isdigit():
         return TimerKey(kind, parts[0], parts[1], int(parts[2]))
     return None
 

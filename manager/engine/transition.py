@@ -25,10 +25,13 @@ from manager.engine.commands import (
     StepFinished,
     Subject,
 )
+from manager.engine.compensation import CompensationRules
 from manager.engine.conditions import ConditionRules
 from manager.engine.control import JobControl
+from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
+from manager.engine.fallbacks import FallbackRules
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
@@ -49,7 +52,9 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, JobControl, ConditionRules):
+class Transition(
+    FailureRules, CompensationRules, JobControl, ConditionRules, FallbackRules, DelayedStarts
+):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -145,13 +150,16 @@ class Transition(FailureRules, JobControl, ConditionRules):
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
+        delayed = event.not_before is not None and event.not_before > self.at
         job = self._create_job(
-            workflow, workflow, job_id, event.payload, None, trace, event.priority
+            workflow, workflow, job_id, event.payload, None, trace, event.priority, not delayed
         )
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
-        if workflow.timeout is not None:
+        if delayed:
+            self._schedule(job, event.not_before or self.at)
+        elif workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job_id), self.at + workflow.timeout)
 
     def _rejection(
@@ -202,8 +210,10 @@ class Transition(FailureRules, JobControl, ConditionRules):
         parent: ParentLink | None,
         trace: tuple[str, str | None],
         priority: int = 0,
+        start: bool = True,
     ) -> Job:
-        """A new job, started: `trace` is its trace id and the span its own span hangs from.
+        """A new job, started unless `start` is False: `trace` is its trace id and the span its
+        own span hangs from.
 
         A child takes its parent's priority (`priority` is a top-level job's own).
         """
@@ -215,7 +225,11 @@ class Transition(FailureRules, JobControl, ConditionRules):
         else:
             job.root_id, job.priority = job_id, priority
         job.trace_id, job.trace_parent = trace
+        if workflow.compensates:
+            job.done_order = []
         self.state.jobs[job_id] = job
+        if not start:
+            return job
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
         return job
@@ -224,6 +238,8 @@ class Transition(FailureRules, JobControl, ConditionRules):
 
     def reply(self, event: StepReplied) -> None:
         """A worker's answer: complete the step, or fail this attempt of it."""
+        if self.state.compensating and self.compensation_reply(event):
+            return
         target = self._reply_target(event)
         if target is None:
             return
@@ -257,7 +273,12 @@ class Transition(FailureRules, JobControl, ConditionRules):
         if job is None:
             return self._ignore(cid, f"no job {job_id}")
         run = job.steps.get(step)
-        in_branch = run is not None and job.branch_left > 0 and step not in job.flow.step_index
+        in_branch = (
+            run is not None
+            and job.branch_left > 0
+            and step not in job.flow.step_index
+            and run.recovers is None  # a fallback ends with its job: late replies are dropped
+        )
         if not job.is_running and not in_branch:
             return self._ignore(cid, f"job {job_id} is already {job.status}; late reply dropped")
         if run is None:
@@ -384,10 +405,14 @@ class Transition(FailureRules, JobControl, ConditionRules):
         output: dict[str, Any],
         status: StepStatus = StepStatus.COMPLETED,
     ) -> None:
-        """The step is done (completed, or skipped by its `when`): its dependents may go on."""
+        """The step is done (completed, skipped or recovered): its dependents may go on."""
+        if run.recovers is not None:
+            self._fallback_done(job, run, output)  # a fallback: its output goes to its step
+            return
         run.status = status
         run.output = output
-        run.error = None
+        if status is not StepStatus.RECOVERED:
+            run.error = None  # a recovered step keeps the error its fallback answered
         run.finished_at = self.at
         self.step_finished(job, run, str(status), None, None)
         flow = job.flow_of(run.name)
@@ -401,6 +426,8 @@ class Transition(FailureRules, JobControl, ConditionRules):
             if job.branch_left == 0:
                 self._end_branch(job)
             return
+        if job.done_order is not None:
+            job.done_order.append(run.name)
         job.steps_left -= 1
         if job.steps_left == 0:
             job.status = JobStatus.COMPLETED
@@ -421,6 +448,8 @@ class Transition(FailureRules, JobControl, ConditionRules):
         if not parent.is_live(run.name) or run.status is not StepStatus.RUNNING:
             return
         assert run.child_results is not None  # set when the step fanned out
+        if child.done_order is not None:
+            self._keep_child_plan(run, child)
         if child.status is JobStatus.FAILED and not self._tolerate(parent, run, child):
             error = child.error or {}
             message = (

@@ -1,9 +1,10 @@
 """What the engine's rule modules may ask of the transition they are part of.
 
 `Transition` (in `transition`) is one class assembled from rule modules: `failures` (retries,
-timeouts, failed and cancelled jobs, on_error/on_cancel) and `control` (cancel and retry
-requests). Those modules are written against this protocol rather than the class itself,
-so no module imports the one that imports it.
+timeouts, failed and cancelled jobs, on_error/on_cancel), `compensation` (undoing a failed
+job's completed steps), `control` (cancel and retry requests), `conditions` (a step's `when`),
+`fallbacks` (a failed step's fallback) and `delays` (delayed starts). Those modules are written
+against this protocol rather than the class itself, so no module imports the one that imports it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any, Protocol
 
 from manager.config.models import Task
 from manager.engine.commands import Command
-from manager.engine.state import EngineState, Job, StepRun, StepStatus
+from manager.engine.state import CompensationRun, EngineState, Job, StepRun, StepStatus
+from manager.engine.timers import TimerKey
 
 __all__ = ["Work"]
 
@@ -76,7 +78,52 @@ class Work(Protocol):
     def _end_branch(self, job: Job) -> None: ...
     def _settle(self, job: Job) -> None: ...
 
+    # Fallbacks (fallbacks)
+    def _fall_back(self, job: Job, run: StepRun, message: str, reason: str) -> None: ...
+    def _fallback_done(
+        self,
+        job: Job,
+        fallback: StepRun,
+        output: dict[str, Any] | None,
+        failure: tuple[str, str] = ...,
+    ) -> None: ...
+
+    # Compensation (compensation)
+    def _wind_down(
+        self, job: Job, kind: str, data: dict[str, Any], error: dict[str, Any]
+    ) -> None: ...
+    def compensation_timer(self, job: Job, parsed: TimerKey) -> None: ...
+    def _next_compensation(self, job: Job) -> None: ...
+    def _dispatch_compensation(self, job: Job, comp: CompensationRun) -> None: ...
+    def _mark_step(
+        self,
+        job: Job,
+        comp: CompensationRun,
+        status: StepStatus,
+        outcome: str,
+        message: str | None,
+    ) -> None: ...
+    def _compensation_failed(
+        self, job: Job, comp: CompensationRun, message: str, reason: str
+    ) -> None: ...
+    def _end_compensation(
+        self, job: Job, comp: CompensationRun, failure: tuple[str, str] | None
+    ) -> None: ...
+    def _compensation_finished(
+        self,
+        job: Job,
+        comp: CompensationRun,
+        outcome: str,
+        reason: str | None,
+        message: str | None,
+    ) -> None: ...
+
     # Job control (control)
     def _control_target(self, job_id: str, action: str) -> Job | None: ...
     def _revive(self, job: Job) -> None: ...
     def _revive_step(self, job: Job, run: StepRun) -> None: ...
+
+    # Delayed starts (delays)
+    def _schedule(self, job: Job, start_at: float) -> None: ...
+    def _start_scheduled(self, job: Job) -> None: ...
+    def _cancel_scheduled(self, job: Job) -> None: ...

@@ -66,9 +66,11 @@ async def definitions(
 
 
 async def running_roots(conn: Reads) -> list[str]:
-    """Ids of running top-level jobs, oldest first."""
+    """Ids of unfinished top-level jobs (running, or waiting to start), oldest first."""
+    # Not `status = 'running'`: a job that waits to start (scheduled) is recovered too, and
+    # every unfinished job, whatever its status, has no finished_at (an index covers it).
     rows = await conn.execute_fetchall(
-        "SELECT id FROM jobs WHERE status = 'running' AND parent_id IS NULL"
+        "SELECT id FROM jobs WHERE parent_id IS NULL AND finished_at IS NULL"
         " ORDER BY submitted_at, id"
     )
     return [id_ for (id_,) in rows]

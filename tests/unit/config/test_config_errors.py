@@ -53,8 +53,8 @@ CASES = [
         """,
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
-            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout, when);"
-            " did you mean 'depends'?"
+            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
+            " fallback, compensate); did you mean 'depends'?"
         ],
     ),
     (

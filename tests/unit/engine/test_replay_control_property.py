@@ -2,8 +2,9 @@
 
 Each example builds a random workflow with random failure policies (retries, backoff,
 timeouts, a job deadline, maybe a task step with max_failed_items, maybe on_error and
-on_cancel branches), then applies a random mix of good, failed and late replies, TimerFired
-for pending timers, and cancel and retry requests. Then:
+on_cancel branches, maybe `compensate` on main and task steps, steps with a `when` or a
+fallback), then applies a random mix of good, failed and late replies, TimerFired for pending
+timers, and cancel and retry requests. Then:
 
 1. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
    the same commands as the live run, and a final state equal to the live one;
@@ -12,6 +13,9 @@ for pending timers, and cancel and retry requests. Then:
 3. every job's JobStarted and JobFinished alternate, and an outcome notice goes out only
    with a JobFinished;
 4. each new dispatch of a workflow or task step has the attempt after the previous one.
+
+Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
+(or cancelled before they start).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from manager.engine import (
     EngineState,
     Event,
     JobFinished,
+    JobScheduled,
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
@@ -69,21 +74,28 @@ def _policy(draw: st.DrawFn) -> dict[str, Any]:
     return policy
 
 
-def _steps(draw: st.DrawFn, prefix: str, size: int) -> list[dict[str, Any]]:
+def _steps(
+    draw: st.DrawFn, prefix: str, size: int, compensated: bool = False
+) -> list[dict[str, Any]]:
     names = [f"{prefix}{i}" for i in range(size)]
     steps = []
     for i, name in enumerate(names):
         depends = draw(st.lists(st.sampled_from(names[:i]), unique=True, max_size=2)) if i else []
         step = {"name": name, "depends": depends, **_policy(draw)}
+        if compensated and draw(st.integers(0, 2)) > 0:
+            step["compensate"] = {"name": f"u{name}", **_policy(draw)}
         if draw(st.integers(0, 4)) == 0:
             step["when"] = draw(st.sampled_from(["a", "b == `1`", "length(@) > `1`"]))
+        if prefix in ("s", "c") and draw(st.integers(0, 2)) == 0:
+            step["fallback"] = {"name": f"{name}-fb", **_policy(draw)}  # not on branch steps
         steps.append(step)
     return steps
 
 
 @st.composite
-def workflows(draw: st.DrawFn) -> Workflow:
-    steps = _steps(draw, "s", draw(st.integers(1, 4)))
+def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
+    compensated = always_compensated or draw(st.integers(0, 3)) > 0
+    steps = _steps(draw, "s", draw(st.integers(1, 4)), compensated)
     defaults = {"retries": draw(st.integers(0, 2)), **_policy(draw)}
     spec: dict[str, Any] = {"name": "w", "steps": steps, "defaults": defaults}
     if draw(st.booleans()):
@@ -97,7 +109,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
                 "itemListKey": "items",
                 "max_failed_items": draw(st.integers(0, 1)),
                 "defaults": _policy(draw),
-                "steps": _steps(draw, "c", draw(st.integers(1, 2))),
+                "steps": _steps(draw, "c", draw(st.integers(1, 2)), compensated),
             }
         ]
     for kind, prefix in (("on_error", "e"), ("on_cancel", "x")):
@@ -123,6 +135,7 @@ class Run:
     sent: list[Dispatch] = field(default_factory=list)
     ledger: dict[str, float] = field(default_factory=dict)
     clock: float = 0.0
+    good_replies: int = 2  # how many good replies to 2 errors and 1 bad body, by weight
 
     def do(self, event: Event) -> list[Command]:
         _, commands = apply(self.state, event)
@@ -149,7 +162,7 @@ def _fresh(wf: Workflow) -> EngineState:
 
 
 def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
-    how = draw(st.sampled_from(["good"] * 2 + ["error"] * 2 + ["bad-body"]))
+    how = draw(st.sampled_from(["good"] * run.good_replies + ["error"] * 2 + ["bad-body"]))
     attempt = draw(st.sampled_from([None, request.attempt, request.attempt - 1, 99]))
     body: bytes = b"{}"
     error = None
@@ -191,12 +204,15 @@ def _step(draw: st.DrawFn, run: Run) -> str:
     return kind
 
 
-def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
-    run = Run(wf, _fresh(wf))
+def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
+    run = Run(wf, _fresh(wf), good_replies=good_replies)
     for job_id in [JOB, OTHER_JOB][: draw(st.integers(1, 2))]:
         payload = {"items": list(range(draw(st.integers(0, 2)))), "p": 1}
-        run.do(JobSubmitted(job_id, "w", payload, run.tick(), reply_to="q1"))
-    for _ in range(draw(st.integers(10, MAX_EVENTS))):
+        at = run.tick()
+        # Some jobs start later (a delayed start: scheduled, then started by their timer).
+        not_before = draw(st.sampled_from([None, None, at - 1.0, at + 2.0, at + 6.0]))
+        run.do(JobSubmitted(job_id, "w", payload, at, reply_to="q1", not_before=not_before))
+    for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
         event(f"action: {_step(draw, run)}")
     return run
 
@@ -214,18 +230,25 @@ def _check_replay(run: Run) -> None:
 
 def _check_lives(run: Run) -> None:
     alive: dict[str, bool] = {}
+    scheduled: set[str] = set()  # made with a delayed start, not started yet
     for commands in run.commands:
         # Every event is filed under its Subject, unless it was refused.
         assert isinstance(commands[0], Subject | Refused), commands
         assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
         for command in commands:
-            if isinstance(command, JobStarted):
+            if isinstance(command, JobScheduled):
+                assert command.job_id not in alive, command
+                scheduled.add(command.job_id)
+            elif isinstance(command, JobStarted):
                 assert not alive.get(command.job_id), command
                 alive[command.job_id] = True
+                scheduled.discard(command.job_id)
             elif isinstance(command, JobFinished):
-                assert alive.get(command.job_id), command
+                # A scheduled job cancelled before its start ends without having started.
+                assert alive.get(command.job_id) or command.job_id in scheduled, command
                 alive[command.job_id] = False
+                scheduled.discard(command.job_id)
             elif isinstance(command, NotifyOutcome):
                 assert command.job_id in ended, command
 
@@ -234,7 +257,9 @@ def _check_attempts(run: Run) -> None:
     last: dict[str, int] = defaultdict(int)
     for request in run.sent:
         job = run.state.jobs.get(request.job_id)
-        in_branch = job is not None and request.step not in job.flow.step_index
+        # A branch runs afresh after a job retry; a fallback's attempts go on counting.
+        fallback = request.step.endswith("-fb")
+        in_branch = job is not None and request.step not in job.flow.step_index and not fallback
         expected = {last[request.correlation_id] + 1} | ({1} if in_branch else set())
         assert request.attempt in expected, (request, last[request.correlation_id])
         last[request.correlation_id] = request.attempt
@@ -261,3 +286,29 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     )
     event(f"job retried: {revived}")
     event(f"branch ran: {any(d.step[0] in 'ex' for d in run.sent)}")
+    event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
+    event(f"compensations dispatched: {min(sum(d.step[0] == 'u' for d in run.sent), 3)}")
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(wf=workflows(always_compensated=True), data=st.data())
+def test_compensating_runs_replay_exactly(wf: Workflow, data):
+    """Mostly good replies, so steps complete before a failure or cancel has them undone."""
+    run = _drive(data.draw, wf, good_replies=8)
+    _check_replay(run)
+    _check_lives(run)
+    _check_attempts(run)
+    assert all(
+        job.compensation is None or not job.is_settled or job.compensation.is_done
+        for job in run.state.jobs.values()
+    )
+    undone = [d for d in run.sent if d.step[0] == "u"]
+    event(f"compensations dispatched: {min(len(undone), 4)}")
+    event(f"children compensated: {any(d.job_id not in (JOB, OTHER_JOB) for d in undone)}")
+    event(f"compensation retried: {any(d.attempt > 1 for d in undone)}")
