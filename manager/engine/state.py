@@ -141,6 +141,7 @@ class CompensationRun:
     started_at: float | None = None
     finished_at: float | None = None
     dispatched_at: float | None = None
+    was: StepStatus = StepStatus.COMPLETED  # the step's status before: it returns if undo fails
 
     @property
     def name(self) -> str:

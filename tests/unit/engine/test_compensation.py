@@ -291,3 +291,38 @@ def test_a_reply_for_a_finished_compensation_is_ignored():
         StepStatus.COMPLETED,
         StepStatus.RUNNING,
     ]
+
+
+def test_a_task_steps_own_compensation_runs_after_its_childrens():
+    state = make_state(
+        TASKED.replace("        task: t\n", "        task: t\n        compensate: {name: unfan}\n")
+    )
+    submit(state)
+    reply(state, cid(JOB, "first"), {"items": ["a"]})
+    child = child_id(JOB, "fan", 0)
+    reply(state, cid(child, "book"), {})
+    reply(state, cid(child, "mail"), {"mailed": 1})
+    sent = _answer_compensations(state, reply(state, cid(JOB, "last"), error="boom"))
+    assert [d.step for d in sent] == ["unmail", "unbook", "unfan", "unfirst"]
+    assert sent[2].body["output"] == {"mailed": 1, "items": [None]}
+
+
+def test_a_step_recovered_by_its_fallback_is_undone_too():
+    state = make_state(
+        """
+workflows:
+  - name: w
+    steps:
+      - {name: s1, fallback: {name: s1-by-hand}, compensate: {name: undo1}}
+      - {name: s2, depends: [s1]}
+"""
+    )
+    submit(state)
+    reply(state, cid(JOB, "s1"), error="down")
+    reply(state, cid(JOB, "s1-by-hand"), {"by": "hand"})
+    assert state.jobs[JOB].steps["s1"].status is StepStatus.RECOVERED
+    commands = reply(state, cid(JOB, "s2"), error="boom")
+    (undo,) = dispatches(commands)
+    assert (undo.step, undo.body["output"]) == ("undo1", {"by": "hand"})
+    reply(state, cid(JOB, "undo1"), error="cannot")
+    assert state.jobs[JOB].steps["s1"].status is StepStatus.RECOVERED  # not undone
