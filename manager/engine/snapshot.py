@@ -87,6 +87,7 @@ def snapshot(job: Job) -> dict[str, Any]:
         "trace_parent": job.trace_parent,
         **({"start_at": job.start_at} if job.start_at is not None else {}),
         "priority": job.priority,
+        "meta": job.meta,
         **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
     }
 
@@ -180,6 +181,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         trace_parent=data.get("trace_parent"),
         start_at=data.get("start_at"),
         priority=data.get("priority", 0),
+        meta=data.get("meta"),
         compensation=(
             _restore_compensation(data["compensation"], workflow)
             if data.get("compensation")
