@@ -14,6 +14,7 @@ from typing import Any
 
 from manager.api.compensations import compensation_view
 from manager.config.models import Step
+from manager.config.schemas import JsonSchema
 from manager.engine import Job, JobStatus, StepRun, StepStatus
 from manager.engine.replies import ReplyError, decode_output
 from manager.journal import EventKind, EventRow
@@ -74,18 +75,23 @@ class _StepHistory:
         return None
 
 
-def _reply_error(row: EventRow) -> str | None:
+def _reply_error(row: EventRow, schema: JsonSchema | None) -> str | None:
     if row.meta.get("error") is not None:
         return str(row.meta["error"])
     try:
-        decode_output(row.body or b"")
+        output = decode_output(row.body or b"")
     except ReplyError as exc:
         return f"invalid reply: {exc}"
-    return None
+    problem = schema.violations(output) if schema is not None else None
+    return f"output does not match its output_schema: {problem}" if problem else None
 
 
-def attempt_history(rows: Iterable[EventRow]) -> dict[str, _StepHistory]:
-    """Each step's attempts (sent, answered or timed out) from a job's journal rows, in order."""
+def attempt_history(
+    rows: Iterable[EventRow], output_schemas: Mapping[str, JsonSchema] | None = None
+) -> dict[str, _StepHistory]:
+    """Each step's attempts (sent, answered or timed out) from a job's journal rows, in order;
+    a reply that failed its step's `output_schema` (by step name) counts as failed."""
+    schemas = output_schemas or {}
     steps: dict[str, _StepHistory] = {}
     for row in rows:
         if row.step is None:
@@ -96,7 +102,7 @@ def attempt_history(rows: Iterable[EventRow]) -> dict[str, _StepHistory]:
             history.input = row.body
         elif row.kind == EventKind.REPLIED and (open_ := history.latest(row.attempt)):
             open_.finished_at = row.at
-            open_.error = _reply_error(row)
+            open_.error = _reply_error(row, schemas.get(row.step))
             open_.outcome = "completed" if open_.error is None else "failed"
         elif row.kind == EventKind.TIMER and str(row.meta.get("key", "")).startswith("timeout:"):
             if open_ := history.latest(row.attempt):
@@ -142,10 +148,12 @@ def _status(job: Job, run: StepRun | None) -> str:
 
 
 def _shape(spec: Step) -> dict[str, str]:
-    """What the step's definition adds to its run: its `when`, fallback and compensation."""
+    """What the step's definition adds to its run: `when`, fallback, compensation, schemas."""
     shape: dict[str, str | None] = {"when": spec.when}
     shape["fallback"] = spec.fallback.name if spec.fallback is not None else None
     shape["compensate"] = spec.compensate.name if spec.compensate is not None else None
+    shape["input_schema"] = spec.input_schema.source if spec.input_schema is not None else None
+    shape["output_schema"] = spec.output_schema.source if spec.output_schema is not None else None
     return {key: value for key, value in shape.items() if value is not None}
 
 
@@ -242,7 +250,8 @@ def job_page(
     `rows` are the job's own journal rows; `live` the jobs in memory and `ended` the status of
     each of its children that has ended, for task steps' progress.
     """
-    context = _Context(attempt_history(rows), live, ended, now)
+    schemas = {s.name: s.output_schema for s in job.flow.steps if s.output_schema is not None}
+    context = _Context(attempt_history(rows, schemas), live, ended, now)
     specs = [*job.flow.steps]
     recovers = {}
     for spec in job.flow.steps:

@@ -161,6 +161,9 @@ def _step_definition(workflow: Workflow, flow: Flow, step: Step, kind: str) -> d
     entry["retry_backoff"] = policy.retry_backoff.model_dump()
     if step.when is not None:
         entry["when"] = step.when
+    for key, schema in (("input_schema", step.input_schema), ("output_schema", step.output_schema)):
+        if schema is not None:
+            entry[key] = schema.model_dump(exclude_none=True)
     for key, handler in (("fallback", step.fallback), ("compensate", step.compensate)):
         if handler is not None:
             own = workflow.policy(flow, handler.name)
@@ -194,6 +197,8 @@ def definition(workflow: Workflow) -> dict[str, Any]:
     if workflow.timeout is not None:
         body["timeout"] = workflow.timeout
     body["vhosts"] = list(workflow.vhosts)
+    if workflow.payload_schema is not None:
+        body["payload_schema"] = workflow.payload_schema.model_dump(exclude_none=True)
     body["steps"] = steps
     body["yaml"] = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
     return body

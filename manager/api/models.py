@@ -242,6 +242,12 @@ class StepView(BaseModel):
     recovers: str | None = Field(
         default=None, description="A fallback's: the step whose failure it answers (its depends)."
     )
+    input_schema: str | None = Field(
+        default=None, description="Where the step's input_schema is written: its file, or inline."
+    )
+    output_schema: str | None = Field(
+        default=None, description="Where the step's output_schema is written: its file, or inline."
+    )
     status: StepStatusName = Field(
         description="cancelled: in flight when its job ended (a late reply is dropped); "
         "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
@@ -369,6 +375,12 @@ class StepDefinition(BaseModel):
     fallback: dict[str, Any] | None = Field(
         default=None, description="The step's fallback: name, queue and effective policy."
     )
+    input_schema: dict[str, Any] | None = Field(
+        default=None, description="The JSON Schema its input must match (inline or from file)."
+    )
+    output_schema: dict[str, Any] | None = Field(
+        default=None, description="The JSON Schema each reply must match (inline or from file)."
+    )
     compensate: dict[str, Any] | None = Field(
         default=None, description="The step's compensation: its name, queue and policy."
     )
@@ -384,5 +396,9 @@ class WorkflowDefinition(BaseModel):
     hash: str
     timeout: float | None = None
     vhosts: list[str]
+    payload_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="The JSON Schema a payload must match: `document`, and `file` if from a file.",
+    )
     steps: list[StepDefinition]
     yaml: str

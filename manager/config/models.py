@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from manager.config.expressions import Expression, compile_expression
+from manager.config.schemas import JsonSchema
 
 __all__ = [
     "NAME_PATTERN",
@@ -166,6 +167,10 @@ class Step(_Model):
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     when: str | None = Field(default=None, min_length=1)
+    # Checked before a request is sent (a mismatch fails the step), and on each reply (a
+    # mismatch fails that attempt, like an x-error).
+    input_schema: JsonSchema | None = None
+    output_schema: JsonSchema | None = None
     # Gets a request when the step fails for good; its output then becomes the step's.
     fallback: HandlerStep | None = None
 
@@ -233,6 +238,7 @@ class Task(Flow):
     # Children running at once; the next starts as one finishes. It bounds the manager's
     # memory for a wide fan-out (and what lands on the workers' queues at once).
     max_in_flight: int = Field(default=1_000, ge=1, strict=True)
+    payload_schema: JsonSchema | None = None  # each child's payload, checked at fan-out
 
     @cached_property
     def item_key(self) -> str:
@@ -248,6 +254,7 @@ class Workflow(Flow):
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     on_error: tuple[Step, ...] = ()
     on_cancel: tuple[Step, ...] = ()
+    payload_schema: JsonSchema | None = None  # a trigger's payload, checked at submission
 
     @cached_property
     def branches(self) -> dict[str, Flow]:

@@ -27,6 +27,7 @@ from manager.engine.commands import (
 )
 from manager.engine.compensation import CompensationRules
 from manager.engine.conditions import ConditionRules
+from manager.engine.contracts import ContractRules, output_problem, payload_problem
 from manager.engine.control import JobControl
 from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
@@ -53,7 +54,13 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
 
 
 class Transition(
-    FailureRules, CompensationRules, JobControl, ConditionRules, FallbackRules, DelayedStarts
+    FailureRules,
+    CompensationRules,
+    JobControl,
+    ConditionRules,
+    FallbackRules,
+    ContractRules,
+    DelayedStarts,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -148,6 +155,14 @@ class Transition(
             # A completed child, out of memory while its top-level job lives: the id is taken.
             self.concerns(None, job_id)
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
+            return
+        if workflow.payload_schema is not None and (
+            problem := payload_problem(workflow, event.payload)
+        ):
+            # Checked for a new job only: a duplicate trigger is answered, whatever its payload.
+            self.commands.append(
+                JobRejected(event.job_id, event.workflow, problem, event.reply_to)
+            )
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
@@ -252,6 +267,9 @@ class Transition(
                 output = decode_output(event.body)
             except ReplyError as exc:
                 error, reason = str(exc), "invalid_reply"
+        if error is None and run.spec.output_schema is not None:
+            if (error := output_problem(run, output)) is not None:
+                reason = "invalid_reply"
         if error is None:
             # The first good reply wins, even one for an earlier attempt than the latest.
             self._clear_step_timers(job, run)
@@ -321,6 +339,8 @@ class Transition(
         run.started_at = self.at
         if run.spec.when is not None and self._skipped(job, run, data):
             return
+        if run.spec.input_schema is not None and self._input_rejected(job, run, data):
+            return
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
@@ -363,6 +383,8 @@ class Transition(
         if taken is not None:
             message = f"task step '{run.name}': element {taken} has id {ids[taken]}, already a job"
             self._fail_step(job, run, message)
+            return
+        if task.payload_schema is not None and self._children_rejected(job, run, task, data, items):
             return
         run.children = ids
         if not items:

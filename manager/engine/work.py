@@ -3,8 +3,9 @@
 `Transition` (in `transition`) is one class assembled from rule modules: `failures` (retries,
 timeouts, failed and cancelled jobs, on_error/on_cancel), `compensation` (undoing a failed
 job's completed steps), `control` (cancel and retry requests), `conditions` (a step's `when`),
-`fallbacks` (a failed step's fallback) and `delays` (delayed starts). Those modules are written
-against this protocol rather than the class itself, so no module imports the one that imports it.
+`fallbacks` (a failed step's fallback), `contracts` (JSON Schemas) and `delays` (delayed
+starts). Those modules are written against this protocol rather than the class itself, so no
+module imports the one that imports it.
 """
 
 from __future__ import annotations
