@@ -156,6 +156,11 @@ class JobDetail(BaseModel):
         description="Starts with __start__; ends with __end__ once the job has completed."
     )
     failed: list[StepEntry] = Field(description="Extra: steps that failed.")
+    waiting: list[StepEntry] | None = Field(
+        default=None,
+        description="Extra: steps waiting for a signal (wait: true); `startTime` is when the "
+        "step began to wait.",
+    )
     progress: Progress
     trace_id: str = Field(
         description="Extra: the W3C trace id (32 hex digits) of the job, its children's too."
@@ -190,6 +195,7 @@ class Readiness(BaseModel):
 
 StepStatusName = Literal[
     "pending",
+    "waiting",
     "running",
     "retrying",
     "completed",
@@ -237,7 +243,12 @@ class StepView(BaseModel):
     status: StepStatusName = Field(
         description="cancelled: in flight when its job ended (a late reply is dropped); "
         "skipped: its `when` was false (no request, output {}); compensating / compensated: "
-        "it completed, then its job failed or was cancelled and its compensation undoes it."
+        "it completed, then its job failed or was cancelled and its compensation undoes it; "
+        "waiting: a `wait: true` step waiting for its signal."
+    )
+    wait: bool | None = Field(default=None, description="True for a step that waits for a signal.")
+    waiting_since: str | None = Field(
+        default=None, description="While waiting: when the step began to wait for its signal."
     )
     compensate: str | None = Field(
         default=None, description="The name of the step's compensation, if it has one."
@@ -353,6 +364,7 @@ class StepDefinition(BaseModel):
     depends: list[str]
     queue: str | None = None
     http: str | None = None
+    wait: bool | None = Field(default=None, description="True for a step that waits for a signal.")
     retries: int
     timeout: float | None = None
     retry_backoff: dict[str, float]

@@ -343,11 +343,14 @@ def _describe_steps(
             parts.append(f"task {quote(step.task)}")
         if step.http:
             parts.append(f"http {step.http.method} {quote(step.http.url)}")
-        if step.queue or not step.task:
+        if step.wait:
+            timeout = f"; fails after {step.timeout:g}s" if step.timeout is not None else ""
+            parts.append(f"waits for a signal{timeout}")
+        elif step.queue or not step.task:
             parts.append(f"queue {quote(step.queue_name)}")
         if step.when is not None:
             parts.append(f"runs when {quote(step.when)} (else skipped)")
-        if policy := describe_policy(workflow.policy(flow, step.name)):
+        if not step.wait and (policy := describe_policy(workflow.policy(flow, step.name))):
             parts.append(policy)
         if step.compensate is not None:
             parts.append(_describe_compensation(workflow, flow, step.compensate))

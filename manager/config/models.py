@@ -165,6 +165,9 @@ class Step(_Model):
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     when: str | None = Field(default=None, min_length=1)
+    # No request: the step waits for a signal (HTTP, `<queue>.signals`, CLI) and its JSON
+    # object becomes the output. Only its own `timeout` applies (not the flow's defaults).
+    wait: bool = Field(default=False, strict=True)
 
     @field_validator("when")
     @classmethod

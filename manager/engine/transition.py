@@ -38,6 +38,7 @@ from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
+from manager.engine.waiting import WaitingSteps
 
 __all__ = ["Transition"]
 
@@ -51,7 +52,9 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, CompensationRules, JobControl, ConditionRules, DelayedStarts):
+class Transition(
+    FailureRules, CompensationRules, JobControl, ConditionRules, DelayedStarts, WaitingSteps
+):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -295,7 +298,7 @@ class Transition(FailureRules, CompensationRules, JobControl, ConditionRules, De
         """Start every ready step, including those that become ready while doing so."""
         while self.ready:
             job, run = self.ready.popleft()
-            if run.status is not StepStatus.WAITING:
+            if run.status is not StepStatus.PENDING:
                 continue
             if job.is_live(run.name):
                 self._start_step(job, run)
@@ -316,6 +319,9 @@ class Transition(FailureRules, CompensationRules, JobControl, ConditionRules, De
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
+            return
+        if run.spec.wait:
+            self._wait(job, run)
             return
         self._dispatch(job, run)
 

@@ -194,8 +194,8 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w', on_error step 'alert': unknown field 'depend' (allowed:"
-            " name, depends, queue, task, http, retries, retry_backoff, timeout, when, compensate);"
-            " did you mean 'depends'?"
+            " name, depends, queue, task, http, retries, retry_backoff, timeout, when, wait,"
+            " compensate); did you mean 'depends'?"
         ],
     ),
     (

@@ -54,7 +54,7 @@ CASES = [
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
             " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout,"
-            " when, compensate);"
+            " when, wait, compensate);"
             " did you mean 'depends'?"
         ],
     ),

@@ -106,13 +106,13 @@ STEP_FIELDS = [
         "misspelt retries",
         "retry: 3",
         "unknown field 'retry' (allowed: name, depends, queue, task, http, retries, retry_backoff,"
-        " timeout, when, compensate); did you mean 'retries'?",
+        " timeout, when, wait, compensate); did you mean 'retries'?",
     ),
     (
         "backoff without its prefix",
         "backoff: {initial: 1}",
         "unknown field 'backoff' (allowed: name, depends, queue, task, http, retries,"
-        " retry_backoff, timeout, when, compensate); did you mean 'retry_backoff'?",
+        " retry_backoff, timeout, when, wait, compensate); did you mean 'retry_backoff'?",
     ),
 ]
 
