@@ -33,6 +33,7 @@ EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 EPILOG = """\
 examples:
   workflow-manager serve --config workflows.yaml --db wm.db --port 8080
+  workflow-manager serve --db postgresql://wm@db.example.com/wm
   WM_API_TOKEN=s3cret workflow-manager serve --host 0.0.0.0 --log-format json
   workflow-manager validate workflows.yaml
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
@@ -53,7 +54,8 @@ examples:
 environment:
   AMQP_URL (or AMQP_SERVER)  RabbitMQ URL            (default amqp://guest:guest@localhost:5672/)
   WM_QUEUE                   the manager's queue      (default workflow-manager)
-  WM_CONFIG, WM_DB           serve's --config, --db (and journal's --db)
+  WM_CONFIG, WM_DB           serve's --config, --db (and journal's --db): a SQLite file, or
+                             a postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL
   WM_RETENTION               serve's --retention in days (default 7)
   WM_EVENTS                  serve's --events: jobs, steps or off (default jobs)
   WM_API_URL                 status's and watch's --api-url (default http://127.0.0.1:8080)
@@ -121,7 +123,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     serve.add_argument(
         "--db",
         default=env.get("WM_DB", "wm.db"),
-        help="SQLite journal file: every message, for recovery (default: %(default)s)",
+        help="the journal, every message for recovery: a SQLite file, or a PostgreSQL database "
+        "as postgresql://USER@HOST[:PORT]/DB (default: %(default)s)",
     )
     serve.add_argument(
         "--retention",
@@ -225,7 +228,9 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     journal = commands.add_parser("journal", help="print a job's journal entries in order")
     journal.add_argument("job_id", type=job_id_arg, help="job UUID")
     journal.add_argument(
-        "--db", default=env.get("WM_DB", "wm.db"), help="journal file (default: %(default)s)"
+        "--db",
+        default=env.get("WM_DB", "wm.db"),
+        help="journal file or postgresql:// URL (default: %(default)s)",
     )
     journal.add_argument("--tree", action="store_true", help="include the job's child jobs")
 
@@ -473,15 +478,17 @@ def _json_object(text: str) -> dict[str, Any] | str:
 
 
 def _journal(args: argparse.Namespace) -> int:
-    from manager.journal import open_journal
+    from manager.journal import is_postgres_url, open_journal
     from manager.journal.inspect import format_events
 
     job_id = args.job_id
-    if not os.path.exists(args.db):
+    postgres = is_postgres_url(args.db)
+    if not postgres and not os.path.exists(args.db):
         return _usage(f"no journal at {args.db} (use --db)")
 
     async def read() -> str:
-        journal = await open_journal(args.db)
+        # A database with no journal yet is left as it is: reading creates nothing.
+        journal = await open_journal(args.db, create=not postgres)
         try:
             rows = await journal.events_of(job_id, tree=args.tree)
         finally:

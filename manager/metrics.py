@@ -71,6 +71,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}step_failures_total": "counter",
     f"{_P}step_duration_seconds": "histogram",
     f"{_P}steps_skipped_total": "counter",
+    f"{_P}steps_recovered_total": "counter",
     f"{_P}compensations_total": "counter",
     f"{_P}dead_letters_total": "counter",
     f"{_P}journal_commit_seconds": "histogram",
@@ -155,6 +156,10 @@ class Metrics:
             f"{_P}steps_waiting", "Steps waiting for a signal (wait: true), child jobs' too.", step,
             registry=r,
         )  # fmt: skip
+        self._steps_recovered = Counter(
+            f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
+            step, registry=r,
+        )  # fmt: skip
         self._compensations = Counter(
             f"{_P}compensations", "Compensations that ended, by outcome (compensated, failed).",
             [*step, "outcome"], registry=r,
@@ -180,6 +185,7 @@ class Metrics:
         self._durations = _Children(self._step_duration)
         self._failures = _Children(self._step_failures)
         self._skipped = _Children(self._steps_skipped)
+        self._recovered = _Children(self._steps_recovered)
         self._undone = _Children(self._compensations)
         self._waits = _Children(self._steps_waiting)
         # Each job's steps waiting for a signal: the gauge goes down when one ends, or its job.
@@ -291,6 +297,10 @@ class Metrics:
             self._wait_ended(command.job_id, command.workflow, command.step)
         if command.outcome == "skipped":
             self._skipped(command.workflow, command.step).inc()
+            return
+        if command.outcome == "recovered":
+            # Its failed attempt was timed and counted when it failed.
+            self._recovered(command.workflow, command.step).inc()
             return
         if command.dispatched_at is not None:
             duration = self._durations(command.workflow, command.step)

@@ -44,4 +44,5 @@ def step_queues(workflows: Iterable[Workflow]) -> list[str]:
             queues.update(
                 (step.compensate.queue_name, None) for step in flow.steps if step.compensate
             )
+            queues.update((s.fallback.queue_name, None) for s in flow.steps if s.fallback)
     return list(queues)

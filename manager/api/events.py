@@ -127,7 +127,7 @@ async def event_stream(
     ] = None,  # type: ignore[assignment]
 ) -> Any:
     """Run events as they happen: job.scheduled|started|completed|failed|cancelled,
-    step.dispatched|completed|failed|retrying|skipped. Each SSE id can be sent back as
+    step.dispatched|completed|failed|retrying|skipped|recovered. Each SSE id can be sent back as
     `Last-Event-ID` to resume."""
     hub: EventHub = request.app.state.events
     wanted = _filter(request, job, workflow)

@@ -159,14 +159,18 @@ def _step_definition(workflow: Workflow, flow: Flow, step: Step, kind: str) -> d
     entry["retry_backoff"] = policy.retry_backoff.model_dump()
     if step.when is not None:
         entry["when"] = step.when
-    if (handler := step.compensate) is not None:
-        own = workflow.policy(flow, handler.name)
-        entry["compensate"] = {
-            "name": handler.name,
-            "queue": handler.queue_name,
-            "retries": own.retries,
-            **({"timeout": own.timeout_s} if own.timeout_s is not None else {}),
-        }
+    for key, schema in (("input_schema", step.input_schema), ("output_schema", step.output_schema)):
+        if schema is not None:
+            entry[key] = schema.model_dump(exclude_none=True)
+    for key, handler in (("fallback", step.fallback), ("compensate", step.compensate)):
+        if handler is not None:
+            own = workflow.policy(flow, handler.name)
+            entry[key] = {
+                "name": handler.name,
+                "queue": handler.queue_name,
+                "retries": own.retries,
+                **({"timeout": own.timeout_s} if own.timeout_s is not None else {}),
+            }
     if step.task:
         task = workflow.task_by_name[step.task]
         entry["task"] = {
@@ -191,6 +195,8 @@ def definition(workflow: Workflow) -> dict[str, Any]:
     if workflow.timeout is not None:
         body["timeout"] = workflow.timeout
     body["vhosts"] = list(workflow.vhosts)
+    if workflow.payload_schema is not None:
+        body["payload_schema"] = workflow.payload_schema.model_dump(exclude_none=True)
     body["steps"] = steps
     body["yaml"] = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
     return body

@@ -100,6 +100,9 @@ class StepEntry(BaseModel):
     skipped: bool | None = Field(
         default=None, description="Extra: the step's `when` was false; it sent no request."
     )
+    recovered: bool | None = Field(
+        default=None, description="Extra: the step failed and its fallback's output is its own."
+    )
     compensation: Literal["compensating", "compensated"] | None = Field(
         default=None,
         description="Extra: the step completed, then its job failed or was cancelled and its "
@@ -202,6 +205,7 @@ StepStatusName = Literal[
     "failed",
     "cancelled",
     "skipped",
+    "recovered",
     "compensating",
     "compensated",
 ]
@@ -236,13 +240,24 @@ class StepView(BaseModel):
     """One step of a job as the job page shows it; branch steps have kind on_error/on_cancel."""
 
     name: str
-    kind: Literal["step", "task", "on_error", "on_cancel"]
+    kind: Literal["step", "task", "on_error", "on_cancel", "fallback"]
     depends: list[str]
     queue: str | None = None
     http: str | None = Field(default=None, description="The URL of an HTTP step.")
+    fallback: str | None = Field(default=None, description="The name of the step's fallback.")
+    recovers: str | None = Field(
+        default=None, description="A fallback's: the step whose failure it answers (its depends)."
+    )
+    input_schema: str | None = Field(
+        default=None, description="Where the step's input_schema is written: its file, or inline."
+    )
+    output_schema: str | None = Field(
+        default=None, description="Where the step's output_schema is written: its file, or inline."
+    )
     status: StepStatusName = Field(
         description="cancelled: in flight when its job ended (a late reply is dropped); "
-        "skipped: its `when` was false (no request, output {}); compensating / compensated: "
+        "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
+        "fallback's output became its own (its error is kept); compensating / compensated: "
         "it completed, then its job failed or was cancelled and its compensation undoes it; "
         "waiting: a `wait: true` step waiting for its signal."
     )
@@ -369,6 +384,15 @@ class StepDefinition(BaseModel):
     timeout: float | None = None
     retry_backoff: dict[str, float]
     when: str | None = Field(default=None, description="The step's condition, if it has one.")
+    fallback: dict[str, Any] | None = Field(
+        default=None, description="The step's fallback: name, queue and effective policy."
+    )
+    input_schema: dict[str, Any] | None = Field(
+        default=None, description="The JSON Schema its input must match (inline or from file)."
+    )
+    output_schema: dict[str, Any] | None = Field(
+        default=None, description="The JSON Schema each reply must match (inline or from file)."
+    )
     compensate: dict[str, Any] | None = Field(
         default=None, description="The step's compensation: its name, queue and policy."
     )
@@ -384,5 +408,9 @@ class WorkflowDefinition(BaseModel):
     hash: str
     timeout: float | None = None
     vhosts: list[str]
+    payload_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="The JSON Schema a payload must match: `document`, and `file` if from a file.",
+    )
     steps: list[StepDefinition]
     yaml: str

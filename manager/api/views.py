@@ -86,6 +86,8 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         entry["branch"] = job.branch
     if run.status is StepStatus.SKIPPED:
         entry["skipped"] = True
+    elif run.status is StepStatus.RECOVERED:
+        entry["recovered"] = True
     elif run.status in _COMPENSATION:
         entry["compensation"] = str(run.status)
     return entry

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from manager.config.expressions import Expression, compile_expression
+from manager.config.schemas import JsonSchema
 
 __all__ = [
     "NAME_PATTERN",
@@ -133,7 +134,8 @@ class HttpCall(_Model):
 
 
 class HandlerStep(_Model):
-    """A step that handles another step's outcome (`compensate`): a request to a worker queue.
+    """A step that handles another step's outcome (`compensate`, `fallback`): a request to a
+    worker queue.
 
     Its policy fields fall back to the flow's defaults like a step's; it has no dependencies.
     """
@@ -168,6 +170,12 @@ class Step(_Model):
     # No request: the step waits for a signal (HTTP, `<queue>.signals`, CLI) and its JSON
     # object becomes the output. Only its own `timeout` applies (not the flow's defaults).
     wait: bool = Field(default=False, strict=True)
+    # Checked before a request is sent (a mismatch fails the step), and on each reply (a
+    # mismatch fails that attempt, like an x-error).
+    input_schema: JsonSchema | None = None
+    output_schema: JsonSchema | None = None
+    # Gets a request when the step fails for good; its output then becomes the step's.
+    fallback: HandlerStep | None = None
 
     @field_validator("when")
     @classmethod
@@ -187,6 +195,13 @@ class Step(_Model):
     def queue_name(self) -> str:
         """The queue requests for this step go to: `queue`, else the step name."""
         return self.queue or self.name
+
+    @cached_property
+    def fallback_step(self) -> Step | None:
+        """`fallback` as a step of its own (no dependencies), for the engine to run."""
+        if self.fallback is None:
+            return None
+        return Step.model_validate(self.fallback.model_dump(exclude_defaults=True))
 
 
 class Flow(_Model):
@@ -226,6 +241,7 @@ class Task(Flow):
     # Children running at once; the next starts as one finishes. It bounds the manager's
     # memory for a wide fan-out (and what lands on the workers' queues at once).
     max_in_flight: int = Field(default=1_000, ge=1, strict=True)
+    payload_schema: JsonSchema | None = None  # each child's payload, checked at fan-out
 
     @cached_property
     def item_key(self) -> str:
@@ -241,6 +257,7 @@ class Workflow(Flow):
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     on_error: tuple[Step, ...] = ()
     on_cancel: tuple[Step, ...] = ()
+    payload_schema: JsonSchema | None = None  # a trigger's payload, checked at submission
 
     @cached_property
     def branches(self) -> dict[str, Flow]:
@@ -263,6 +280,9 @@ class Workflow(Flow):
         for flow, task_defaults in flows:
             for step in flow.steps:
                 result[(id(flow), step.name)] = _effective(step, task_defaults, self.defaults)
+                if step.fallback is not None:
+                    own = _effective(step.fallback, task_defaults, self.defaults)
+                    result[(id(flow), step.fallback.name)] = own
                 if step.compensate is not None:
                     own = _effective(step.compensate, task_defaults, self.defaults)
                     result[(id(flow), step.compensate.name)] = own

@@ -36,7 +36,8 @@ from manager.engine.work import Work
 
 __all__ = ["CompensationRules", "plan_of", "retry_refusal"]
 
-_IN_FLIGHT = (StepStatus.RUNNING, StepStatus.RETRYING)
+# A step recovered by its fallback stands like a completed one: its output went on.
+_UNDOABLE = (StepStatus.COMPLETED, StepStatus.RECOVERED)
 
 
 def plan_of(state: EngineState, job: Job) -> list[CompensationRun]:
@@ -56,13 +57,20 @@ def plan_of(state: EngineState, job: Job) -> list[CompensationRun]:
         if run.children is not None:
             plan += _children_plan(state, run)
         handler = run.spec.compensate
-        if handler is not None and run.status is StepStatus.COMPLETED:
+        if handler is not None and run.status in _UNDOABLE:
             task = None if job.flow is job.workflow else job.flow.name
             policy = job.workflow.policy(job.flow, handler.name)
             plan.append(
                 CompensationRun(
-                    job.id, task, run.name, handler, policy, run.input or {}, run.output or {}
-                )
+                    job.id,
+                    task,
+                    run.name,
+                    handler,
+                    policy,
+                    run.input or {},
+                    run.output or {},
+                    was=run.status,
+                )  # fmt: skip
             )
     return plan
 
@@ -277,7 +285,7 @@ class CompensationRules:
             reason, message = failure
             comp.status = StepStatus.FAILED
             self._compensation_finished(job, comp, "failed", reason, message)
-            self._mark_step(job, comp, StepStatus.COMPLETED, "failed", message)
+            self._mark_step(job, comp, comp.was, "failed", message)
         compensation.current += 1
         self._next_compensation(job)
 

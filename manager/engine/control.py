@@ -76,6 +76,8 @@ class JobControl:
     def _revive(self: Work, job: Job) -> None:
         """Make a failed or cancelled job run again from where it stopped."""
         for name in [n for n in job.steps if n not in job.flow.step_index]:
+            if job.steps[name].recovers is not None:
+                continue  # a fallback stays, so its attempt numbers go on if it runs again
             # The branch that ran is history; it runs again if need be. Its task steps'
             # children go too: unreachable from the job now, and their ids would be taken.
             for child_id in job.steps.pop(name).children or ():
@@ -85,10 +87,11 @@ class JobControl:
         job.branch, job.branch_input, job.branch_left = None, None, 0
         job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
         self.commands.append(self.started(job))
-        for run in job.steps.values():
+        runs = [run for run in job.steps.values() if run.recovers is None]
+        for run in runs:
             if not run.status.is_done:
                 self._revive_step(job, run)
-        job.steps_left = sum(not r.status.is_done for r in job.steps.values())
+        job.steps_left = sum(not r.status.is_done for r in runs)
         for run in job.steps.values():
             run.waiting_on = sum(not job.steps[d].status.is_done for d in set(run.spec.depends))
             if run.status is StepStatus.PENDING and run.waiting_on == 0:

@@ -99,6 +99,12 @@ class FailureRules:
             self._start_timer(timers.retry_due(job.id, run.name, run.attempt + 1), self.at + wait_s)
 
     def _fail_step(self: Work, job: Job, run: StepRun, message: str, reason: str = "error") -> None:
+        if run.recovers is not None:
+            self._fallback_done(job, run, None, (message, reason))
+            return
+        if run.spec.fallback is not None and job.is_running:
+            self._fall_back(job, run, message, reason)
+            return
         run.status = StepStatus.FAILED
         run.error = message
         run.finished_at = self.at

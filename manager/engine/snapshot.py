@@ -137,6 +137,17 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
     flow = workflow if data["task"] is None else workflow.task_by_name[data["task"]]
     branch = data.get("branch")
     specs = [*flow.steps, *(workflow.branches[branch].steps if branch else ())]
+    # The fallbacks that ran: a fallback's run answers the step it belongs to.
+    recovers = {
+        fallback.name: step.name
+        for step in flow.steps
+        if (fallback := step.fallback_step) is not None and fallback.name in data["steps"]
+    }
+    specs += [
+        fallback
+        for step in flow.steps
+        if (fallback := step.fallback_step) is not None and fallback.name in recovers
+    ]
     steps: dict[str, StepRun] = {}
     for spec in specs:
         saved = data["steps"].get(spec.name, {})
@@ -150,6 +161,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             started_at=saved.get("started_at"),
             finished_at=saved.get("finished_at"),
             children=saved.get("children"),
+            recovers=recovers.get(spec.name),
         )
     left = sum(
         not run.status.is_done

@@ -56,15 +56,22 @@ class StepStatus(StrEnum):
     COMPENSATING = "compensating"  # completed; its job ended and its compensation runs now
     COMPENSATED = "compensated"  # completed, then undone by its compensation
     SKIPPED = "skipped"  # its `when` was false: no request, output {}, dependents go on
+    RECOVERED = "recovered"  # it failed, and its fallback's output became its own
 
     @property
     def is_done(self) -> bool:
-        """True for a step its dependents may go on from: completed, or skipped."""
+        """True for a step its dependents may go on from: completed, skipped or recovered."""
         return self in _DONE
 
 
 _DONE = frozenset(
-    {StepStatus.COMPLETED, StepStatus.SKIPPED, StepStatus.COMPENSATING, StepStatus.COMPENSATED}
+    {
+        StepStatus.COMPLETED,
+        StepStatus.SKIPPED,
+        StepStatus.RECOVERED,
+        StepStatus.COMPENSATING,
+        StepStatus.COMPENSATED,
+    }
 )
 
 
@@ -94,6 +101,7 @@ class StepRun:
     failed_items: list[dict[str, Any]] | None = (
         None  # children accepted as failed (max_failed_items)
     )
+    recovers: str | None = None  # a fallback's run: the step whose failure it answers
     # Workflows with `compensate` only: the compensations of each child that finished, in the
     # order they finished (a completed child leaves memory; what undoing it needs stays here).
     child_plans: list[list[CompensationRun]] | None = None
@@ -134,6 +142,7 @@ class CompensationRun:
     started_at: float | None = None
     finished_at: float | None = None
     dispatched_at: float | None = None
+    was: StepStatus = StepStatus.COMPLETED  # the step's status before: it returns if undo fails
 
     @property
     def name(self) -> str:

@@ -27,10 +27,12 @@ from manager.engine.commands import (
 )
 from manager.engine.compensation import CompensationRules
 from manager.engine.conditions import ConditionRules
+from manager.engine.contracts import ContractRules, output_problem, payload_problem
 from manager.engine.control import JobControl
 from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
+from manager.engine.fallbacks import FallbackRules
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
@@ -53,7 +55,14 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
 
 
 class Transition(
-    FailureRules, CompensationRules, JobControl, ConditionRules, DelayedStarts, WaitingSteps
+    FailureRules,
+    CompensationRules,
+    JobControl,
+    ConditionRules,
+    FallbackRules,
+    ContractRules,
+    DelayedStarts,
+    WaitingSteps,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -148,6 +157,14 @@ class Transition(
             # A completed child, out of memory while its top-level job lives: the id is taken.
             self.concerns(None, job_id)
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
+            return
+        if workflow.payload_schema is not None and (
+            problem := payload_problem(workflow, event.payload)
+        ):
+            # Checked for a new job only: a duplicate trigger is answered, whatever its payload.
+            self.commands.append(
+                JobRejected(event.job_id, event.workflow, problem, event.reply_to)
+            )
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
@@ -252,6 +269,9 @@ class Transition(
                 output = decode_output(event.body)
             except ReplyError as exc:
                 error, reason = str(exc), "invalid_reply"
+        if error is None and run.spec.output_schema is not None:
+            if (error := output_problem(run, output)) is not None:
+                reason = "invalid_reply"
         if error is None:
             # The first good reply wins, even one for an earlier attempt than the latest.
             self._clear_step_timers(job, run)
@@ -273,7 +293,12 @@ class Transition(
         if job is None:
             return self._ignore(cid, f"no job {job_id}")
         run = job.steps.get(step)
-        in_branch = run is not None and job.branch_left > 0 and step not in job.flow.step_index
+        in_branch = (
+            run is not None
+            and job.branch_left > 0
+            and step not in job.flow.step_index
+            and run.recovers is None  # a fallback ends with its job: late replies are dropped
+        )
         if not job.is_running and not in_branch:
             return self._ignore(cid, f"job {job_id} is already {job.status}; late reply dropped")
         if run is None:
@@ -315,6 +340,8 @@ class Transition(
         run.input = data
         run.started_at = self.at
         if run.spec.when is not None and self._skipped(job, run, data):
+            return
+        if run.spec.input_schema is not None and self._input_rejected(job, run, data):
             return
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
@@ -362,6 +389,8 @@ class Transition(
             message = f"task step '{run.name}': element {taken} has id {ids[taken]}, already a job"
             self._fail_step(job, run, message)
             return
+        if task.payload_schema is not None and self._children_rejected(job, run, task, data, items):
+            return
         run.children = ids
         if not items:
             self._complete_step(job, run, dict(data))
@@ -403,10 +432,14 @@ class Transition(
         output: dict[str, Any],
         status: StepStatus = StepStatus.COMPLETED,
     ) -> None:
-        """The step is done (completed, or skipped by its `when`): its dependents may go on."""
+        """The step is done (completed, skipped or recovered): its dependents may go on."""
+        if run.recovers is not None:
+            self._fallback_done(job, run, output)  # a fallback: its output goes to its step
+            return
         run.status = status
         run.output = output
-        run.error = None
+        if status is not StepStatus.RECOVERED:
+            run.error = None  # a recovered step keeps the error its fallback answered
         run.finished_at = self.at
         self.step_finished(job, run, str(status), None, None)
         flow = job.flow_of(run.name)

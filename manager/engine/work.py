@@ -2,9 +2,10 @@
 
 `Transition` (in `transition`) is one class assembled from rule modules: `failures` (retries,
 timeouts, failed and cancelled jobs, on_error/on_cancel), `compensation` (undoing a failed
-job's completed steps), `control` (cancel and retry requests), `delays` (delayed starts) and
-`waiting` (steps that wait for a signal). Those modules are written against this protocol
-rather than the class itself, so no module imports the one that imports it.
+job's completed steps), `control` (cancel and retry requests), `conditions` (a step's `when`),
+`fallbacks` (a failed step's fallback), `contracts` (JSON Schemas), `delays` (delayed
+starts) and `waiting` (steps that wait for a signal). Those modules are written against this
+protocol rather than the class itself, so no module imports the one that imports it.
 """
 
 from __future__ import annotations
@@ -78,6 +79,16 @@ class Work(Protocol):
     def _start_branch(self, job: Job, kind: str, data: dict[str, Any]) -> None: ...
     def _end_branch(self, job: Job) -> None: ...
     def _settle(self, job: Job) -> None: ...
+
+    # Fallbacks (fallbacks)
+    def _fall_back(self, job: Job, run: StepRun, message: str, reason: str) -> None: ...
+    def _fallback_done(
+        self,
+        job: Job,
+        fallback: StepRun,
+        output: dict[str, Any] | None,
+        failure: tuple[str, str] = ...,
+    ) -> None: ...
 
     # Compensation (compensation)
     def _wind_down(

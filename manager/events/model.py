@@ -10,6 +10,7 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
     Dispatch               step.dispatched                  status running, attempt
     StepFinished           step.completed|retrying|failed   status, attempt, reason on failure
                            step.skipped                     status skipped (its `when` was false)
+                           step.recovered                   status recovered (by its fallback)
     JobCompensating        job.compensating                 status compensating, reason
     StepCompensation       step.compensating|compensated    the step being undone; status
                            step.compensation_failed         failed, reason: the message
@@ -49,6 +50,7 @@ EVENT_TYPES = (
     "step.failed",
     "step.retrying",
     "step.skipped",
+    "step.recovered",
     "job.compensating",
     "step.compensating",
     "step.compensated",

@@ -129,6 +129,8 @@ class SpanRecorder:
         self._provider.shutdown()
 
     def _step_finished(self, done: StepFinished) -> None:
+        if done.outcome == "recovered":
+            return  # its failed attempt has its span, and its fallback one of its own
         steps = self._sent.get(done.job_id)
         if steps is not None:
             steps.pop(done.step, None)

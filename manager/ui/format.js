@@ -6,6 +6,8 @@ export const EVENT_TYPES = [
   "job.scheduled", "job.started", "job.completed", "job.failed", "job.cancelled",
   "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
   "step.waiting", "step.signalled",
+  "step.recovered", "job.compensating", "step.compensating", "step.compensated",
+  "step.compensation_failed",
 ];
 
 export const JOB_STATUSES = ["scheduled", "running", "completed", "failed", "cancelled"];
@@ -39,6 +41,10 @@ const ICONS = {
     ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
     ["path", { d: "M5.3 5.3l5.4 5.4M10.7 5.3l-5.4 5.4", "stroke-width": 2, class: "knock" }],
   ],
+  recovered: [
+    ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
+    ["path", { d: "M11.5 6.5A4 4 0 1 0 12 9.5M11.8 3.8v3h-3", fill: "none", "stroke-width": 1.8, class: "knock" }],
+  ],
   skipped: [
     ["path", { d: "M2.5 4.5 7 8l-4.5 3.5zM8.5 4.5 13 8l-4.5 3.5z", "stroke-width": 1.2 }],
   ],
@@ -46,12 +52,22 @@ const ICONS = {
     ["circle", { cx: 8, cy: 8, r: 6, fill: "none", "stroke-width": 2 }],
     ["path", { d: "M4 12 12 4", "stroke-width": 2 }],
   ],
+  // An undo arrow: turning back while the compensation runs, settled in a disc once done.
+  compensating: [
+    ["path", { d: "M4 6.5h6a3.5 3.5 0 0 1 0 7H7", fill: "none", "stroke-width": 2 }],
+    ["path", { d: "M6.5 3.5 3.5 6.5l3 3", fill: "none", "stroke-width": 2 }],
+  ],
+  compensated: [
+    ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
+    ["path", { d: "M5 7h4.5a2.3 2.3 0 0 1 0 4.6H7.5M6.8 5 4.8 7l2 2", fill: "none", "stroke-width": 1.8, class: "knock" }],
+  ],
 };
 
 const LABELS = {
   scheduled: "scheduled", waiting: "waiting for a signal", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
-  skipped: "skipped",
+  skipped: "skipped", recovered: "recovered", compensating: "compensating",
+  compensated: "compensated",
 };
 
 /** The label of a status (or attempt outcome). */

@@ -256,3 +256,11 @@ def test_recovery_sets_the_waiting_gauge():
     metrics.observe([StepWaiting(CHILD, ROOT, WF, "approve", 1.0)])  # from before the restart
     metrics.recovered(state.jobs.values())
     assert value(metrics, "steps_waiting", workflow=WF, step="approve") == 1
+def test_a_recovered_step_counts_as_recovered_and_is_not_timed_again():
+    metrics = Metrics()
+    metrics.observe([step_done("failed", "error", 100.0, 101.0)])
+    metrics.observe([step_done("recovered", None, 100.0, 109.0)])
+    labels = {"workflow": WF, "step": "fetch"}
+    assert value(metrics, "steps_recovered_total", **labels) == 1
+    assert value(metrics, "step_duration_seconds_count", **labels) == 1
+    assert value(metrics, "step_failures_total", **labels, reason="error") == 1

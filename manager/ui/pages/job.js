@@ -4,7 +4,7 @@
 import { ApiError, debounce, del, follow, get, post, seg } from "../api.js";
 import { dag } from "../dag.js";
 import { confirmAction } from "../dialog.js";
-import { facts, h, jsonBlock, notice, replace } from "../dom.js";
+import { facts, h, jsonBlock, notice, replace, table } from "../dom.js";
 import { UUID, duration, shortId, statusBadge, time } from "../format.js";
 import { timeline } from "../timeline.js";
 import { stepPanel } from "./steppanel.js";
@@ -49,6 +49,31 @@ function errorBlock(error) {
   ];
 }
 
+/** The compensations of a failed or cancelled job, in the order they run, each with its status. */
+function compensationRows(job) {
+  return job.compensations.runs.map((run, i) => h(
+    "tr", { "data-compensation": run.name, "data-status": run.status },
+    h("td", {}, String(i + 1)),
+    h("td", {}, run.step),
+    h("td", {}, run.job === job.uuid ? "this job" : h("a", { href: `/ui/job/${seg(run.job)}` }, shortId(run.job))),
+    h("td", {}, h("code", {}, run.name)),
+    h("td", {}, statusBadge(run.status)),
+    h("td", {}, String(run.attempts)),
+    h("td", {}, run.error || ""),
+  ));
+}
+
+function compensationCard(job) {
+  const why = job.compensations.reason === "cancelled" ? "was cancelled" : "failed";
+  return [
+    h("div", { class: "section-head" }, h("h2", {}, "Compensations"),
+      h("span", { class: "muted" }, `The job ${why}: its completed steps are undone, the last completed first.`)),
+    h("div", { class: "table-scroll" }, table(
+      ["#", "Step", "Job", "Compensation", "Status", "Attempts", "Error"], compensationRows(job), { class: "compensation-table" },
+    )),
+  ];
+}
+
 /** Render the job page for `id` into `main`, and keep it live. */
 export function showJob(main, id) {
   document.title = `Job ${id.slice(0, 8)} · workflow-manager`;
@@ -61,6 +86,7 @@ export function showJob(main, id) {
   const graph = h("div", { class: "dag-box" });
   const panel = h("section", { class: "card step-panel", id: "step-panel", "aria-label": "Step details", hidden: true });
   const gantt = h("div", { class: "timeline-box" });
+  const undone = h("section", { class: "card", id: "compensations", hidden: true });
   const data = h("div", { class: "data-grid" });
   replace(
     main,
@@ -69,6 +95,7 @@ export function showJob(main, id) {
       h("div", { class: "section-head" }, h("h2", {}, "Steps"), h("span", { class: "muted" }, "Click a step for its input, output and attempts.")),
       graph),
     panel,
+    undone,
     h("section", { class: "card" }, h("h2", {}, "Timeline"), gantt),
     data,
   );
@@ -113,6 +140,8 @@ export function showJob(main, id) {
     };
     replace(graph, dag(job.steps, { mode: "run", selected: state.selected, onSelect: select }));
     replace(gantt, timeline(job));
+    undone.hidden = !job.compensations;
+    replace(undone, job.compensations ? compensationCard(job) : []);
     replace(
       data,
       h("section", { class: "card" }, h("h2", {}, "Payload"), jsonBlock(job.payload, "no payload")),

@@ -33,7 +33,8 @@ workflows:
 QUEUES = ["start", "ship", "box", "join", "after", "square"]
 
 
-async def _events_until_end(stream) -> list[dict]:
+async def events_until_end(stream) -> list[dict]:
+    """The run events of a stream until its top-level job ends."""
     events = []
     async for message in read_events(stream.aiter_lines()):
         body = json.loads(message.data)
@@ -49,7 +50,7 @@ async def test_a_skipped_branch_lets_the_join_run_with_the_other_branch_output(s
     job_id = str(uuid.uuid4())
     async with sys.http.stream("GET", "/api/events", params={"job": job_id}) as stream:
         outcome = await sys.run("order", {"shipping_method": "pickup"}, job_id)
-        events = await _events_until_end(stream)
+        events = await events_until_end(stream)
     assert outcome.status == "completed", outcome.body
     # join's input was box's output (ship's is {}); ship never reached a worker.
     assert outcome.body["path"] == ["start", "box", "join"]

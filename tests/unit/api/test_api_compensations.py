@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from manager.api.compensations import compensation_view
+from manager.api.models import JobDetail, JobPage, WorkflowDefinition
 from manager.engine.snapshot import restore, snapshot
 
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
@@ -42,6 +43,7 @@ async def _fail_at_ship(client, service) -> None:
 async def test_the_job_lists_its_compensations_in_order_with_their_status(client, service):
     await _fail_at_ship(client, service)
     detail = (await client.get(f"/api/job/{JOB}")).json()
+    JobDetail.model_validate(detail)  # as the OpenAPI document says
     assert detail["status"] == "failed"
     runs = detail["compensations"]["runs"]
     assert detail["compensations"]["reason"] == "failed"
@@ -54,6 +56,8 @@ async def test_the_job_lists_its_compensations_in_order_with_their_status(client
     await service.reply(JOB, "refund", error="refund refused")
     await service.reply(JOB, "release", {})
     page = (await client.get(f"/api/job/{JOB}/steps")).json()
+    JobPage.model_validate(page)
+    assert page["can_retry"] is False
     steps = {s["name"]: s for s in page["steps"]}
     assert (steps["reserve"]["status"], steps["reserve"]["compensate"]) == (
         "compensated",
@@ -78,6 +82,7 @@ async def test_a_retry_after_compensation_started_is_409_saying_why(client, serv
 
 async def test_the_definition_shows_each_compensation(client):
     definition = (await client.get("/api/workflow/order/definition")).json()
+    WorkflowDefinition.model_validate(definition)
     reserve = definition["steps"][0]
     assert reserve["compensate"] == {"name": "release", "queue": "inventory-release", "retries": 0}
 

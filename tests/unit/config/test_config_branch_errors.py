@@ -195,7 +195,8 @@ CASES = [
         [
             "wf.yaml:4: workflow 'w', on_error step 'alert': unknown field 'depend' (allowed:"
             " name, depends, queue, task, http, retries, retry_backoff, timeout, when, wait,"
-            " compensate); did you mean 'depends'?"
+            " input_schema, output_schema, fallback, compensate);"
+            " did you mean 'depends'?"
         ],
     ),
     (
@@ -208,7 +209,8 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w': unknown field 'on_failure' (allowed: name, steps,"
-            " defaults, tasks, vhosts, timeout, on_error, on_cancel); did you mean 'on_error'?"
+            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema); did you"
+            " mean 'on_error'?"
         ],
     ),
 ]

@@ -87,3 +87,48 @@ def test_jmespath_truth(value, truth):
 def test_an_expression_that_cannot_be_evaluated_says_so():
     with pytest.raises(ExpressionError, match=r"'length\(n\)' cannot be evaluated: .*length"):
         compile_expression("length(n)").holds({"n": 3})
+
+
+FALLBACKS = """\
+workflows:
+  - name: w
+    defaults: {retries: 2}
+    steps:
+      - name: a
+        fallback: {name: b}
+      - name: b
+      - name: c
+        fallback: {name: d, timeout: 5}
+      - name: e
+        fallback: {name: d}
+    on_error:
+      - name: x
+        fallback: {name: y}
+"""
+
+
+def test_fallback_names_are_unique_and_only_main_steps_have_one():
+    with pytest.raises(ConfigError) as info:
+        parse_workflows(FALLBACKS, "wf.yaml")
+    assert info.value.problems == [
+        "wf.yaml:6: workflow 'w', step 'a': fallback name 'b' is already used by a step (line 7);"
+        " give it a name of its own, as replies find their step or fallback by name",
+        "wf.yaml:11: workflow 'w', step 'e': fallback name 'd' is already used by another "
+        "fallback (line 9); give it a name of its own, as replies find their step or fallback "
+        "by name",
+        "wf.yaml:14: workflow 'w', on_error step 'x': fallback is for main steps: an on_error "
+        "step runs after the job ended, with nothing left to recover; remove 'fallback' here",
+    ]
+
+
+def test_a_fallback_has_its_own_policy_and_queue():
+    text = (
+        "workflows:\n  - name: w\n    defaults: {retries: 2}\n    steps:\n"
+        "      - {name: a, fallback: {name: by-hand, queue: q, timeout: 5, retries: 0}}\n"
+    )
+    wf = parse_workflows(text)["w"]
+    assert wf.policy(wf, "by-hand").timeout_s == 5
+    assert wf.policy(wf, "by-hand").retries == 0
+    assert wf.steps[0].fallback_step is not None
+    assert wf.steps[0].fallback_step.queue_name == "q"
+    assert "fallback 'by-hand' (queue 'q', timeout 5s)" in describe_workflows({"w": wf})

@@ -53,9 +53,8 @@ CASES = [
         """,
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
-            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout,"
-            " when, wait, compensate);"
-            " did you mean 'depends'?"
+            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
+            " wait, input_schema, output_schema, fallback, compensate); did you mean 'depends'?"
         ],
     ),
     (
@@ -68,7 +67,8 @@ CASES = [
         """,
         [
             "wf.yaml:3: workflow 'w': unknown field 'priority'"
-            " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel)"
+            " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel,"
+            " payload_schema)"
         ],
     ),
     (
@@ -87,7 +87,7 @@ CASES = [
             " the input key whose list the task runs over, once per item",
             "wf.yaml:6: workflow 'w', task 't': unknown field 'item_list_key'"
             " (allowed: name, steps, defaults, itemListKey, itemKey, max_failed_items,"
-            " max_in_flight);"
+            " max_in_flight, payload_schema);"
             " did you mean 'itemListKey'?",
         ],
     ),

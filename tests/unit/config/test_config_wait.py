@@ -39,6 +39,8 @@ def test_a_waiting_step_has_no_queue_and_only_its_own_timeout():
         ("retries: 3", "retries"),
         ("retry_backoff: {initial: 1}", "retry_backoff"),
         ("compensate: {name: undo}", "compensate"),
+        ("fallback: {name: fb}", "fallback"),
+        ("output_schema: {type: object}", "output_schema"),
     ],
 )
 def test_what_a_waiting_step_cannot_have_is_reported_with_file_and_line(extra, key):

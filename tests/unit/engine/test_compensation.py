@@ -242,19 +242,87 @@ def test_completed_children_are_compensated_newest_first_before_earlier_steps():
     assert state.jobs[JOB].is_settled
 
 
-def test_children_stopped_with_their_parent_are_compensated_first():
-    state = make_state(TASKED)
+def _second_child_mailing(state: EngineState) -> list[str]:
+    """Two children: the first completed, the second booked and now mailing; their ids."""
     submit(state)
     reply(state, cid(JOB, "first"), {"items": ["a", "b"]})
     children = [child_id(JOB, "fan", i) for i in range(2)]
     reply(state, cid(children[0], "book"), {})
     reply(state, cid(children[0], "mail"), {})
-    reply(state, cid(children[1], "book"), {})  # child 1 is mailing when the job is cancelled
-    sent = _answer_compensations(state, cancel(state))
-    assert [(d.job_id, d.step) for d in sent] == [
+    reply(state, cid(children[1], "book"), {})
+    return children
+
+
+def _newest_child_first(children: list[str]) -> list[tuple[str, str]]:
+    return [
         (children[1], "unbook"),
         (children[0], "unmail"),
         (children[0], "unbook"),
         (JOB, "unfirst"),
     ]
+
+
+def test_children_stopped_with_their_parent_are_compensated_first():
+    state = make_state(TASKED)
+    children = _second_child_mailing(state)
+    sent = _answer_compensations(state, cancel(state))
+    assert [(d.job_id, d.step) for d in sent] == _newest_child_first(children)
     assert state.jobs[children[1]].steps["book"].status is StepStatus.COMPENSATED
+
+
+def test_a_failed_childs_completed_steps_are_undone_with_the_others():
+    state = make_state(TASKED)
+    children = _second_child_mailing(state)
+    commands = reply(state, cid(children[1], "mail"), error="bounced")  # fails its parent
+    assert state.jobs[JOB].status is JobStatus.FAILED
+    sent = _answer_compensations(state, commands)
+    assert [(d.job_id, d.step) for d in sent] == _newest_child_first(children)
+    assert sent[0].body["error"]["step"] == "fan"
+
+
+def test_a_reply_for_a_finished_compensation_is_ignored():
+    state = make_state(CHAIN)
+    _chain_to(state, 2)
+    reply(state, cid(JOB, "s3"), error="boom")
+    reply(state, cid(JOB, "undo2"), {})
+    again = reply(state, cid(JOB, "undo2"), {})
+    assert not dispatches(again)
+    assert [c.status for c in state.jobs[JOB].compensation.runs] == [
+        StepStatus.COMPLETED,
+        StepStatus.RUNNING,
+    ]
+
+
+def test_a_task_steps_own_compensation_runs_after_its_childrens():
+    state = make_state(
+        TASKED.replace("        task: t\n", "        task: t\n        compensate: {name: unfan}\n")
+    )
+    submit(state)
+    reply(state, cid(JOB, "first"), {"items": ["a"]})
+    child = child_id(JOB, "fan", 0)
+    reply(state, cid(child, "book"), {})
+    reply(state, cid(child, "mail"), {"mailed": 1})
+    sent = _answer_compensations(state, reply(state, cid(JOB, "last"), error="boom"))
+    assert [d.step for d in sent] == ["unmail", "unbook", "unfan", "unfirst"]
+    assert sent[2].body["output"] == {"mailed": 1, "items": [None]}
+
+
+def test_a_step_recovered_by_its_fallback_is_undone_too():
+    state = make_state(
+        """
+workflows:
+  - name: w
+    steps:
+      - {name: s1, fallback: {name: s1-by-hand}, compensate: {name: undo1}}
+      - {name: s2, depends: [s1]}
+"""
+    )
+    submit(state)
+    reply(state, cid(JOB, "s1"), error="down")
+    reply(state, cid(JOB, "s1-by-hand"), {"by": "hand"})
+    assert state.jobs[JOB].steps["s1"].status is StepStatus.RECOVERED
+    commands = reply(state, cid(JOB, "s2"), error="boom")
+    (undo,) = dispatches(commands)
+    assert (undo.step, undo.body["output"]) == ("undo1", {"by": "hand"})
+    reply(state, cid(JOB, "undo1"), error="cannot")
+    assert state.jobs[JOB].steps["s1"].status is StepStatus.RECOVERED  # not undone

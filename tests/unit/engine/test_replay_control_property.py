@@ -2,9 +2,9 @@
 
 Each example builds a random workflow with random failure policies (retries, backoff,
 timeouts, a job deadline, maybe a task step with max_failed_items, maybe on_error and
-on_cancel branches, maybe `compensate` on main and task steps), then applies a random mix of
-good, failed and late replies, TimerFired for pending timers, and cancel and retry requests.
-Then:
+on_cancel branches, maybe `compensate` on main and task steps, steps with a `when` or a
+fallback, schemas on payloads, inputs and outputs), then applies a random mix of good, failed
+and late replies, TimerFired for pending timers, and cancel and retry requests. Then:
 
 1. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
    the same commands as the live run, and a final state equal to the live one;
@@ -38,6 +38,7 @@ from manager.engine import (
     EngineState,
     Event,
     JobFinished,
+    JobRejected,
     JobScheduled,
     JobStarted,
     JobSubmitted,
@@ -46,6 +47,7 @@ from manager.engine import (
     RetryRequested,
     SignalReceived,
     StartTimer,
+    StepFinished,
     StepReplied,
     StepSignalled,
     Subject,
@@ -56,6 +58,9 @@ from manager.engine import (
 from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
 
 MAX_EVENTS = 30
+# Good replies carry v in 0..3 and maybe a short list: some match, some do not.
+SCHEMA = {"properties": {"v": {"maximum": 2}, "items": {"maxItems": 1}}}
+SCHEMA_KEYS = ["input_schema", "output_schema"]
 ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3 + ["signal"] * 2
 # Mostly main steps (those that may wait), a task's, a branch's, and an unknown one.
 SIGNALLED = ["s0", "s0", "s1", "s1", "s2", "s3", "c0", "e0", "zz"]
@@ -91,9 +96,14 @@ def _steps(
             step["compensate"] = {"name": f"u{name}", **_policy(draw)}
         if draw(st.integers(0, 4)) == 0:
             step["when"] = draw(st.sampled_from(["a", "b == `1`", "length(@) > `1`"]))
+        if prefix in ("s", "c") and draw(st.integers(0, 2)) == 0:
+            step["fallback"] = {"name": f"{name}-fb", **_policy(draw)}  # not on branch steps
+        if draw(st.integers(0, 3)) == 0:
+            step[draw(st.sampled_from(SCHEMA_KEYS))] = SCHEMA
         if draw(st.integers(0, 2)) == 0:
-            # A waiting step: no request, no retries; only its own timeout ends the wait.
-            for key in ("retries", "retry_backoff", "compensate"):
+            # A waiting step: no request, no retries, fallback or schemas; only its own
+            # timeout ends the wait.
+            for key in ("retries", "retry_backoff", "compensate", "fallback", *SCHEMA_KEYS):
                 step.pop(key, None)
             step["wait"] = True
         steps.append(step)
@@ -120,6 +130,10 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
                 "steps": _steps(draw, "c", draw(st.integers(1, 2)), compensated),
             }
         ]
+        if draw(st.integers(0, 2)) == 0:
+            spec["tasks"][0]["payload_schema"] = {"properties": {"item": {"maximum": 0}}}
+    if draw(st.integers(0, 3)) == 0:
+        spec["payload_schema"] = {"properties": {"items": {"maxItems": 1}}}
     for kind, prefix in (("on_error", "e"), ("on_cancel", "x")):
         if draw(st.booleans()):
             branch = _steps(draw, prefix, draw(st.integers(1, 2)))
@@ -254,8 +268,8 @@ def _check_lives(run: Run) -> None:
     alive: dict[str, bool] = {}
     scheduled: set[str] = set()  # made with a delayed start, not started yet
     for commands in run.commands:
-        # Every event is filed under its Subject, unless it was refused.
-        assert isinstance(commands[0], Subject | Refused), commands
+        # Every event is filed under its Subject, unless it was refused or rejected.
+        assert isinstance(commands[0], Subject | Refused | JobRejected), commands
         assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
         for command in commands:
@@ -287,8 +301,10 @@ def _check_attempts(run: Run) -> None:
             if not isinstance(command, Dispatch):
                 continue
             job = run.state.jobs.get(command.job_id)
+            # A branch runs afresh after a job retry; a fallback's attempts go on counting.
+            fallback = command.step.endswith("-fb")
             in_branch = job is not None and command.step not in job.flow.step_index
-            restart = in_branch or command.job_id in made_again
+            restart = (in_branch and not fallback) or command.job_id in made_again
             expected = {last[command.correlation_id] + 1} | ({1} if restart else set())
             assert command.attempt in expected, (command, last[command.correlation_id])
             last[command.correlation_id] = command.attempt
@@ -307,7 +323,8 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     _check_replay(run)
     _check_lives(run)
     _check_attempts(run)
-    event(f"first job: {run.state.jobs[JOB].status}")
+    first = run.state.jobs.get(JOB)
+    event(f"first job: {first.status if first is not None else 'rejected by its schema'}")
     event(f"retries dispatched: {any(d.attempt > 1 for d in run.sent)}")
     revived = any(
         isinstance(e, RetryRequested) and any(isinstance(c, JobStarted) for c in commands)
@@ -318,6 +335,10 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     signalled = [c for cs in run.commands for c in cs if isinstance(c, StepSignalled)]
     kept = any(c.kept for c in signalled)
     event(f"signals: completed {any(not c.kept for c in signalled)}, kept {kept}")
+    event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
+    contracts = [c for commands in run.commands for c in commands if isinstance(c, StepFinished)]
+    broken = any("does not match" in (c.message or "") for c in contracts)
+    event(f"a schema failed a step or attempt: {broken}")
     event(f"compensations dispatched: {min(sum(d.step[0] == 'u' for d in run.sent), 3)}")
 
 

@@ -173,8 +173,8 @@ async def test_definitions_are_saved_once_and_read_by_hash(journal):
         ),
     ],
 )
-async def test_queries_use_their_index(journal, journal_path, query, index):
-    await journal.flush()
+async def test_queries_use_their_index(sqlite_journal, journal_path, query, index):
+    await sqlite_journal.flush()
     conn = sqlite3.connect(journal_path)
     try:
         plan = " | ".join(
