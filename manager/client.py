@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import aio_pika
 import httpx
@@ -168,16 +169,26 @@ async def control_job(
     return await _call(api_url, "POST", f"/api/job/{job_id}/retry", api_token)
 
 
+async def signal_step(
+    api_url: str, job_id: str, step: str, payload: dict[str, Any], api_token: str | None = None
+) -> dict[str, Any]:
+    """Signal a waiting step (`POST /api/job/{id}/signal/{step}`): `{"job", "step", "status"}`."""
+    path = f"/api/job/{job_id}/signal/{quote(step, safe='')}"
+    return await _call(api_url, "POST", path, api_token, payload)
+
+
 def api_headers(api_token: str | None) -> dict[str, str]:
     """The headers a call to the manager's API carries: the bearer token when there is one."""
     return {"Authorization": f"Bearer {api_token}"} if api_token else {}
 
 
-async def _call(api_url: str, method: str, path: str, api_token: str | None) -> dict[str, Any]:
+async def _call(
+    api_url: str, method: str, path: str, api_token: str | None, body: Any = None
+) -> dict[str, Any]:
     url = f"{api_url.rstrip('/')}{path}"
     try:
         async with httpx.AsyncClient(timeout=10, headers=api_headers(api_token)) as client:
-            response = await client.request(method, url)
+            response = await client.request(method, url, json=body)
     except httpx.HTTPError as exc:
         raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc
     if response.status_code != 200:

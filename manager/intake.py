@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from manager.engine import JobSubmitted, StepReplied
+from manager.engine import JobSubmitted, SignalReceived, StepReplied
 from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_json
 from manager.engine.state import MAX_PRIORITY
@@ -30,7 +30,14 @@ from manager.transport.naming import (
     TRIGGER_WORKFLOW_HEADER,
 )
 
-__all__ = ["Undeliverable", "reply_event", "trigger_event", "trigger_meta", "trigger_priority"]
+__all__ = [
+    "Undeliverable",
+    "reply_event",
+    "trigger_event",
+    "trigger_meta",
+    "trigger_priority",
+    "signal_event",
+]
 
 _MAX_ATTEMPT = 2**31  # far beyond any retry policy; larger values are noise, not attempts
 
@@ -165,3 +172,23 @@ def trigger_event(
         priority=priority,
         meta=meta,
     )
+
+
+def signal_event(delivery: Delivery, at: float, max_bytes: int) -> SignalReceived | Undeliverable:
+    """A message of the signals queue as a signal: correlation id `<job-uuid>:<step>`, and a
+    JSON object body (empty counts as `{}`) that becomes the waiting step's output."""
+    parts = split_correlation_id(delivery.correlation_id or "")
+    if parts is None:
+        return Undeliverable(
+            f"signal has correlation id {delivery.correlation_id!r}; "
+            "expected '<job-uuid>:<step-name>' (the job and its waiting step)"
+        )
+    if len(delivery.body) > max_bytes:
+        return Undeliverable(f"signal body is {len(delivery.body)} bytes; the limit is {max_bytes}")
+    try:
+        payload = decode_json(delivery.body, "signal") if delivery.body.strip() else {}
+    except ReplyError as exc:
+        return Undeliverable(str(exc))
+    if not isinstance(payload, dict):
+        return Undeliverable(f"signal body must be a JSON object, got {json_type(payload)}")
+    return SignalReceived(job_id=parts[0], step=parts[1], payload=payload, at=at)

@@ -28,6 +28,7 @@ from manager.engine import (
     NotifyOutcome,
     Refused,
     RetryRequested,
+    SignalReceived,
     StepReplied,
     Subject,
     TimerFired,
@@ -134,6 +135,11 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
         return EventRow(
             at=event.at, kind=EventKind.TIMER, job_id=job_id, root_id=root_id, step=step,
             attempt=attempt, meta={"key": event.key},
+        )  # fmt: skip
+    if isinstance(event, SignalReceived):
+        return EventRow(
+            at=event.at, kind=EventKind.SIGNAL, job_id=job_id, root_id=root_id, step=event.step,
+            body=jsontext.dumps(event.payload), meta={"id": event.job_id},
         )  # fmt: skip
     if isinstance(event, CancelRequested | RetryRequested):
         kind = EventKind.CANCEL if isinstance(event, CancelRequested) else EventKind.RETRY
@@ -322,4 +328,7 @@ def to_event(row: EventRow) -> Event:
         return CancelRequested(job_id=meta["id"], at=row.at)
     if row.kind == EventKind.RETRY:
         return RetryRequested(job_id=meta["id"], at=row.at)
+    if row.kind == EventKind.SIGNAL and row.step:
+        payload = jsontext.loads(row.body or b"{}")
+        return SignalReceived(job_id=meta["id"], step=row.step, payload=payload, at=row.at)
     raise ValueError(f"journal row {row.seq} of kind '{row.kind}' is not an engine event")

@@ -39,10 +39,10 @@ def parse_meta(query: str | None, header: str | None) -> dict[str, Any] | None:
     return meta
 
 
-def parse_payload(raw: bytes) -> dict[str, Any]:
-    """The job payload a request body holds: it must be a JSON object."""
+def parse_payload(raw: bytes, what: str = "the job payload") -> dict[str, Any]:
+    """The JSON object a request body holds (`what` says what it is, for the error)."""
     if not raw.strip():
-        raise _bad_request("request body is empty; send the job payload as a JSON object, e.g. {}")
+        raise _bad_request(f"request body is empty; send {what} as a JSON object, e.g. {{}}")
     try:
         value = decode_json(raw, "request")
     except ReplyError as exc:
@@ -50,7 +50,7 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         kind = json_type(value)
         raise _bad_request(
-            f"request body must be a JSON object (the job payload), got {kind}; "
+            f"request body must be a JSON object ({what}), got {kind}; "
             'wrap it in an object, e.g. {"items": [...]}'
         )
     return value

@@ -159,6 +159,11 @@ class JobDetail(BaseModel):
         description="Starts with __start__; ends with __end__ once the job has completed."
     )
     failed: list[StepEntry] = Field(description="Extra: steps that failed.")
+    waiting: list[StepEntry] | None = Field(
+        default=None,
+        description="Extra: steps waiting for a signal (wait: true); `startTime` is when the "
+        "step began to wait.",
+    )
     progress: Progress
     trace_id: str = Field(
         description="Extra: the W3C trace id (32 hex digits) of the job, its children's too."
@@ -198,6 +203,7 @@ class Readiness(BaseModel):
 
 StepStatusName = Literal[
     "pending",
+    "waiting",
     "running",
     "retrying",
     "completed",
@@ -257,7 +263,12 @@ class StepView(BaseModel):
         description="cancelled: in flight when its job ended (a late reply is dropped); "
         "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
         "fallback's output became its own (its error is kept); compensating / compensated: "
-        "it completed, then its job failed or was cancelled and its compensation undoes it."
+        "it completed, then its job failed or was cancelled and its compensation undoes it; "
+        "waiting: a `wait: true` step waiting for its signal."
+    )
+    wait: bool | None = Field(default=None, description="True for a step that waits for a signal.")
+    waiting_since: str | None = Field(
+        default=None, description="While waiting: when the step began to wait for its signal."
     )
     compensate: str | None = Field(
         default=None, description="The name of the step's compensation, if it has one."
@@ -377,6 +388,7 @@ class StepDefinition(BaseModel):
     depends: list[str]
     queue: str | None = None
     http: str | None = None
+    wait: bool | None = Field(default=None, description="True for a step that waits for a signal.")
     retries: int
     timeout: float | None = None
     retry_backoff: dict[str, float]

@@ -76,6 +76,10 @@ class JobService(Protocol):
         """Cancel a scheduled or running job; raise JobNotFound or JobConflict when it cannot be."""
         ...
 
+    async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
+        """Signal a waiting step: "completed" or "kept"; JobNotFound or JobConflict if not."""
+        ...
+
     async def retry(self, job_id: str) -> Job:
         """Retry a failed job from where it failed; raise JobNotFound or JobConflict otherwise."""
         ...

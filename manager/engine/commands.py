@@ -20,6 +20,8 @@ __all__ = [
     "StepFinished",
     "JobStarted",
     "JobScheduled",
+    "StepWaiting",
+    "StepSignalled",
     "JobFinished",
     "NotifyOutcome",
     "JobRejected",
@@ -115,6 +117,32 @@ class JobStarted:
 
 
 @dataclass(slots=True)
+class StepWaiting:
+    """A waiting step (`wait: true`) was reached: it waits for its signal (until `timeout_at`,
+    if it has a timeout). For events and metrics; nothing is journaled for it."""
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    at: float
+    timeout_at: float | None = None
+
+
+@dataclass(slots=True)
+class StepSignalled:
+    """A signal for a waiting step arrived: it completes the step, or (`kept`) is kept until
+    the step is reached. For events and metrics."""
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    at: float
+    kept: bool = False
+
+
+@dataclass(slots=True)
 class JobScheduled:
     """A top-level job was made with a delayed start: it starts at `start_at` (unix seconds).
 
@@ -203,7 +231,8 @@ class CancelTimer:
 
 @dataclass(slots=True)
 class Refused:
-    """A cancel or retry request cannot be done; `kind` is "not-found" or "conflict"."""
+    """A cancel, retry or signal request cannot be done; `kind` is "not-found", "conflict" or
+    "invalid" (a signal whose payload is no JSON object)."""
 
     job_id: str
     action: str
@@ -252,6 +281,8 @@ Command = (
     | StepFinished
     | JobStarted
     | JobScheduled
+    | StepWaiting
+    | StepSignalled
     | JobFinished
     | NotifyOutcome
     | JobRejected

@@ -12,6 +12,7 @@ __all__ = [
     "TimerFired",
     "CancelRequested",
     "RetryRequested",
+    "SignalReceived",
     "JobArchived",
 ]
 
@@ -87,6 +88,17 @@ class RetryRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class SignalReceived:
+    """A signal for `step` of `job_id` (HTTP, the signals queue, the CLI): its JSON object
+    `payload` completes a waiting step (`wait: true`), or is kept until the step is reached."""
+
+    job_id: str
+    step: str
+    payload: Any
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class JobArchived:
     """A settled top-level job's final snapshot is in the journal: memory may let it go.
 
@@ -97,4 +109,12 @@ class JobArchived:
     at: float
 
 
-Event = JobSubmitted | StepReplied | TimerFired | CancelRequested | RetryRequested | JobArchived
+Event = (
+    JobSubmitted
+    | StepReplied
+    | TimerFired
+    | CancelRequested
+    | RetryRequested
+    | SignalReceived
+    | JobArchived
+)

@@ -41,6 +41,7 @@ from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
+from manager.engine.waiting import WaitingSteps
 
 __all__ = ["Transition"]
 
@@ -63,6 +64,7 @@ class Transition(
     ContractRules,
     MetadataRules,
     DelayedStarts,
+    WaitingSteps,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -327,7 +329,7 @@ class Transition(
         """Start every ready step, including those that become ready while doing so."""
         while self.ready:
             job, run = self.ready.popleft()
-            if run.status is not StepStatus.WAITING:
+            if run.status is not StepStatus.PENDING:
                 continue
             if job.is_live(run.name):
                 self._start_step(job, run)
@@ -350,6 +352,9 @@ class Transition(
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
+            return
+        if run.spec.wait:
+            self._wait(job, run)
             return
         self._dispatch(job, run)
 

@@ -16,6 +16,7 @@ __all__ = [
     "HEADER_NOT_BEFORE",
     "HEADER_PRIORITY",
     "trigger_queue",
+    "signal_queue",
     "dead_letter_queue",
     "events_exchange",
     "event_routing_key",
@@ -47,6 +48,11 @@ HEADER_META_PATCH = "x-meta-patch"
 def trigger_queue(queue: str) -> str:
     """The queue other systems publish job triggers to."""
     return f"{queue}.jobs"
+
+
+def signal_queue(queue: str) -> str:
+    """The queue other systems publish signals for waiting steps to."""
+    return f"{queue}.signals"
 
 
 def dead_letter_queue(queue: str) -> str:

@@ -104,7 +104,7 @@ export function showJob(main, id) {
   const details = stepPanel(panel, id, () => {
     state.selected = null;
     render();
-  });
+  }, () => load());
 
   const act = async (what) => {
     const cancel = what === "cancel";

@@ -16,7 +16,8 @@ and cancel and retry requests. Then:
 4. each new dispatch of a workflow or task step has the attempt after the previous one.
 
 Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
-(or cancelled before they start).
+(or cancelled before they start). Some steps wait for a signal (`wait: true`): signals come
+for them (early, on time, late, twice, for unknown steps), and their timeouts fire.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ from manager.engine import (
     NotifyOutcome,
     Refused,
     RetryRequested,
+    SignalReceived,
     StartTimer,
     StepFinished,
     StepReplied,
+    StepSignalled,
     Subject,
     TimerFired,
     apply,
@@ -58,7 +61,10 @@ from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
 MAX_EVENTS = 30
 # Good replies carry v in 0..3 and maybe a short list: some match, some do not.
 SCHEMA = {"properties": {"v": {"maximum": 2}, "items": {"maxItems": 1}}}
-ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3
+SCHEMA_KEYS = ["input_schema", "output_schema"]
+ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3 + ["signal"] * 2
+# Mostly main steps (those that may wait), a task's, a branch's, and an unknown one.
+SIGNALLED = ["s0", "s0", "s1", "s1", "s2", "s3", "c0", "e0", "zz"]
 
 
 # -- random workflows --------------------------------------------------------------------
@@ -94,7 +100,13 @@ def _steps(
         if prefix in ("s", "c") and draw(st.integers(0, 2)) == 0:
             step["fallback"] = {"name": f"{name}-fb", **_policy(draw)}  # not on branch steps
         if draw(st.integers(0, 3)) == 0:
-            step[draw(st.sampled_from(["input_schema", "output_schema"]))] = SCHEMA
+            step[draw(st.sampled_from(SCHEMA_KEYS))] = SCHEMA
+        if draw(st.integers(0, 2)) == 0:
+            # A waiting step: no request, no retries, fallback or schemas; only its own
+            # timeout ends the wait.
+            for key in ("retries", "retry_backoff", "compensate", "fallback", *SCHEMA_KEYS):
+                step.pop(key, None)
+            step["wait"] = True
         steps.append(step)
     return steps
 
@@ -109,7 +121,7 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
         spec["timeout"] = draw(st.sampled_from([6.0, 20.0]))
     has_task = draw(st.booleans())
     if has_task:
-        draw(st.sampled_from(steps))["task"] = "t"
+        draw(st.sampled_from(steps)).update(task="t", wait=False)
         spec["tasks"] = [
             {
                 "name": "t",
@@ -127,7 +139,7 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
         if draw(st.booleans()):
             branch = _steps(draw, prefix, draw(st.integers(1, 2)))
             if has_task and draw(st.integers(0, 3)) == 0:
-                branch[-1]["task"] = "t"
+                branch[-1].update(task="t", wait=False)
             spec[kind] = branch
     return Workflow.model_validate(spec)
 
@@ -216,6 +228,20 @@ def _step(draw: st.DrawFn, run: Run) -> str:
         run.do(CancelRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
     elif kind == "retry":
         run.do(RetryRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
+    elif kind == "signal":
+        payload = draw(st.sampled_from([{"sig": 1}, {"sig": 2}, {}, [1]]))
+        waits = sorted(
+            (job.id, step.name)
+            for job in run.state.jobs.values()
+            for step in job.steps.values()
+            if step.spec.wait
+        )
+        if waits and draw(st.booleans()):
+            job_id, step_name = draw(st.sampled_from(waits))
+        else:
+            job_id = draw(st.sampled_from(_job_ids(run)))
+            step_name = draw(st.sampled_from(SIGNALLED))
+        run.do(SignalReceived(job_id, step_name, payload, run.tick()))
     else:
         return "skipped"
     return kind
@@ -277,14 +303,23 @@ def _check_lives(run: Run) -> None:
 
 def _check_attempts(run: Run) -> None:
     last: dict[str, int] = defaultdict(int)
-    for request in run.sent:
-        job = run.state.jobs.get(request.job_id)
-        # A branch runs afresh after a job retry; a fallback's attempts go on counting.
-        fallback = request.step.endswith("-fb")
-        in_branch = job is not None and request.step not in job.flow.step_index and not fallback
-        expected = {last[request.correlation_id] + 1} | ({1} if in_branch else set())
-        assert request.attempt in expected, (request, last[request.correlation_id])
-        last[request.correlation_id] = request.attempt
+    made_again: set[str] = set()  # child jobs started (again): their steps may start at 1
+    for commands in run.commands:
+        for command in commands:
+            if isinstance(command, JobStarted) and command.parent_id is not None:
+                # An on_error task step's children, forgotten by a job retry, are made again
+                # with the same ids when the branch runs again.
+                made_again.add(command.job_id)
+            if not isinstance(command, Dispatch):
+                continue
+            job = run.state.jobs.get(command.job_id)
+            # A branch runs afresh after a job retry; a fallback's attempts go on counting.
+            fallback = command.step.endswith("-fb")
+            in_branch = job is not None and command.step not in job.flow.step_index
+            restart = (in_branch and not fallback) or command.job_id in made_again
+            expected = {last[command.correlation_id] + 1} | ({1} if restart else set())
+            assert command.attempt in expected, (command, last[command.correlation_id])
+            last[command.correlation_id] = command.attempt
 
 
 @settings(
@@ -309,6 +344,9 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     )
     event(f"job retried: {revived}")
     event(f"branch ran: {any(d.step[0] in 'ex' for d in run.sent)}")
+    signalled = [c for cs in run.commands for c in cs if isinstance(c, StepSignalled)]
+    kept = any(c.kept for c in signalled)
+    event(f"signals: completed {any(not c.kept for c in signalled)}, kept {kept}")
     event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
     contracts = [c for commands in run.commands for c in commands if isinstance(c, StepFinished)]
     broken = any("does not match" in (c.message or "") for c in contracts)
