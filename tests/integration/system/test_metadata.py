@@ -7,6 +7,8 @@ import uuid
 
 import aio_pika
 
+from .test_cli import cli
+
 WORKFLOWS = """
 workflows:
   - name: tagged
@@ -62,3 +64,17 @@ async def test_http_takes_meta_as_a_query_parameter_or_header_and_refuses_a_bad_
     bad = await sys.http.post("/api/workflow/tagged", headers={"x-meta": "[1]"}, json={})
     assert bad.status_code == 400
     assert "header 'x-meta' must be a JSON object, got a list" in bad.text
+
+
+async def test_submit_takes_meta_from_the_command_line(system, amqp_url):
+    sys = await system(WORKFLOWS, step_queues=QUEUES)
+    code, out, err = await cli(
+        "submit", "tagged", "--payload", '{"items": [1]}', "--meta", '{"tenant": "cli"}',
+        "--wait", "--amqp-url", amqp_url, "--queue", sys.manager.queue,
+        "--api-url", sys.manager.api_url,
+    )  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out)["result"]
+    assert result["items"] == [{"seen": {"tenant": "cli", "by": {"meta-first": True}}}]
+    code, _, err = await cli("submit", "tagged", "--meta", "[1]")
+    assert code == 2 and "--meta: '[1]' is not a JSON object" in err
