@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import uuid
 
 import aio_pika
@@ -78,3 +79,35 @@ async def test_submit_takes_meta_from_the_command_line(system, amqp_url):
     assert result["items"] == [{"seen": {"tenant": "cli", "by": {"meta-first": True}}}]
     code, _, err = await cli("submit", "tagged", "--meta", "[1]")
     assert code == 2 and "--meta: '[1]' is not a JSON object" in err
+
+
+CHAIN = """
+workflows:
+  - name: chain
+    steps:
+      - {name: one, queue: "{p}.one"}
+      - {name: two, depends: [one], queue: "{p}.two"}
+"""
+
+
+async def test_the_metadata_and_its_patches_survive_a_kill_9(system):
+    sys = await system(CHAIN)
+    job_id = str(uuid.uuid4())
+    message = aio_pika.Message(
+        b"{}", headers={"workflow": "chain", "x-meta": '{"tenant": "acme"}'}, correlation_id=job_id
+    )
+    await sys.channel.default_exchange.publish(message, sys.trigger_queue)
+    one = await sys.take("one")
+    assert json.loads(one.headers["x-meta"]) == {"tenant": "acme"}
+    await sys.answer(one, b"{}", **{"x-meta-patch": '{"seen": ["one"]}'})
+    two = await sys.take("two")
+    assert json.loads(two.headers["x-meta"]) == {"tenant": "acme", "seen": ["one"]}
+    await sys.restart(signal.SIGKILL)  # recovery replays the submission and the patch
+    job = (await sys.http.get(f"/api/job/{job_id}")).json()
+    assert job["status"] == "running"
+    assert job["meta"] == {"tenant": "acme", "seen": ["one"]}
+    await sys.answer(two, b"{}", **{"x-meta-patch": '{"seen": ["two"]}'})
+    outcome = await sys.outcome_of(job_id, "chain")
+    assert outcome.status == "completed"
+    job = (await sys.http.get(f"/api/job/{job_id}")).json()
+    assert job["meta"] == {"tenant": "acme", "seen": ["two"]}  # a list is replaced, not merged
