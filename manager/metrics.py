@@ -36,6 +36,8 @@ from manager.engine import (
     JobStatus,
     StepCompensation,
     StepFinished,
+    StepStatus,
+    StepWaiting,
 )
 
 __all__ = ["Metrics", "Watched", "METRIC_NAMES"]
@@ -63,6 +65,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_finished_total": "counter",
     f"{_P}jobs_running": "gauge",
     f"{_P}jobs_scheduled": "gauge",
+    f"{_P}steps_waiting": "gauge",
     f"{_P}job_duration_seconds": "histogram",
     f"{_P}step_requests_total": "counter",
     f"{_P}step_failures_total": "counter",
@@ -149,6 +152,10 @@ class Metrics:
             f"{_P}steps_skipped", "Steps skipped by their `when` (no request sent).", step,
             registry=r,
         )  # fmt: skip
+        self._steps_waiting = Gauge(
+            f"{_P}steps_waiting", "Steps waiting for a signal (wait: true), child jobs' too.", step,
+            registry=r,
+        )  # fmt: skip
         self._steps_recovered = Counter(
             f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
             step, registry=r,
@@ -160,7 +167,7 @@ class Metrics:
         self._dead_letters = Counter(
             f"{_P}dead_letters",
             "Messages dead-lettered, by reason (bad_reply, invalid_trigger, unknown_workflow, "
-            "invalid_id, invalid_payload).",
+            "invalid_id, invalid_payload, bad_signal).",
             ["reason"], registry=r,
         )  # fmt: skip
         self._commit_seconds = Histogram(
@@ -180,6 +187,9 @@ class Metrics:
         self._skipped = _Children(self._steps_skipped)
         self._recovered = _Children(self._steps_recovered)
         self._undone = _Children(self._compensations)
+        self._waits = _Children(self._steps_waiting)
+        # Each job's steps waiting for a signal: the gauge goes down when one ends, or its job.
+        self._waiting: dict[str, set[str]] = {}
         self._finished = _Children(self._jobs_finished)
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
@@ -187,6 +197,7 @@ class Metrics:
         self._scheduled: set[str] = set()  # top-level jobs waiting for their delayed start
         self._handlers: dict[type, Callable[[Any], None]] = {
             JobScheduled: self._job_scheduled,
+            StepWaiting: self._step_waiting,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
             StepCompensation: self._step_compensation,
@@ -231,6 +242,18 @@ class Metrics:
             self._workflow(name).running.set(count)
         for name, count in scheduled.items():
             self._workflow(name).scheduled.set(count)
+        self._recover_waits(jobs)
+
+    def _recover_waits(self, jobs: Iterable[Job]) -> None:
+        """Set the waiting-steps gauge from the recovered jobs (children too)."""
+        self._waiting.clear()
+        for child in self._waits.values():
+            child.set(0)
+        for job in jobs:
+            for run in job.steps.values():
+                if run.status is StepStatus.WAITING and job.is_live(run.name):
+                    self._waiting.setdefault(job.id, set()).add(run.name)
+                    self._waits(job.workflow.name, run.name).inc()
 
     def observe(self, commands: Sequence[Command]) -> None:
         """Count one committed event's commands."""
@@ -253,7 +276,25 @@ class Metrics:
     def _dispatched(self, command: Dispatch) -> None:
         self._requests(command.workflow, command.step).inc()
 
+    def _step_waiting(self, command: StepWaiting) -> None:
+        self._waiting.setdefault(command.job_id, set()).add(command.step)
+        self._waits(command.workflow, command.step).inc()
+
+    def _wait_ended(self, job_id: str, workflow: str, step: str | None) -> None:
+        """A waiting step ended (or, `step` None, every one of its job's: the job ended)."""
+        steps = self._waiting.get(job_id)
+        if not steps:
+            return
+        ended = list(steps) if step is None else [step] if step in steps else []
+        for name in ended:
+            steps.discard(name)
+            self._waits(workflow, name).dec()
+        if not steps:
+            del self._waiting[job_id]
+
     def _step_finished(self, command: StepFinished) -> None:
+        if self._waiting:
+            self._wait_ended(command.job_id, command.workflow, command.step)
         if command.outcome == "skipped":
             self._skipped(command.workflow, command.step).inc()
             return
@@ -287,6 +328,8 @@ class Metrics:
         self._started_at[command.job_id] = command.at
 
     def _job_finished(self, command: JobFinished) -> None:
+        if self._waiting:
+            self._wait_ended(command.job_id, command.workflow, None)
         if command.parent_id is not None:
             return
         series = self._workflow(command.workflow)
@@ -325,6 +368,10 @@ class _Children:
     def __init__(self, metric: Any) -> None:
         self._metric = metric
         self._made: dict[tuple[str, ...], Any] = {}
+
+    def values(self) -> list[Any]:
+        """The children made so far."""
+        return list(self._made.values())
 
     def __len__(self) -> int:
         return len(self._made)

@@ -18,6 +18,8 @@ from manager.engine.commands import (
     StartTimer,
     StepCompensation,
     StepFinished,
+    StepSignalled,
+    StepWaiting,
     Subject,
 )
 from manager.engine.engine import apply, replay
@@ -27,6 +29,7 @@ from manager.engine.events import (
     JobArchived,
     JobSubmitted,
     RetryRequested,
+    SignalReceived,
     StepReplied,
     TimerFired,
 )
@@ -66,9 +69,12 @@ __all__ = [
     "ParentLink",
     "Refused",
     "RetryRequested",
+    "SignalReceived",
     "StartTimer",
     "StepCompensation",
     "StepFinished",
+    "StepSignalled",
+    "StepWaiting",
     "StepReplied",
     "StepRun",
     "StepStatus",

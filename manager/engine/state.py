@@ -47,7 +47,8 @@ ENDED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CAN
 class StepStatus(StrEnum):
     """Where one step of a job is in its life."""
 
-    WAITING = "waiting"
+    PENDING = "pending"  # not reached yet: waiting on its depends (or its job's start)
+    WAITING = "waiting"  # a `wait: true` step, reached: waiting for its signal
     RUNNING = "running"
     RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
     COMPLETED = "completed"
@@ -80,7 +81,7 @@ class StepRun:
 
     spec: Step
     waiting_on: int
-    status: StepStatus = StepStatus.WAITING
+    status: StepStatus = StepStatus.PENDING
     attempt: int = 0
     # Attempts made before the current round: a job retry starts a new round with the step's
     # full retry budget, while attempt numbers keep counting up.
@@ -135,7 +136,7 @@ class CompensationRun:
     policy: StepPolicy
     input: dict[str, Any]
     output: dict[str, Any]
-    status: StepStatus = StepStatus.WAITING
+    status: StepStatus = StepStatus.PENDING
     attempt: int = 0
     error: str | None = None
     started_at: float | None = None
@@ -207,8 +208,12 @@ class Job:
     # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
     # started when it was submitted.
     start_at: float | None = None
+    # Signals for waiting steps not reached yet, by step: each completes its step when reached.
+    signals: dict[str, dict[str, Any]] | None = None
     # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
     priority: int = 0
+    # The job's metadata (a top-level job's: its children read it from there), or None.
+    meta: dict[str, Any] | None = None
     # Workflows with `compensate` only: main steps in the order they completed, and, once the
     # job failed or was cancelled with completed steps to undo, its compensations.
     done_order: list[str] | None = None

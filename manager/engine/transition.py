@@ -36,10 +36,12 @@ from manager.engine.fallbacks import FallbackRules
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
+from manager.engine.metadata import MetadataRules
 from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
+from manager.engine.waiting import WaitingSteps
 
 __all__ = ["Transition"]
 
@@ -60,7 +62,9 @@ class Transition(
     ConditionRules,
     FallbackRules,
     ContractRules,
+    MetadataRules,
     DelayedStarts,
+    WaitingSteps,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -170,6 +174,7 @@ class Transition(
             workflow, workflow, job_id, event.payload, None, trace, event.priority, not delayed
         )
         self.concerns(job)
+        job.meta = event.meta
         if event.reply_to:
             job.reply_to.append(event.reply_to)
         if delayed:
@@ -270,6 +275,9 @@ class Transition(
         if error is None and run.spec.output_schema is not None:
             if (error := output_problem(run, output)) is not None:
                 reason = "invalid_reply"
+        if error is None and event.meta_patch is not None:
+            if (error := self._patch_meta(job, event.meta_patch)) is not None:
+                reason = "invalid_reply"
         if error is None:
             # The first good reply wins, even one for an earlier attempt than the latest.
             self._clear_step_timers(job, run)
@@ -321,7 +329,7 @@ class Transition(
         """Start every ready step, including those that become ready while doing so."""
         while self.ready:
             job, run = self.ready.popleft()
-            if run.status is not StepStatus.WAITING:
+            if run.status is not StepStatus.PENDING:
                 continue
             if job.is_live(run.name):
                 self._start_step(job, run)
@@ -345,6 +353,9 @@ class Transition(
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
             return
+        if run.spec.wait:
+            self._wait(job, run)
+            return
         self._dispatch(job, run)
 
     def _dispatch(self, job: Job, run: StepRun) -> None:
@@ -364,6 +375,7 @@ class Transition(
                 attempt=run.attempt,
                 trace_id=job.trace_id,
                 priority=job.priority,
+                meta=self._job_meta(job),
             )
         )
         timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s

@@ -106,14 +106,14 @@ STEP_FIELDS = [
         "misspelt retries",
         "retry: 3",
         "unknown field 'retry' (allowed: name, depends, queue, task, http, retries, retry_backoff,"
-        " timeout, when, input_schema, output_schema, fallback, compensate); did you mean"
+        " timeout, when, wait, input_schema, output_schema, fallback, compensate); did you mean"
         " 'retries'?",
     ),
     (
         "backoff without its prefix",
         "backoff: {initial: 1}",
         "unknown field 'backoff' (allowed: name, depends, queue, task, http, retries,"
-        " retry_backoff, timeout, when, input_schema, output_schema, fallback, compensate);"
+        " retry_backoff, timeout, when, wait, input_schema, output_schema, fallback, compensate);"
         " did you mean 'retry_backoff'?",
     ),
 ]
