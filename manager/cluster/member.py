@@ -78,4 +78,10 @@ async def keep_leases(ownership: Ownership, runner: Runner, renew_every_s: float
         except JournalError as exc:
             log.warning("cannot take free partitions now: %s", exc)
             continue
-        await runner.adopt(taken)
+        try:
+            await runner.adopt(taken)
+        except ManagerError as exc:
+            # Taken but not running: stop, so the leases expire and another manager runs them.
+            runner.lost(taken)
+            log.error("cannot run partitions %s: %s", taken, exc)
+            return

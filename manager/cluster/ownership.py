@@ -86,9 +86,10 @@ class Ownership:
 
     async def fence(self, cursor: psycopg.AsyncCursor, roots: set[str]) -> None:
         """The journal's fence: every partition the commit writes for is ours, at our epoch."""
-        touched = {self.partitioning.of(root) for root in roots}
+        # Rows of no job (a stray reply's "ignored", sent marks) need every lease still ours.
+        touched = {self.partitioning.of(root) for root in roots} or set(self.held)
         if not touched:
-            return
+            raise FencedOut("a commit while this manager holds no partition: it stops")
         missing = sorted(touched - set(self.held))
         if missing:
             raise FencedOut(
