@@ -49,6 +49,7 @@ from manager.engine import timers as timer_keys
 from manager.engine.snapshot import restore
 from manager.errors import (
     DuplicateJob,
+    DuplicateKey,
     InvalidJobId,
     InvalidPayload,
     JobConflict,
@@ -63,6 +64,7 @@ from manager.observers import DeadLetterWatcher, Observer
 from manager.outbox import Outbox
 from manager.recorder import (
     Record,
+    duplicate_reason,
     finished_notice,
     pending_message,
     record,
@@ -299,6 +301,11 @@ class Orchestrator:
         if result.rejected is not None:
             rejected = result.rejected  # its answer is in `sending`
             await self._reject(delivery, rejected.reason, rejected.kind.replace("-", "_"))
+        elif result.duplicate is not None:
+            log.info(
+                "duplicate trigger: %s", duplicate_reason(result.duplicate),
+                extra={"job": result.duplicate.existing},
+            )  # fmt: skip
         self.transport.ack(delivery)
         await asyncio.shield(sending)  # as in on_reply
 
@@ -369,7 +376,7 @@ class Orchestrator:
         """
         _, commands = apply(self._state, event)
         result = record(event, commands, self.settings.queue)
-        if result.rejected is not None or result.refused is not None:
+        if result.rejected is not None or result.refused is not None or result.duplicate:
             return result, self._send(result.outbound)  # nothing to journal
         committed = self.journal.append(result.batch)
         for row in result.ended:
@@ -465,6 +472,8 @@ class Orchestrator:
         if result.rejected is not None:
             rejected = result.rejected
             raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
+        if result.duplicate is not None:
+            raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
         await sending
         return canonical or job_id
 

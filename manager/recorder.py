@@ -20,6 +20,7 @@ from manager.engine import (
     Dispatch,
     Event,
     Ignored,
+    JobDuplicate,
     JobFinished,
     JobRejected,
     JobScheduled,
@@ -38,7 +39,7 @@ from manager.engine import (
 )
 from manager.engine.traceids import step_span_id, traceparent
 from manager.journal import Batch, EventKind, EventRow, JobRow
-from manager.transport.message import Outbound, outcome_notice, step_request
+from manager.transport.message import Outbound, duplicate_notice, outcome_notice, step_request
 
 __all__ = [
     "Record",
@@ -47,6 +48,7 @@ __all__ = [
     "pending_message",
     "finished_notice",
     "rejection_notice",
+    "duplicate_reason",
 ]
 
 _REJECTED = "rejected"
@@ -64,6 +66,7 @@ class Record:
     outbound: list[Outbound] = field(default_factory=list)
     rejected: JobRejected | None = None
     refused: Refused | None = None
+    duplicate: JobDuplicate | None = None
     ended: list[JobRow] = field(default_factory=list)
 
 
@@ -94,13 +97,38 @@ def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Recor
         elif isinstance(command, Ignored):
             meta = {"subject": command.subject, "reason": command.reason}
             events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
-        elif isinstance(command, JobRejected):
-            result.rejected = command
-            if command.reply_to:
-                outbound.append(rejection_notice(command.reply_to, command.job_id, command.reason))
-        elif isinstance(command, Refused):
-            result.refused = command
+        elif isinstance(command, JobRejected | Refused | JobDuplicate):
+            _refusal(command, result)
     return result
+
+
+def _refusal(command: JobRejected | Refused | JobDuplicate, result: Record) -> None:
+    """An event the engine did not take: nothing is journaled; a trigger's sender is told."""
+    if isinstance(command, JobRejected):
+        result.rejected = command
+        if command.reply_to:
+            notice = rejection_notice(command.reply_to, command.job_id, command.reason)
+            result.outbound.append(notice)
+    elif isinstance(command, Refused):
+        result.refused = command
+    else:
+        result.duplicate = command
+        if command.reply_to:
+            result.outbound.append(_duplicate(command, command.reply_to))
+
+
+def duplicate_reason(command: JobDuplicate) -> str:
+    """Why a trigger started no job: which unfinished job has its unique key."""
+    return (
+        f"job {command.existing} of workflow '{command.workflow}' has the unique key "
+        f"{command.key} and has not finished; no second job starts until it has"
+    )
+
+
+def _duplicate(command: JobDuplicate, reply_to: str) -> Outbound:
+    """The `duplicate` answer to a trigger: the reason, and the job that has the key."""
+    body = jsontext.dumps({"error": duplicate_reason(command), "job": command.existing})
+    return duplicate_notice(reply_to, command.job_id, command.existing, body)
 
 
 def rejection_notice(reply_to: str, job_id: str | None, reason: str) -> Outbound:

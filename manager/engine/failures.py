@@ -179,6 +179,8 @@ class FailureRules:
 
     def _settle(self: Work, job: Job) -> None:
         """The job is over, branch included: report it, notify its senders, tell its parent."""
+        if job.unique_key is not None:
+            self._release(job)
         self.commands.append(self.finished(job))
         if job.reply_to:
             root_id = root_of(self.state, job)

@@ -40,6 +40,7 @@ from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
+from manager.engine.uniqueness import UniqueJobs
 from manager.engine.waiting import WaitingSteps
 
 __all__ = ["Transition"]
@@ -63,6 +64,7 @@ class Transition(
     ContractRules,
     DelayedStarts,
     WaitingSteps,
+    UniqueJobs,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -166,12 +168,17 @@ class Transition(
                 JobRejected(event.job_id, event.workflow, problem, event.reply_to)
             )
             return
+        key = self._claim(workflow, event) if workflow.unique is not None else None
+        if workflow.unique is not None and key is None:
+            return  # refused: a duplicate of an unfinished job, or a key that cannot be read
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
         job = self._create_job(
             workflow, workflow, job_id, event.payload, None, trace, event.priority, not delayed
         )
         self.concerns(job)
+        if key is not None:
+            self._hold(job, key)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
         if delayed:
