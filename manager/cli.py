@@ -39,6 +39,7 @@ examples:
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --delay 600
   workflow-manager submit book-word-counts --payload '{"path": "urgent.txt"}' --priority 9
+  workflow-manager submit book-word-counts --payload '{"path": "a.txt"}' --meta '{"tenant": "acme"}'
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager watch 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   curl -N 'http://127.0.0.1:8080/api/events?workflow=book-word-counts'
@@ -93,6 +94,18 @@ def priority_arg(text: str) -> int:
             f"{text!r} is not a priority (an integer from 0 to {MAX_PRIORITY}, higher first)"
         )
     return int(text)
+
+
+def meta_arg(text: str) -> dict[str, Any]:
+    """An argparse type: job metadata, a JSON object, or a usage error."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        example = '{"tenant": "acme"}'
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object, e.g. '{example}'")
+    return value
 
 
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
@@ -198,6 +211,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         type=priority_arg,
         default=0,
         help="0 to 9, higher first where the manager holds work back (default: 0)",
+    )
+    submit.add_argument(
+        "--meta",
+        type=meta_arg,
+        metavar="JSON",
+        help="job metadata, a JSON object sent on every request of the job as x-meta",
     )
     submit.add_argument(
         "--wait",
@@ -405,6 +424,7 @@ def _submit(args: argparse.Namespace) -> int:
             args.amqp_url, args.workflow, payload, job_id, queue=args.queue, wait=args.wait,
             priority=args.priority,
             delay_s=args.delay,
+            meta=args.meta,
         )  # fmt: skip
         if not args.wait:
             return await sending

@@ -24,7 +24,7 @@ from manager.transport import (
     trigger_queue,
 )
 from manager.transport.errors import broker_errors
-from manager.transport.naming import HEADER_DELAY, HEADER_PRIORITY
+from manager.transport.naming import HEADER_DELAY, HEADER_META, HEADER_PRIORITY
 
 __all__ = [
     "Outcome",
@@ -58,17 +58,20 @@ async def submit_job(
     progress_every_s: float = 0.5,
     priority: int = 0,
     delay_s: float | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> Outcome | None:
     """Publish a trigger for `workflow`; with `wait`, return the outcome message when it comes.
 
     A non-zero `priority` (0-9) goes in the trigger's `x-priority` header, a `delay_s` (the
-    job starts that many seconds from now) in `x-delay`.
+    job starts that many seconds from now) in `x-delay`, `meta` (job metadata) in `x-meta`.
     """
     headers: dict[str, Any] = {TRIGGER_WORKFLOW_HEADER: workflow}
     if priority:
         headers[HEADER_PRIORITY] = priority
     if delay_s is not None:
         headers[HEADER_DELAY] = delay_s
+    if meta is not None:
+        headers[HEADER_META] = json.dumps(meta)
     with broker_errors("cannot connect to RabbitMQ"):
         connection = await aio_pika.connect(amqp_url, timeout=10)
     async with connection:

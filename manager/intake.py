@@ -22,13 +22,22 @@ from manager.transport.naming import (
     HEADER_ATTEMPT,
     HEADER_DELAY,
     HEADER_ERROR,
+    HEADER_META,
+    HEADER_META_PATCH,
     HEADER_NOT_BEFORE,
     HEADER_PRIORITY,
     HEADER_TRACEPARENT,
     TRIGGER_WORKFLOW_HEADER,
 )
 
-__all__ = ["Undeliverable", "reply_event", "trigger_event", "trigger_priority", "signal_event"]
+__all__ = [
+    "Undeliverable",
+    "reply_event",
+    "trigger_event",
+    "trigger_meta",
+    "trigger_priority",
+    "signal_event",
+]
 
 _MAX_ATTEMPT = 2**31  # far beyond any retry policy; larger values are noise, not attempts
 
@@ -96,7 +105,22 @@ def reply_event(delivery: Delivery, at: float, max_bytes: int) -> StepReplied | 
         at=at,
         error=error,
         attempt=_header_int(headers, HEADER_ATTEMPT),
+        meta_patch=header_text(headers, HEADER_META_PATCH),
     )
+
+
+def trigger_meta(text: str | None, what: str) -> dict[str, Any] | None | Undeliverable:
+    """Job metadata given as JSON text (`what` names where: a header, a query parameter): a
+    JSON object, None when absent, else why not."""
+    if text is None:
+        return None
+    try:
+        meta = decode_json(text.encode(), what)
+    except ReplyError as exc:
+        return Undeliverable(str(exc).replace(f"{what} body is", f"{what} is", 1))
+    if not isinstance(meta, dict):
+        return Undeliverable(f"{what} must be a JSON object, got {json_type(meta)}")
+    return meta
 
 
 def trigger_event(
@@ -132,6 +156,9 @@ def trigger_event(
     priority = trigger_priority(headers)
     if isinstance(priority, Undeliverable):
         return priority
+    meta = trigger_meta(header_text(headers, HEADER_META), f"trigger header '{HEADER_META}'")
+    if isinstance(meta, Undeliverable):
+        return meta
     trace = submitter_trace(delivery.headers.get(HEADER_TRACEPARENT), "trigger")
     return JobSubmitted(
         job_id=delivery.correlation_id or new_id,
@@ -143,6 +170,7 @@ def trigger_event(
         trace_parent=trace.span_id if trace else None,
         not_before=not_before,
         priority=priority,
+        meta=meta,
     )
 
 

@@ -442,8 +442,11 @@ class Orchestrator:
         priority: int = 0,
         *,
         not_before: float | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> str:
         """Start a job (the HTTP API's way in); returns its id or raises a SubmitError.
+
+        `meta` is the job's metadata (sent on each of its requests as `x-meta`).
 
         The job joins `trace` (the caller's trace context), else it starts a trace of its own.
         `priority` (0-9, higher first) orders it wherever the manager holds work back.
@@ -467,6 +470,7 @@ class Orchestrator:
             job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
             priority=priority,
             not_before=not_before,
+            meta=meta,
         )  # fmt: skip
         result, sending = await self._process(self.pinned(submitted))
         if result.rejected is not None:

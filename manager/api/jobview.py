@@ -238,6 +238,8 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     if (trace_id := getattr(job, "trace_id", None)) is not None:
         body["trace_id"] = trace_id
     body["priority"] = job.priority
+    if job.meta is not None:
+        body["meta"] = job.meta
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None

@@ -181,6 +181,11 @@ class JobDetail(BaseModel):
     priority: int = Field(
         default=0, description="Extra: 0-9, higher first (a child's is its top-level job's)."
     )
+    meta: dict[str, Any] | None = Field(
+        default=None,
+        description="Extra, top-level jobs: the job's metadata (x-meta) with every reply's "
+        "x-meta-patch merged in; its requests and its children's carry it.",
+    )
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
@@ -314,6 +319,10 @@ class JobPage(BaseModel):
     error: dict[str, Any] | None = None
     trace_id: str | None = None
     priority: int = Field(default=0, description="0-9, higher first; children inherit it.")
+    meta: dict[str, Any] | None = Field(
+        default=None,
+        description="Top-level jobs: the job's metadata (x-meta, patches merged in).",
+    )
     definition: str = Field(description="The content hash of the definition the job runs.")
     branch: Literal["on_error", "on_cancel"] | None = None
     can_cancel: bool

@@ -58,9 +58,10 @@ class JobService(Protocol):
         priority: int = 0,
         *,
         not_before: float | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> str:
-        """Start a job (in `trace`, if given; at `not_before`, if later) and return its id;
-        raise a `SubmitError` if not."""
+        """Start a job (in `trace`, if given; at `not_before`, if later; with metadata `meta`)
+        and return its id; raise a `SubmitError` if not."""
         ...
 
     async def find_job(self, job_id: str) -> Job | None:

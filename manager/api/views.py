@@ -144,6 +144,8 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
     detail["progress"] = progress(job)
     detail["trace_id"] = job.trace_id
     detail["priority"] = job.priority
+    if job.meta is not None:
+        detail["meta"] = job.meta
     if job.result is not None:
         detail["result"] = job.result
     if job.error is not None:

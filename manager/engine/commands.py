@@ -64,6 +64,7 @@ class Dispatch:
     attempt: int
     trace_id: str = ""
     priority: int = 0
+    meta: dict[str, Any] | None = None  # the job's metadata, sent as the `x-meta` header
 
     @property
     def message_id(self) -> str:

@@ -39,6 +39,7 @@ class JobSubmitted:
     trace_parent: str | None = None
     not_before: float | None = None
     priority: int = 0
+    meta: dict[str, Any] | None = None  # the trigger's `x-meta`: context for every request
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,7 @@ class StepReplied:
     at: float
     error: str | None = None
     attempt: int | None = None
+    meta_patch: str | None = None  # the reply's `x-meta-patch` header, as sent (JSON text)
 
     @property
     def correlation_id(self) -> str:

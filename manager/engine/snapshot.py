@@ -88,6 +88,7 @@ def snapshot(job: Job) -> dict[str, Any]:
         **({"start_at": job.start_at} if job.start_at is not None else {}),
         **({"unique_key": job.unique_key} if job.unique_key is not None else {}),
         "priority": job.priority,
+        "meta": job.meta,
         **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
     }
 
@@ -190,6 +191,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         start_at=data.get("start_at"),
         unique_key=data.get("unique_key"),
         priority=data.get("priority", 0),
+        meta=data.get("meta"),
         compensation=(
             _restore_compensation(data["compensation"], workflow)
             if data.get("compensation")

@@ -214,6 +214,8 @@ class Job:
     signals: dict[str, dict[str, Any]] | None = None
     # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
     priority: int = 0
+    # The job's metadata (a top-level job's: its children read it from there), or None.
+    meta: dict[str, Any] | None = None
     # Workflows with `compensate` only: main steps in the order they completed, and, once the
     # job failed or was cancelled with completed steps to undo, its compensations.
     done_order: list[str] | None = None

@@ -36,6 +36,7 @@ from manager.engine.fallbacks import FallbackRules
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
+from manager.engine.metadata import MetadataRules
 from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
@@ -62,6 +63,7 @@ class Transition(
     ConditionRules,
     FallbackRules,
     ContractRules,
+    MetadataRules,
     DelayedStarts,
     WaitingSteps,
     UniqueJobs,
@@ -177,6 +179,7 @@ class Transition(
             workflow, workflow, job_id, event.payload, None, trace, event.priority, not delayed
         )
         self.concerns(job)
+        job.meta = event.meta
         if key is not None:
             self._hold(job, key)
         if event.reply_to:
@@ -279,6 +282,9 @@ class Transition(
         if error is None and run.spec.output_schema is not None:
             if (error := output_problem(run, output)) is not None:
                 reason = "invalid_reply"
+        if error is None and event.meta_patch is not None:
+            if (error := self._patch_meta(job, event.meta_patch)) is not None:
+                reason = "invalid_reply"
         if error is None:
             # The first good reply wins, even one for an earlier attempt than the latest.
             self._clear_step_timers(job, run)
@@ -376,6 +382,7 @@ class Transition(
                 attempt=run.attempt,
                 trace_id=job.trace_id,
                 priority=job.priority,
+                meta=self._job_meta(job),
             )
         )
         timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s

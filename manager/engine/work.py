@@ -3,10 +3,10 @@
 `Transition` (in `transition`) is one class assembled from rule modules: `failures` (retries,
 timeouts, failed and cancelled jobs, on_error/on_cancel), `compensation` (undoing a failed
 job's completed steps), `control` (cancel and retry requests), `conditions` (a step's `when`),
-`fallbacks` (a failed step's fallback), `contracts` (JSON Schemas), `delays` (delayed
-starts), `waiting` (steps that wait for a signal) and `uniqueness` (unique jobs). Those
-modules are written against this protocol rather than the class itself, so no module imports
-the one that imports it.
+`fallbacks` (a failed step's fallback), `contracts` (JSON Schemas), `metadata` (a job's
+`x-meta`), `delays` (delayed starts), `waiting` (steps that wait for a signal) and
+`uniqueness` (unique jobs). Those modules are written against this protocol rather than the
+class itself, so no module imports the one that imports it.
 """
 
 from __future__ import annotations
@@ -80,6 +80,10 @@ class Work(Protocol):
     def _start_branch(self, job: Job, kind: str, data: dict[str, Any]) -> None: ...
     def _end_branch(self, job: Job) -> None: ...
     def _settle(self, job: Job) -> None: ...
+
+    # Metadata (metadata)
+    def _job_meta(self, job: Job) -> dict[str, Any] | None: ...
+    def _patch_meta(self, job: Job, text: str) -> str | None: ...
 
     # Fallbacks (fallbacks)
     def _fall_back(self, job: Job, run: StepRun, message: str, reason: str) -> None: ...

@@ -41,6 +41,10 @@ HEADER_DELAY = "x-delay"
 HEADER_NOT_BEFORE = "x-not-before"
 # A trigger's priority (0-9, higher first); step requests carry it as the AMQP `priority`.
 HEADER_PRIORITY = "x-priority"
+# Job metadata: a JSON object on a trigger and on every request of the job (and its children);
+# a reply may add to it with a JSON object patch (deep-merged, later wins).
+HEADER_META = "x-meta"
+HEADER_META_PATCH = "x-meta-patch"
 
 
 def trigger_queue(queue: str) -> str:

@@ -3,8 +3,9 @@
 Each example builds a random workflow with random failure policies (retries, backoff,
 timeouts, a job deadline, maybe a task step with max_failed_items, maybe on_error and
 on_cancel branches, maybe `compensate` on main and task steps, steps with a `when` or a
-fallback, schemas on payloads, inputs and outputs), then applies a random mix of good, failed
-and late replies, TimerFired for pending timers, and cancel and retry requests. Then:
+fallback, schemas on payloads, inputs and outputs, job metadata), then applies a random mix of
+good, failed and late replies (some patching the metadata), TimerFired for pending timers,
+and cancel and retry requests. Then:
 
 1. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
    the same commands as the live run, and a final state equal to the live one;
@@ -195,7 +196,10 @@ def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
     attempt = draw(st.sampled_from([None, request.attempt, request.attempt - 1, 99]))
     body: bytes = b"{}"
     error = None
+    patch = None
     if how == "good":
+        # Metadata patches: objects deep-merged into the job's, or no object (a failed attempt).
+        patch = draw(st.sampled_from([None, None, '{"k": 1}', '{"t": {"x": 2}}', "[1]"]))
         output: dict[str, Any] = {"v": draw(st.integers(0, 3))}
         if draw(st.booleans()):
             output["items"] = list(range(draw(st.integers(0, 2))))
@@ -205,7 +209,10 @@ def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
     else:
         body = draw(st.sampled_from([b"[]", b"null", b"{"]))
     run.do(
-        StepReplied(request.job_id, request.step, body, run.tick(), error=error, attempt=attempt)
+        StepReplied(
+            request.job_id, request.step, body, run.tick(), error=error, attempt=attempt,
+            meta_patch=patch,
+        )  # fmt: skip
     )
 
 
@@ -259,7 +266,12 @@ def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
         at = run.tick()
         # Some jobs start later (a delayed start: scheduled, then started by their timer).
         not_before = draw(st.sampled_from([None, None, at - 1.0, at + 2.0, at + 6.0]))
-        run.do(JobSubmitted(job_id, "w", payload, at, reply_to="q1", not_before=not_before))
+        meta = draw(st.sampled_from([None, {"t": {"x": 1, "y": 1}}]))
+        run.do(
+            JobSubmitted(
+                job_id, "w", payload, at, reply_to="q1", not_before=not_before, meta=meta
+            )
+        )
     for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
         event(f"action: {_step(draw, run)}")
     return run
