@@ -26,7 +26,16 @@ from prometheus_client import (
     generate_latest,
 )
 
-from manager.engine import Command, Dispatch, Job, JobFinished, JobStarted, StepFinished
+from manager.engine import (
+    Command,
+    Dispatch,
+    Job,
+    JobFinished,
+    JobQueued,
+    JobStarted,
+    JobStatus,
+    StepFinished,
+)
 
 __all__ = ["Metrics", "Watched", "METRIC_NAMES"]
 
@@ -52,6 +61,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_started_total": "counter",
     f"{_P}jobs_finished_total": "counter",
     f"{_P}jobs_running": "gauge",
+    f"{_P}jobs_queued": "gauge",
     f"{_P}job_duration_seconds": "histogram",
     f"{_P}step_requests_total": "counter",
     f"{_P}step_failures_total": "counter",
@@ -85,6 +95,7 @@ class _WorkflowSeries:
     started: Any
     running: Any
     duration: Any
+    queued: Any
 
 
 class Metrics:
@@ -107,6 +118,10 @@ class Metrics:
         )  # fmt: skip
         self._jobs_running = Gauge(
             f"{_P}jobs_running", "Top-level jobs running now (their on_error steps too).", wf,
+            registry=r,
+        )  # fmt: skip
+        self._jobs_queued = Gauge(
+            f"{_P}jobs_queued", "Top-level jobs waiting under a concurrency limit now.", wf,
             registry=r,
         )  # fmt: skip
         self._job_duration = Histogram(
@@ -151,7 +166,9 @@ class Metrics:
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
         self._started_at: dict[str, float] = {}
+        self._queued: set[str] = set()  # top-level jobs queued now
         self._handlers: dict[type, Callable[[Any], None]] = {
+            JobQueued: self._job_queued,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
             JobStarted: self._job_started,
@@ -177,14 +194,24 @@ class Metrics:
     def recovered(self, jobs: Iterable[Job]) -> None:
         """Set the running gauge from the jobs recovery brought back (top-level ones)."""
         running: collections.Counter[str] = collections.Counter()
+        queued: collections.Counter[str] = collections.Counter()
+        self._queued.clear()
         for job in jobs:
-            # A failed job still running its on_error steps has not ended yet (no JobFinished).
-            if job.parent is None and not job.is_settled:
+            if job.parent is not None:
+                continue
+            if job.status is JobStatus.QUEUED:
+                queued[job.workflow.name] += 1
+                self._queued.add(job.id)
+            elif not job.is_settled:
+                # A failed job still running its on_error steps has not ended (no JobFinished).
                 running[job.workflow.name] += 1
         for series in self._workflows.values():
             series.running.set(0)
+            series.queued.set(0)
         for name, count in running.items():
             self._workflow(name).running.set(count)
+        for name, count in queued.items():
+            self._workflow(name).queued.set(count)
 
     def observe(self, commands: Sequence[Command]) -> None:
         """Count one committed event's commands."""
@@ -214,10 +241,17 @@ class Metrics:
         if command.outcome in _FAILED_OUTCOMES:
             self._failures(command.workflow, command.step, command.reason or "error").inc()
 
+    def _job_queued(self, command: JobQueued) -> None:
+        self._queued.add(command.job_id)
+        self._workflow(command.workflow).queued.inc()
+
     def _job_started(self, command: JobStarted) -> None:
         if command.parent_id is not None:
             return  # a child job counts in its steps, under its top-level workflow
         series = self._workflow(command.workflow)
+        if command.job_id in self._queued:
+            self._queued.discard(command.job_id)
+            series.queued.dec()
         series.started.inc()
         series.running.inc()
         self._started_at[command.job_id] = command.at
@@ -226,6 +260,11 @@ class Metrics:
         if command.parent_id is not None:
             return
         series = self._workflow(command.workflow)
+        if command.job_id in self._queued:  # cancelled while queued: it never ran
+            self._queued.discard(command.job_id)
+            series.queued.dec()
+            self._finished(command.workflow, str(command.status)).inc()
+            return
         series.running.dec()
         started_at = self._started_at.pop(command.job_id, command.submitted_at)
         series.duration.observe(max(0.0, command.at - started_at))
@@ -240,6 +279,7 @@ class Metrics:
                 self._jobs_started.labels(name),
                 self._jobs_running.labels(name),
                 self._job_duration.labels(name),
+                self._jobs_queued.labels(name),
             )
         return series
 

@@ -21,6 +21,7 @@ from manager.engine import (
     Event,
     Ignored,
     JobFinished,
+    JobQueued,
     JobRejected,
     JobStarted,
     JobSubmitted,
@@ -83,6 +84,8 @@ def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Recor
             outbound.append(message)
         elif isinstance(command, JobStarted):
             _started(command, result.batch)
+        elif isinstance(command, JobQueued):
+            _queued(command, result.batch)
         elif isinstance(command, JobFinished):
             result.ended.append(_finished(command, result.batch))
         elif isinstance(command, Subject):
@@ -217,28 +220,36 @@ def _started(command: JobStarted, batch: Batch) -> None:
         # cost 3N more rows. Its messages (dispatched, replied) are journaled as any step's,
         # and while it runs it is in memory, where the API reads it.
         return
+    _open_job(command, "running", batch, EventKind.STARTED, {"flow": command.flow})
+
+
+def _queued(command: JobQueued, batch: Batch) -> None:
+    """A queued job's row (status queued, so recovery replays it) and when it entered it."""
+    meta = {"scopes": list(command.scopes), "priority": command.priority}
+    _open_job(command, "queued", batch, EventKind.QUEUED, meta)
+
+
+def _open_job(
+    command: JobStarted | JobQueued, status: str, batch: Batch, kind: str, meta: dict[str, Any]
+) -> None:
+    """The row of a top-level job that has not ended, and the journal row saying why."""
+    flow = command.flow if isinstance(command, JobStarted) else command.workflow
     batch.jobs.append(
         JobRow(
             id=command.job_id,
-            root_id=command.root_id,
+            root_id=command.job_id,
             parent_id=None,
             workflow=command.workflow,
             definition=command.definition,
-            flow=command.flow,
-            status="running",
+            flow=flow,
+            status=status,
             submitted_at=command.submitted_at,
             finished_at=None,
             payload=command.payload,
         )  # fmt: skip
     )
     batch.events.append(
-        EventRow(
-            at=command.at,
-            kind=EventKind.STARTED,
-            job_id=command.job_id,
-            root_id=command.root_id,
-            meta={"flow": command.flow},
-        )  # fmt: skip
+        EventRow(at=command.at, kind=kind, job_id=command.job_id, root_id=command.job_id, meta=meta)
     )
 
 

@@ -23,6 +23,7 @@ __all__ = ["CHILD_STATUSES", "job_page", "child_status", "attempt_history"]
 CHILD_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 _STEP_STATUS = {
     StepStatus.WAITING: "pending",
+    StepStatus.QUEUED: "queued",
     StepStatus.RUNNING: "running",
     StepStatus.RETRYING: "retrying",
     StepStatus.COMPLETED: "completed",
@@ -130,7 +131,7 @@ def _status(job: Job, run: StepRun | None) -> str:
     if run is None:
         return "pending"
     ended = job.status is not JobStatus.RUNNING and not job.is_live(run.name)
-    if ended and run.status in (StepStatus.RUNNING, StepStatus.RETRYING):
+    if ended and run.status in (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.QUEUED):
         return "cancelled"
     return _STEP_STATUS[run.status]
 
@@ -190,6 +191,8 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["root"] = job.root_id or job.id
     body["status"] = str(job.status)
     body["submitted_at"] = iso_utc(job.submitted_at)
+    if job.queued_at is not None and job.status is JobStatus.QUEUED:
+        body["queued_at"] = iso_utc(job.queued_at)
     if job.finished_at is not None:
         body["finished_at"] = iso_utc(job.finished_at)
     body["elapsed"] = _seconds(job.submitted_at, job.finished_at or now)
@@ -204,7 +207,7 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None
-    body["can_cancel"] = top_level and job.is_running
+    body["can_cancel"] = top_level and (job.is_running or job.status is JobStatus.QUEUED)
     body["can_retry"] = top_level and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
     return body
 

@@ -61,6 +61,9 @@ class WorkflowJobs(BaseModel):
     """Top-level jobs of one workflow: running ones, and those that finished within the interval."""
 
     running: list[str]
+    queued: list[str] = Field(
+        default_factory=list, description="Extra: waiting under a concurrency limit."
+    )
     completed: list[str] = Field(description="Finished with status completed.")
     failed: list[str] = Field(description="Extra: finished with status failed or cancelled.")
 
@@ -114,6 +117,9 @@ class JobDetail(BaseModel):
     task: str | None = Field(default=None, description="Extra, child jobs only: the task's name.")
     parent: str | None = Field(default=None, description="Extra, child jobs only: the parent id.")
     status: JobStatus
+    queued_at: str | None = Field(
+        default=None, description="Extra, while queued: when it entered its concurrency queue."
+    )
     running: list[StepEntry]
     completed: list[StepEntry] = Field(
         description="Starts with __start__; ends with __end__ once the job has completed."
@@ -148,9 +154,11 @@ class Readiness(BaseModel):
 
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
-StepStatusName = Literal["pending", "running", "retrying", "completed", "failed", "cancelled"]
+StepStatusName = Literal[
+    "pending", "queued", "running", "retrying", "completed", "failed", "cancelled"
+]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
-JobStatusName = Literal["running", "completed", "failed", "cancelled"]
+JobStatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
 
 
 class Attempt(BaseModel):
@@ -209,6 +217,9 @@ class JobPage(BaseModel):
     root: str = Field(description="The top-level job's id (the job's own, for a top-level job).")
     status: JobStatusName
     submitted_at: str
+    queued_at: str | None = Field(
+        default=None, description="While queued: when the job entered its concurrency queue."
+    )
     finished_at: str | None = None
     elapsed: float
     payload: dict[str, Any]
@@ -254,6 +265,9 @@ class JobListEntry(BaseModel):
     workflow: str
     status: JobStatusName
     submitted_at: str
+    queued_at: str | None = Field(
+        default=None, description="While queued: when the job entered its concurrency queue."
+    )
     finished_at: str | None = None
     elapsed: float
 

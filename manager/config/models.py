@@ -14,7 +14,14 @@ from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "NAME_PATTERN",
@@ -25,6 +32,7 @@ __all__ = [
     "HttpCall",
     "ENV_REFERENCE",
     "Step",
+    "Concurrency",
     "Flow",
     "Task",
     "Workflow",
@@ -143,11 +151,65 @@ class Step(_Model):
     retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+    # At most this many requests of the step outstanding, all jobs and children together.
+    concurrency: int | None = Field(default=None, ge=1, strict=True)
+
+    @model_validator(mode="after")
+    def _concurrency_needs_requests(self) -> Step:
+        if self.concurrency is not None and self.task is not None:
+            raise ValueError(
+                "concurrency bounds a step's outstanding requests, and a task step sends none; "
+                "bound its children with the task's max_in_flight"
+            )
+        return self
 
     @property
     def queue_name(self) -> str:
         """The queue requests for this step go to: `queue`, else the step name."""
         return self.queue or self.name
+
+
+@lru_cache(maxsize=256)
+def _jmespath(expression: str) -> Any:
+    import jmespath  # imported on first use: only workflows with keys need it
+
+    return jmespath.compile(expression)
+
+
+class Concurrency(_Model):
+    """At most `limit` running top-level jobs of a workflow per value of `key`.
+
+    `key` is a JMESPath expression over the job's payload; without one, all jobs share one
+    value. A payload where the key finds nothing counts under the null key.
+    """
+
+    limit: int = Field(ge=1, strict=True)
+    key: str | None = Field(default=None, min_length=1)
+
+    @field_validator("key")
+    @classmethod
+    def _compiles(cls, key: str | None) -> str | None:
+        if key is not None:
+            from jmespath.exceptions import JMESPathError
+
+            try:
+                _jmespath(key)
+            except JMESPathError as exc:
+                reason = str(exc).splitlines()[0].removeprefix("Invalid jmespath expression: ")
+                where = getattr(exc, "lex_position", None)
+                at = f" at character {where}" if isinstance(where, int) else ""
+                raise ValueError(
+                    f"{key!r} is not a JMESPath expression ({reason.rstrip(':')}{at}); "
+                    "write e.g. key: account or key: customer.id"
+                ) from None
+        return key
+
+    def key_of(self, payload: dict[str, Any]) -> str:
+        """The key's value for `payload` as canonical JSON text (`null` when it finds nothing)."""
+        if self.key is None:
+            return "null"
+        value = _jmespath(self.key).search(payload)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 class Flow(_Model):
@@ -202,6 +264,7 @@ class Workflow(Flow):
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     on_error: tuple[Step, ...] = ()
     on_cancel: tuple[Step, ...] = ()
+    concurrency: Concurrency | None = None
 
     @cached_property
     def branches(self) -> dict[str, Flow]:

@@ -19,6 +19,7 @@ __all__ = [
     "Dispatch",
     "StepFinished",
     "JobStarted",
+    "JobQueued",
     "JobFinished",
     "NotifyOutcome",
     "JobRejected",
@@ -111,6 +112,24 @@ class JobStarted:
 
 
 @dataclass(slots=True)
+class JobQueued:
+    """A top-level job waits for a slot under its concurrency limits (status `queued`).
+
+    `scopes` names the limits it waits for (`workflow:<name>:<key JSON>`, `all`).
+    """
+
+    job_id: str
+    workflow: str
+    definition: str
+    payload: dict[str, Any]
+    submitted_at: float
+    at: float
+    priority: int
+    scopes: tuple[str, ...]
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
 class JobFinished:
     """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
@@ -194,6 +213,7 @@ Command = (
     | Dispatch
     | StepFinished
     | JobStarted
+    | JobQueued
     | JobFinished
     | NotifyOutcome
     | JobRejected

@@ -6,6 +6,7 @@ rather than a copy of the world. Two states built from the same events compare e
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -13,7 +14,17 @@ from typing import Any
 
 from manager.config.models import Flow, Step, Workflow
 
-__all__ = ["MAX_PRIORITY", "JobStatus", "StepStatus", "StepRun", "ParentLink", "Job", "EngineState"]
+__all__ = [
+    "MAX_PRIORITY",
+    "Rank",
+    "Slots",
+    "JobStatus",
+    "StepStatus",
+    "StepRun",
+    "ParentLink",
+    "Job",
+    "EngineState",
+]
 
 MAX_PRIORITY = 9
 """Job priorities run from 0 (the default) to this; higher goes first."""
@@ -22,6 +33,7 @@ MAX_PRIORITY = 9
 class JobStatus(StrEnum):
     """Where a job is in its life."""
 
+    QUEUED = "queued"  # held back by a concurrency limit until a slot is free
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
@@ -32,10 +44,45 @@ class StepStatus(StrEnum):
     """Where one step of a job is in its life."""
 
     WAITING = "waiting"
+    QUEUED = "queued"  # ready, held back by the step's concurrency limit
     RUNNING = "running"
     RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
     COMPLETED = "completed"
     FAILED = "failed"
+
+
+_UNFINISHED = (JobStatus.RUNNING, JobStatus.QUEUED)
+
+Rank = tuple[int, float, str]
+"""The order held-back work starts in: higher priority first, then oldest, then by id."""
+
+
+@dataclass(slots=True)
+class Slots:
+    """One concurrency limit: who holds its slots, and who waits for one, best first.
+
+    A holder is a job id (job limits) or `<job id>:<step>` (step limits); a holder still
+    queued has a slot reserved and its start timer running.
+    """
+
+    limit: int
+    holders: set[str] = field(default_factory=set)
+    waiting: list[Rank] = field(default_factory=list)
+
+    @property
+    def free(self) -> int:
+        """Slots neither held nor reserved."""
+        return self.limit - len(self.holders)
+
+    def wait(self, rank: Rank) -> None:
+        """Join the waiting list in rank order."""
+        bisect.insort(self.waiting, rank)
+
+    def leave(self, rank: Rank) -> None:
+        """Leave the waiting list, if on it."""
+        index = bisect.bisect_left(self.waiting, rank)
+        if index < len(self.waiting) and self.waiting[index] == rank:
+            del self.waiting[index]
 
 
 @dataclass(slots=True)
@@ -55,6 +102,7 @@ class StepRun:
     started_at: float | None = None
     finished_at: float | None = None
     dispatched_at: float | None = None  # when the latest attempt was sent
+    queued_at: float | None = None  # when the step's concurrency limit last held it back
     # Task steps only: child ids in element order, their results as they finish, and how
     # many are still out, so that each child's completion is O(1).
     children: list[str] | None = None
@@ -111,6 +159,10 @@ class Job:
     trace_parent: str | None = None
     # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
     priority: int = 0
+    # The concurrency limits a top-level job counts against (`EngineState.scopes` keys), and
+    # since when it has been queued for them.
+    scopes: tuple[str, ...] = ()
+    queued_at: float | None = None
 
     @property
     def is_running(self) -> bool:
@@ -120,7 +172,7 @@ class Job:
     @property
     def is_settled(self) -> bool:
         """True once the job has ended and its on_error / on_cancel steps (if any) are done."""
-        return self.status is not JobStatus.RUNNING and self.branch_left == 0
+        return self.status not in _UNFINISHED and self.branch_left == 0
 
     def is_live(self, step: str) -> bool:
         """True while `step` may still run: the job runs, or the step is in its running branch."""
@@ -151,16 +203,24 @@ class EngineState:
     # forgets them too.
     gone: dict[str, str] = field(default_factory=dict)
     gone_by_root: dict[str, list[str]] = field(default_factory=dict)
+    # Concurrency limits: of top-level jobs, by scope (`manager.engine.admission`), and of
+    # steps' outstanding requests, by step (`manager.engine.gates`); created on first use.
+    scopes: dict[str, Slots] = field(default_factory=dict)
+    gates: dict[str, Slots] = field(default_factory=dict)
+    max_running_jobs: int | None = None  # all top-level jobs together (serve --max-running-jobs)
 
     @classmethod
     def from_workflows(
-        cls, workflows: Mapping[str, Workflow], pinned: Iterable[Workflow] = ()
+        cls,
+        workflows: Mapping[str, Workflow],
+        pinned: Iterable[Workflow] = (),
+        max_running_jobs: int | None = None,
     ) -> EngineState:
         """A fresh state serving `workflows`; `pinned` adds older versions running jobs use."""
         definitions = {wf.content_hash: wf for wf in pinned}
         definitions.update({wf.content_hash: wf for wf in workflows.values()})
         current = {name: wf.content_hash for name, wf in workflows.items()}
-        return cls(definitions=definitions, current=current)
+        return cls(definitions=definitions, current=current, max_running_jobs=max_running_jobs)
 
     def workflow(self, name: str, definition: str | None = None) -> Workflow | None:
         """The definition a job of `name` runs: the pinned hash if given, else the current one."""

@@ -12,11 +12,24 @@ from dataclasses import dataclass
 
 from manager.config.models import Backoff
 
-__all__ = ["TimerKey", "step_timeout", "retry_due", "job_timeout", "parse", "retry_wait_s"]
+__all__ = [
+    "TimerKey",
+    "step_timeout",
+    "retry_due",
+    "job_timeout",
+    "job_start",
+    "step_release",
+    "parse",
+    "retry_wait_s",
+]
 
 _STEP_TIMEOUT = "timeout"
 _RETRY = "retry"
 _JOB_TIMEOUT = "job-timeout"
+# Held-back work given a slot: due at once, but journaled when it fires, under the job it
+# starts, so a replay of only the running jobs follows what was decided (admission, gates).
+_JOB_START = "start"
+_STEP_RELEASE = "release"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +56,11 @@ class TimerKey:
         """The whole job's deadline."""
         return self.kind == _JOB_TIMEOUT
 
+    @property
+    def is_held_work(self) -> bool:
+        """A queued job or a step held by its concurrency limit, given its slot."""
+        return self.kind in (_JOB_START, _STEP_RELEASE)
+
 
 def step_timeout(job_id: str, step: str, attempt: int) -> str:
     """The key of a step attempt's reply deadline."""
@@ -59,13 +77,23 @@ def job_timeout(job_id: str) -> str:
     return f"{_JOB_TIMEOUT}:{job_id}"
 
 
+def job_start(job_id: str) -> str:
+    """The key of a queued job's start, once a slot is reserved for it."""
+    return f"{_JOB_START}:{job_id}"
+
+
+def step_release(job_id: str, step: str, attempt: int) -> str:
+    """The key of `attempt` of a step held by its concurrency limit, once a slot is reserved."""
+    return f"{_STEP_RELEASE}:{job_id}:{step}:{attempt}"
+
+
 def parse(key: str) -> TimerKey | None:
     """A key back into its parts, or None when it is not one of ours."""
     kind, _, rest = key.partition(":")
-    if kind == _JOB_TIMEOUT and rest:
+    if kind in (_JOB_TIMEOUT, _JOB_START) and rest:
         return TimerKey(kind, rest)
     parts = rest.split(":")
-    if kind in (_STEP_TIMEOUT, _RETRY) and len(parts) == 3 and parts[2].isdigit():
+    if kind in (_STEP_TIMEOUT, _RETRY, _STEP_RELEASE) and len(parts) == 3 and parts[2].isdigit():
         return TimerKey(kind, parts[0], parts[1], int(parts[2]))
     return None
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from manager.config.models import Flow, Task, Workflow
 from manager.engine import timers
+from manager.engine.admission import Admission
 from manager.engine.commands import (
     Command,
     Dispatch,
@@ -29,6 +30,7 @@ from manager.engine.control import JobControl
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
+from manager.engine.gates import StepGates
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_output
@@ -37,6 +39,10 @@ from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRu
 from manager.engine.traceids import derived_trace_id, step_span_id
 
 __all__ = ["Transition"]
+
+# Steps a reply may still complete: a good reply for an earlier attempt wins, even while the
+# next attempt waits for its backoff (retrying) or for a slot under the step's limit (queued).
+_ANSWERABLE = (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.QUEUED)
 
 
 def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
@@ -48,7 +54,7 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, JobControl):
+class Transition(FailureRules, JobControl, Admission, StepGates):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -144,13 +150,17 @@ class Transition(FailureRules, JobControl):
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
+        limited = workflow.concurrency is not None or self.state.max_running_jobs is not None
+        scopes = self._scopes_of(workflow, event.payload) if limited else ()
         job = self._create_job(
-            workflow, workflow, job_id, event.payload, None, trace, event.priority
+            workflow, workflow, job_id, event.payload, None, trace, event.priority, scopes
         )
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
-        if workflow.timeout is not None:
+        if scopes:
+            self._enqueue(job)  # it starts when a start timer fires, maybe at once
+        elif workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job_id), self.at + workflow.timeout)
 
     def _rejection(
@@ -201,10 +211,12 @@ class Transition(FailureRules, JobControl):
         parent: ParentLink | None,
         trace: tuple[str, str | None],
         priority: int = 0,
+        scopes: tuple[str, ...] = (),
     ) -> Job:
         """A new job, started: `trace` is its trace id and the span its own span hangs from.
 
-        A child takes its parent's priority (`priority` is a top-level job's own).
+        A child takes its parent's priority (`priority` is a top-level job's own). A job with
+        `scopes` (concurrency limits) is made but not started: it is queued.
         """
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
@@ -215,6 +227,9 @@ class Transition(FailureRules, JobControl):
             job.root_id, job.priority = job_id, priority
         job.trace_id, job.trace_parent = trace
         self.state.jobs[job_id] = job
+        if scopes:
+            job.scopes = scopes
+            return job
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
         return job
@@ -243,7 +258,7 @@ class Transition(FailureRules, JobControl):
             self._ignore(
                 event.correlation_id, f"failed reply for superseded attempt {event.attempt}"
             )
-        elif run.status is StepStatus.RETRYING:
+        elif run.status in (StepStatus.RETRYING, StepStatus.QUEUED):
             self._ignore(event.correlation_id, "failed reply for an attempt that already failed")
         else:
             self._attempt_failed(job, run, error or "worker reported an error", reason)
@@ -263,7 +278,7 @@ class Transition(FailureRules, JobControl):
             return self._ignore(cid, f"job {job_id} ({job.flow.name}) has no step '{step}'")
         if run.spec.task is not None:
             return self._ignore(cid, f"step '{step}' is a task step; no worker answers it")
-        if run.status not in (StepStatus.RUNNING, StepStatus.RETRYING):
+        if run.status not in _ANSWERABLE or run.attempt == 0:
             return self._ignore(cid, f"step '{step}' is {run.status}; duplicate or late reply")
         if event.attempt is not None and not 1 <= event.attempt <= run.attempt:
             return self._ignore(
@@ -303,8 +318,14 @@ class Transition(FailureRules, JobControl):
             return
         self._dispatch(job, run)
 
-    def _dispatch(self, job: Job, run: StepRun) -> None:
-        """Send the next attempt of a step to its queue, with a reply deadline if it has one."""
+    def _dispatch(self, job: Job, run: StepRun, released: bool = False) -> None:
+        """Send the next attempt of a step to its queue, with a reply deadline if it has one.
+
+        A step with `concurrency` waits for a slot first, unless `released` (it has one).
+        """
+        if run.spec.concurrency is not None and not released:
+            self._hold(job, run)
+            return
         run.status = StepStatus.RUNNING
         run.attempt += 1
         run.dispatched_at = self.at
@@ -375,6 +396,8 @@ class Transition(FailureRules, JobControl):
             running += 1
 
     def _complete_step(self, job: Job, run: StepRun, output: dict[str, Any]) -> None:
+        if run.spec.concurrency is not None:
+            self._gate_release(job, run)
         run.status = StepStatus.COMPLETED
         run.output = output
         run.error = None

@@ -2,6 +2,7 @@
 
 Each committed event's commands become zero or more `RunEvent`s, in the engine's order:
 
+    JobQueued              job.queued                       status queued (a concurrency limit)
     JobStarted             job.started                      status running
     JobFinished            job.completed|failed|cancelled   status as the job ended
     Dispatch               step.dispatched                  status running, attempt
@@ -14,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from manager.engine import Command, Dispatch, JobFinished, JobStarted, StepFinished
+from manager.engine import Command, Dispatch, JobFinished, JobQueued, JobStarted, StepFinished
 
 __all__ = ["RunEvent", "EVENT_TYPES", "run_events"]
 
 EVENT_TYPES = (
+    "job.queued",
     "job.started",
     "job.completed",
     "job.failed",
@@ -135,6 +137,17 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                     status="running",
                     parent=command.parent_id,
                 )  # fmt: skip
+            )
+        elif kind is JobQueued:
+            out.append(
+                RunEvent(
+                    "job.queued",
+                    command.job_id,
+                    command.job_id,
+                    command.workflow,
+                    command.at,
+                    status="queued",
+                )
             )
         elif kind is JobFinished:
             status = str(command.status)

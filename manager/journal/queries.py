@@ -53,9 +53,9 @@ async def definitions(
 
 
 async def running_roots(conn: aiosqlite.Connection) -> list[str]:
-    """Ids of running top-level jobs, oldest first."""
+    """Ids of running (or queued) top-level jobs, oldest first."""
     rows = await conn.execute_fetchall(
-        "SELECT id FROM jobs WHERE status = 'running' AND parent_id IS NULL"
+        "SELECT id FROM jobs WHERE status IN ('running', 'queued') AND parent_id IS NULL"
         " ORDER BY submitted_at, id"
     )
     return [id_ for (id_,) in rows]
@@ -99,11 +99,13 @@ async def workflow_jobs(
     rows = await conn.execute_fetchall(
         "SELECT id, status FROM jobs"
         " WHERE workflow = ? AND parent_id IS NULL"
-        " AND (status = 'running' OR finished_at >= ?)"
+        " AND (status IN ('running', 'queued') OR finished_at >= ?)"
         " ORDER BY submitted_at, id",
         (name, finished_since),
     )
-    buckets: dict[str, list[str]] = {"running": [], **{status: [] for status in FINISHED_STATUSES}}
+    buckets: dict[str, list[str]] = {
+        "running": [], "queued": [], **{status: [] for status in FINISHED_STATUSES}
+    }  # fmt: skip
     for id_, status in rows:
         buckets.setdefault(status, []).append(id_)
     return buckets

@@ -3,16 +3,21 @@
 import { h, s } from "./dom.js";
 
 export const EVENT_TYPES = [
-  "job.started", "job.completed", "job.failed", "job.cancelled",
+  "job.queued", "job.started", "job.completed", "job.failed", "job.cancelled",
   "step.dispatched", "step.completed", "step.failed", "step.retrying",
 ];
 
-export const JOB_STATUSES = ["running", "completed", "failed", "cancelled"];
+export const JOB_STATUSES = ["queued", "running", "completed", "failed", "cancelled"];
 export const CHILD_STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 
 // Each icon is drawn in a 16x16 box; the shapes differ, so statuses read without colour.
 const ICONS = {
   pending: [["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2 }]],
+  // A clock face: waiting its turn under a concurrency limit.
+  queued: [
+    ["circle", { cx: 8, cy: 8, r: 6, fill: "none", "stroke-width": 2 }],
+    ["path", { d: "M8 4.5V8l2.5 1.5", fill: "none", "stroke-width": 1.8 }],
+  ],
   running: [
     ["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2, opacity: 0.3 }],
     ["path", { d: "M8 2.5a5.5 5.5 0 0 1 5.5 5.5", fill: "none", "stroke-width": 2, class: "spin" }],
@@ -36,7 +41,7 @@ const ICONS = {
 };
 
 const LABELS = {
-  pending: "pending", running: "running", retrying: "retrying", completed: "completed",
+  pending: "pending", queued: "queued", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
 };
 

@@ -28,6 +28,7 @@ function header(job, actions) {
       ["Parent", parent],
       ["Root", root],
       ["Started", time(job.submitted_at)],
+      ["Queued since", job.queued_at ? h("span", { "data-field": "queued-at" }, time(job.queued_at)) : undefined],
       ["Finished", job.finished_at ? time(job.finished_at) : undefined],
       ["Duration", job.status === "running" ? h("span", { "data-ticking": job.elapsed, "data-read-at": Date.now() }, duration(job.elapsed)) : duration(job.elapsed)],
       ["Priority", job.priority ? h("span", { "data-field": "priority" }, String(job.priority)) : undefined],

@@ -194,7 +194,7 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w', on_error step 'alert': unknown field 'depend' (allowed:"
-            " name, depends, queue, task, http, retries, retry_backoff, timeout);"
+            " name, depends, queue, task, http, retries, retry_backoff, timeout, concurrency);"
             " did you mean 'depends'?"
         ],
     ),
@@ -208,7 +208,8 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w': unknown field 'on_failure' (allowed: name, steps,"
-            " defaults, tasks, vhosts, timeout, on_error, on_cancel); did you mean 'on_error'?"
+            " defaults, tasks, vhosts, timeout, on_error, on_cancel, concurrency);"
+            " did you mean 'on_error'?"
         ],
     ),
 ]

@@ -53,7 +53,8 @@ CASES = [
         """,
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
-            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout);"
+            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout,"
+            " concurrency);"
             " did you mean 'depends'?"
         ],
     ),
@@ -67,7 +68,8 @@ CASES = [
         """,
         [
             "wf.yaml:3: workflow 'w': unknown field 'priority'"
-            " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel)"
+            " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel,"
+            " concurrency)"
         ],
     ),
     (

@@ -11,7 +11,10 @@ for pending timers, and cancel and retry requests. Then:
    delivered;
 3. every job's JobStarted and JobFinished alternate, and an outcome notice goes out only
    with a JobFinished;
-4. each new dispatch of a workflow or task step has the attempt after the previous one.
+4. each new dispatch of a workflow or task step has the attempt after the previous one;
+5. under concurrency limits (a workflow's per-key limit, max_running_jobs, a step's
+   `concurrency`), with random priorities, no step limit is ever exceeded, and a job queues
+   before it starts.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from manager.engine import (
     EngineState,
     Event,
     JobFinished,
+    JobQueued,
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
@@ -75,7 +79,14 @@ def _steps(draw: st.DrawFn, prefix: str, size: int) -> list[dict[str, Any]]:
     for i, name in enumerate(names):
         depends = draw(st.lists(st.sampled_from(names[:i]), unique=True, max_size=2)) if i else []
         steps.append({"name": name, "depends": depends, **_policy(draw)})
+        if draw(st.integers(0, 3)) == 0:
+            steps[-1]["concurrency"] = 1  # all jobs together: the two jobs take turns
     return steps
+
+
+def _task_step(step: dict[str, Any]) -> None:
+    step["task"] = "t"
+    step.pop("concurrency", None)  # a task step sends no requests to bound
 
 
 @st.composite
@@ -86,8 +97,13 @@ def workflows(draw: st.DrawFn) -> Workflow:
     if draw(st.booleans()):
         spec["timeout"] = draw(st.sampled_from([6.0, 20.0]))
     has_task = draw(st.booleans())
+    if draw(st.integers(0, 2)) == 0:
+        limit: dict[str, Any] = {"limit": 1}
+        if draw(st.booleans()):
+            limit["key"] = "p"
+        spec["concurrency"] = limit
     if has_task:
-        draw(st.sampled_from(steps))["task"] = "t"
+        _task_step(draw(st.sampled_from(steps)))
         spec["tasks"] = [
             {
                 "name": "t",
@@ -101,7 +117,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
         if draw(st.booleans()):
             branch = _steps(draw, prefix, draw(st.integers(1, 2)))
             if has_task and draw(st.integers(0, 3)) == 0:
-                branch[-1]["task"] = "t"
+                _task_step(branch[-1])
             spec[kind] = branch
     return Workflow.model_validate(spec)
 
@@ -120,6 +136,7 @@ class Run:
     sent: list[Dispatch] = field(default_factory=list)
     ledger: dict[str, float] = field(default_factory=dict)
     clock: float = 0.0
+    max_running_jobs: int | None = None
 
     def do(self, event: Event) -> list[Command]:
         _, commands = apply(self.state, event)
@@ -134,6 +151,7 @@ class Run:
             elif isinstance(command, CancelTimer):
                 del self.ledger[command.key]
         assert self.state.timers == self.ledger
+        assert all(gate.free >= 0 for gate in self.state.gates.values())
         return commands
 
     def tick(self, to: float = 0.0) -> float:
@@ -141,8 +159,8 @@ class Run:
         return self.clock
 
 
-def _fresh(wf: Workflow) -> EngineState:
-    return EngineState.from_workflows({wf.name: wf})
+def _fresh(wf: Workflow, max_running_jobs: int | None = None) -> EngineState:
+    return EngineState.from_workflows({wf.name: wf}, max_running_jobs=max_running_jobs)
 
 
 def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
@@ -189,10 +207,12 @@ def _step(draw: st.DrawFn, run: Run) -> str:
 
 
 def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
-    run = Run(wf, _fresh(wf))
+    max_running_jobs = draw(st.sampled_from([None, None, 1]))
+    run = Run(wf, _fresh(wf, max_running_jobs), max_running_jobs=max_running_jobs)
     for job_id in [JOB, OTHER_JOB][: draw(st.integers(1, 2))]:
-        payload = {"items": list(range(draw(st.integers(0, 2)))), "p": 1}
-        run.do(JobSubmitted(job_id, "w", payload, run.tick(), reply_to="q1"))
+        payload = {"items": list(range(draw(st.integers(0, 2)))), "p": draw(st.integers(1, 2))}
+        priority = draw(st.integers(0, 2))
+        run.do(JobSubmitted(job_id, "w", payload, run.tick(), reply_to="q1", priority=priority))
     for _ in range(draw(st.integers(10, MAX_EVENTS))):
         event(f"action: {_step(draw, run)}")
     return run
@@ -203,26 +223,29 @@ def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
 
 def _check_replay(run: Run) -> None:
     for k in range(len(run.events) + 1):
-        state = replay(_fresh(run.wf), run.events[:k])
+        state = replay(_fresh(run.wf, run.max_running_jobs), run.events[:k])
         rest = [apply(state, e)[1] for e in run.events[k:]]
         assert rest == run.commands[k:], k
         assert state == run.state, k
 
 
 def _check_lives(run: Run) -> None:
-    alive: dict[str, bool] = {}
+    alive: dict[str, str] = {}
     for commands in run.commands:
         # Every event is filed under its Subject, unless it was refused.
         assert isinstance(commands[0], Subject | Refused), commands
         assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
         for command in commands:
-            if isinstance(command, JobStarted):
-                assert not alive.get(command.job_id), command
-                alive[command.job_id] = True
+            if isinstance(command, JobQueued):
+                assert command.job_id not in alive, command
+                alive[command.job_id] = "queued"
+            elif isinstance(command, JobStarted):
+                assert alive.get(command.job_id) in (None, "queued", "ended"), command
+                alive[command.job_id] = "running"
             elif isinstance(command, JobFinished):
-                assert alive.get(command.job_id), command
-                alive[command.job_id] = False
+                assert alive.get(command.job_id) in ("queued", "running"), command
+                alive[command.job_id] = "ended"
             elif isinstance(command, NotifyOutcome):
                 assert command.job_id in ended, command
 
@@ -258,3 +281,7 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     )
     event(f"job retried: {revived}")
     event(f"branch ran: {any(d.step[0] in 'ex' for d in run.sent)}")
+    queued = any(isinstance(c, JobQueued) for commands in run.commands for c in commands)
+    event(f"a job queued: {queued}")
+    held = any("release:" in getattr(e, "key", "") for e in run.events)
+    event(f"a step held by its concurrency: {held}")

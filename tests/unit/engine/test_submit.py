@@ -260,8 +260,9 @@ def test_the_outcome_of_a_job_without_reply_to_is_only_job_finished(state):
     assert finished(commands).status == JobStatus.COMPLETED
 
 
-def test_job_status_values_are_the_four_documented_ones():
-    assert {s.value for s in JobStatus} == {"running", "completed", "failed", "cancelled"}
+def test_job_status_values_are_the_documented_ones():
+    documented = {"queued", "running", "completed", "failed", "cancelled"}
+    assert {s.value for s in JobStatus} == documented
 
 
 V1 = """
