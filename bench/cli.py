@@ -18,6 +18,7 @@ from bench.runs import run_batch
 from bench.scenarios import FULL, QUICK, Plan, fan_out, latency, linear, throughput, warm_up
 from bench.session import BrokerUnreachable, ManagedRun, Session, SessionOptions
 from bench.shapes import wordcount_jobs
+from manager.journal import is_postgres_url
 
 __all__ = ["main"]
 
@@ -32,6 +33,7 @@ examples:
   python -m bench --quick                      # a small run, well under a minute
   python -m bench                              # the full run (a few minutes)
   python -m bench --write-readme --profile bench/profile   # full run, results into README
+  python -m bench --db postgresql://postgres@127.0.0.1/postgres   # journals in PostgreSQL
 
 exit codes: 0 measured (missed targets are reported, not failed), 1 a job failed or timed
 out, 2 bad arguments, 3 RabbitMQ unreachable
@@ -59,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--amqp-url", default="amqp://guest:guest@127.0.0.1:5672/", help="RabbitMQ URL"
     )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        type=_postgres_url,
+        help="keep every manager's journal in this PostgreSQL database, each in a fresh schema "
+        "(dropped at the end), instead of a fresh SQLite file",
+    )
     parser.add_argument("--workers", type=int, default=1, help="pyworker processes (default 1)")
     parser.add_argument(
         "--worker-prefetch", type=int, default=100, help="worker prefetch per queue (default 100)"
@@ -71,6 +80,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"comma-separated scenarios to run (default: all of {','.join(SCENARIOS)})",
     )
     return parser
+
+
+def _postgres_url(text: str) -> str:
+    if not is_postgres_url(text):
+        raise argparse.ArgumentTypeError(f"not a postgresql:// URL: {text!r}")
+    return text
 
 
 def _scenarios(text: str) -> tuple[str, ...]:
@@ -128,9 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("python -m bench: --profile needs py-spy (pip install py-spy)", file=sys.stderr)
         return EXIT_USAGE
     plan = QUICK if args.quick else FULL
-    options = SessionOptions(args.amqp_url, args.workers, args.worker_prefetch)
+    options = SessionOptions(
+        args.amqp_url, args.workers, args.worker_prefetch, postgres_url=args.db
+    )
     where = machine()
-    print(f"workflow-manager benchmark ({'quick' if args.quick else 'full'} run): {where}")
+    journals = "SQLite" if args.db is None else "PostgreSQL"
+    print(f"workflow-manager benchmark ({'quick' if args.quick else 'full'} run, {journals} "
+          f"journals): {where}")  # fmt: skip
     load = os.getloadavg()[0]
     if load > 0.5:
         print(
@@ -147,7 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     checked = [f for f in results.figures if f.target is not None]
     passed = sum(f.target.passed for f in checked if f.target)
     print(f"targets: {passed} of {len(checked)} met")
-    if args.write_readme and args.only != SCENARIOS:
+    if args.write_readme and args.db is not None:
+        print("not writing the README: its results are SQLite's (drop --db)", file=sys.stderr)
+    elif args.write_readme and args.only != SCENARIOS:
         print("not writing the README: it takes a run of every scenario", file=sys.stderr)
     elif args.write_readme:
         readme = Path(__file__).resolve().parent / "README.md"

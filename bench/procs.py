@@ -110,11 +110,11 @@ class Child:
         return self.proc.returncode if self.proc.returncode is not None else -1
 
 
-async def start_manager(config: Path, db: Path, queue: str, amqp_url: str) -> Child:
+async def start_manager(config: Path, db: str, queue: str, amqp_url: str) -> Child:
     """`python -m manager serve` on a free port; returns once it serves (HTTP API up)."""
     manager = await Child.start(
         "manager",
-        sys.executable, "-m", "manager", "serve", "--config", str(config), "--db", str(db),
+        sys.executable, "-m", "manager", "serve", "--config", str(config), "--db", db,
         "--queue", queue, "--port", str(free_port()), "--amqp-url", amqp_url,
     )  # fmt: skip
     await manager.wait_for_line(r"HTTP API on", timeout_s=60)

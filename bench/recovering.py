@@ -12,9 +12,9 @@ __all__ = ["recovery"]
 _QUEUES = ("split", "sum", "title", "work", "wm", "wm.jobs", "wm.dead")
 
 
-async def _time_start(session: Session, db_name: str, prefix: str) -> tuple[float, str]:
+async def _time_start(session: Session, db: str, prefix: str) -> tuple[float, str]:
     try:
-        return await script.time_start(session.tmp / db_name, session.tmp / "recovery.yaml", prefix)
+        return await script.time_start(db, session.tmp / "recovery.yaml", prefix)
     except SystemExit as exc:  # the script's way of saying the manager died
         raise BenchError(f"recovery: {exc.code}") from None
 
@@ -27,10 +27,11 @@ async def recovery(session: Session, jobs: int) -> list[Figure]:
     prefix = f"{session.prefix}rec"
     session.owns(*(f"{prefix}.{name}" for name in _QUEUES))
     (session.tmp / "recovery.yaml").write_text(script.WORKFLOW.replace("{p}", prefix))
-    built_s = await script.build_journal(session.tmp / "recovery.db", prefix, jobs, 10)
-    size_mb = (session.tmp / "recovery.db").stat().st_size / 1e6
-    empty_s, _ = await _time_start(session, "empty.db", prefix)
-    elapsed_s, ready = await _time_start(session, "recovery.db", prefix)
+    full, empty = session.journals.new("recovery"), session.journals.new("empty")
+    built_s = await script.build_journal(full, prefix, jobs, 10)
+    size_mb = session.journals.size_bytes(full) / 1e6
+    empty_s, _ = await _time_start(session, empty, prefix)
+    elapsed_s, ready = await _time_start(session, full, prefix)
     replay = ready.rsplit("ready in ", 1)[-1].rstrip(")") if "ready in " in ready else "?"
     return [
         Figure(

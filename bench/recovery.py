@@ -42,7 +42,7 @@ workflows:
 """
 
 
-async def build_journal(path: Path, prefix: str, jobs: int, children: int) -> float:
+async def build_journal(path: Path | str, prefix: str, jobs: int, children: int) -> float:
     """Write `jobs` running jobs into a fresh journal; returns seconds spent."""
     started = time.perf_counter()
     workflows = parse_workflows(WORKFLOW.replace("{p}", prefix))
@@ -71,7 +71,7 @@ async def build_journal(path: Path, prefix: str, jobs: int, children: int) -> fl
     return time.perf_counter() - started
 
 
-async def time_start(path: Path, config: Path, prefix: str) -> tuple[float, str]:
+async def time_start(path: Path | str, config: Path, prefix: str) -> tuple[float, str]:
     """Start the manager on the journal; seconds until it consumes, and its ready line."""
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(

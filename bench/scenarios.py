@@ -183,7 +183,7 @@ async def _fan_out_manager(session: Session, children: int, plan: Plan) -> FanOu
             run.driver, wordcount_jobs(1, children), _fan_out_timeout_s(plan, children)
         )
         peak_kb = memory_kb(pid, "VmHWM")
-    journal = sum(p.stat().st_size for p in run.db.parent.glob(run.db.name + "*"))
+    journal = session.journals.size_bytes(run.db)
     return FanOut(children, batch, idle_kb, peak_kb, journal)
 
 

@@ -14,6 +14,7 @@ import aio_pika
 from aiormq.exceptions import AMQPConnectionError, AMQPError
 
 from bench.baseline import BaselineDriver
+from bench.journals import Journals
 from bench.managed import ManagerDriver
 from bench.procs import BenchError, Child, start_manager, start_workers, wait_for_consumers
 from bench.shapes import STEP_QUEUES, workflow_yaml
@@ -33,6 +34,7 @@ class SessionOptions:
     workers: int = 1
     worker_prefetch: int = 100
     driver_prefetch: int = 256  # the manager's default prefetch, for the baseline's replies
+    postgres_url: str | None = None  # --db: journals in this PostgreSQL database
 
 
 @dataclass
@@ -41,7 +43,7 @@ class ManagedRun:
 
     process: Child
     driver: ManagerDriver
-    db: Path
+    db: str  # its --db
     queue: str
 
 
@@ -57,6 +59,7 @@ class Session:
         self._baseline: BaselineDriver | None = None
         self.workers: list[Child] = []
         self.tmp = Path()
+        self.journals = Journals(self.tmp, None)
         self.connection: aio_pika.abc.AbstractConnection | None = None
 
     @property
@@ -92,6 +95,8 @@ class Session:
     async def _start(self) -> None:
         assert self.connection is not None
         self.tmp = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
+        self.journals = Journals(self.tmp, self.options.postgres_url)
+        self._stack.callback(self.journals.close)
         self.config.write_text(workflow_yaml(self.prefix))
         steps = [self.prefix + name for name in STEP_QUEUES]
         self.owns(*steps)
@@ -120,7 +125,7 @@ class Session:
         queue = f"{self.prefix}wm{self._managers}"
         outcomes = f"{queue}.outcomes"
         self.owns(queue, f"{queue}.jobs", f"{queue}.dead", outcomes)
-        db = self.tmp / f"wm{self._managers}.db"
+        db = self.journals.new(f"wm{self._managers}")
         process = await start_manager(self.config, db, queue, self.options.amqp_url)
         try:
             driver = await ManagerDriver.open(self.connection, f"{queue}.jobs", outcomes)

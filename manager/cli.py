@@ -17,6 +17,7 @@ from manager.conformance.command import add_conformance_parser, run_conformance_
 from manager.engine.state import MAX_PRIORITY
 from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
 from manager.logformat import LOG_FORMATS
+from manager.starttimes import MAX_DELAY_S
 
 __all__ = ["main", "build_parser"]
 
@@ -32,9 +33,11 @@ EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 EPILOG = """\
 examples:
   workflow-manager serve --config workflows.yaml --db wm.db --port 8080
+  workflow-manager serve --db postgresql://wm@db.example.com/wm
   WM_API_TOKEN=s3cret workflow-manager serve --host 0.0.0.0 --log-format json
   workflow-manager validate workflows.yaml
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
+  workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --delay 600
   workflow-manager submit book-word-counts --payload '{"path": "urgent.txt"}' --priority 9
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager watch 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
@@ -50,7 +53,8 @@ examples:
 environment:
   AMQP_URL (or AMQP_SERVER)  RabbitMQ URL            (default amqp://guest:guest@localhost:5672/)
   WM_QUEUE                   the manager's queue      (default workflow-manager)
-  WM_CONFIG, WM_DB           serve's --config, --db (and journal's --db)
+  WM_CONFIG, WM_DB           serve's --config, --db (and journal's --db): a SQLite file, or
+                             a postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL
   WM_RETENTION               serve's --retention in days (default 7)
   WM_EVENTS                  serve's --events: jobs, steps or off (default jobs)
   WM_MAX_RUNNING_JOBS        serve's --max-running-jobs (default: no bound)
@@ -69,6 +73,17 @@ def job_id_arg(text: str) -> str:
         return str(uuid.UUID(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a job id (a UUID)") from None
+
+
+def delay_arg(text: str) -> float:
+    """An argparse type: a delay in seconds (a finite number >= 0), or a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= MAX_DELAY_S:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a delay in seconds (a number >= 0)")
+    return value
 
 
 def priority_arg(text: str) -> int:
@@ -108,7 +123,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     serve.add_argument(
         "--db",
         default=env.get("WM_DB", "wm.db"),
-        help="SQLite journal file: every message, for recovery (default: %(default)s)",
+        help="the journal, every message for recovery: a SQLite file, or a PostgreSQL database "
+        "as postgresql://USER@HOST[:PORT]/DB (default: %(default)s)",
     )
     serve.add_argument(
         "--retention",
@@ -180,6 +196,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "--id", dest="job_id", type=job_id_arg, help="job UUID (default: a new one)"
     )
     submit.add_argument(
+        "--delay",
+        type=delay_arg,
+        metavar="SECONDS",
+        help="start the job this many seconds from now (it is scheduled until then)",
+    )
+    submit.add_argument(
         "--priority",
         type=priority_arg,
         default=0,
@@ -196,7 +218,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     _add_api_options(submit, env, "manager API, for --wait's progress")
 
     for action, text in (
-        ("cancel", "cancel a running job (its on_cancel steps run)"),
+        ("cancel", "cancel a scheduled job, or a running one (its on_cancel steps run)"),
         ("retry", "run a failed job again from where it failed"),
     ):
         control = commands.add_parser(action, help=text)
@@ -206,7 +228,9 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     journal = commands.add_parser("journal", help="print a job's journal entries in order")
     journal.add_argument("job_id", type=job_id_arg, help="job UUID")
     journal.add_argument(
-        "--db", default=env.get("WM_DB", "wm.db"), help="journal file (default: %(default)s)"
+        "--db",
+        default=env.get("WM_DB", "wm.db"),
+        help="journal file or postgresql:// URL (default: %(default)s)",
     )
     journal.add_argument("--tree", action="store_true", help="include the job's child jobs")
 
@@ -389,6 +413,7 @@ def _submit(args: argparse.Namespace) -> int:
         sending = submit_job(
             args.amqp_url, args.workflow, payload, job_id, queue=args.queue, wait=args.wait,
             priority=args.priority,
+            delay_s=args.delay,
         )  # fmt: skip
         if not args.wait:
             return await sending
@@ -439,15 +464,17 @@ def _control(args: argparse.Namespace) -> int:
 
 
 def _journal(args: argparse.Namespace) -> int:
-    from manager.journal import open_journal
+    from manager.journal import is_postgres_url, open_journal
     from manager.journal.inspect import format_events
 
     job_id = args.job_id
-    if not os.path.exists(args.db):
+    postgres = is_postgres_url(args.db)
+    if not postgres and not os.path.exists(args.db):
         return _usage(f"no journal at {args.db} (use --db)")
 
     async def read() -> str:
-        journal = await open_journal(args.db)
+        # A database with no journal yet is left as it is: reading creates nothing.
+        journal = await open_journal(args.db, create=not postgres)
         try:
             rows = await journal.events_of(job_id, tree=args.tree)
         finally:

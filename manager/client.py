@@ -23,7 +23,7 @@ from manager.transport import (
     trigger_queue,
 )
 from manager.transport.errors import broker_errors
-from manager.transport.naming import HEADER_PRIORITY
+from manager.transport.naming import HEADER_DELAY, HEADER_PRIORITY
 
 __all__ = [
     "Outcome",
@@ -56,11 +56,18 @@ async def submit_job(
     on_progress: Callable[[], Any] | None = None,
     progress_every_s: float = 0.5,
     priority: int = 0,
+    delay_s: float | None = None,
 ) -> Outcome | None:
     """Publish a trigger for `workflow`; with `wait`, return the outcome message when it comes.
 
-    A non-zero `priority` (0-9) goes in the trigger's `x-priority` header.
+    A non-zero `priority` (0-9) goes in the trigger's `x-priority` header, a `delay_s` (the
+    job starts that many seconds from now) in `x-delay`.
     """
+    headers: dict[str, Any] = {TRIGGER_WORKFLOW_HEADER: workflow}
+    if priority:
+        headers[HEADER_PRIORITY] = priority
+    if delay_s is not None:
+        headers[HEADER_DELAY] = delay_s
     with broker_errors("cannot connect to RabbitMQ"):
         connection = await aio_pika.connect(amqp_url, timeout=10)
     async with connection:
@@ -72,10 +79,7 @@ async def submit_job(
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
             correlation_id=job_id,
             reply_to=reply_queue.name if reply_queue else None,
-            headers={
-                TRIGGER_WORKFLOW_HEADER: workflow,
-                **({HEADER_PRIORITY: priority} if priority else {}),
-            },
+            headers=headers,
         )
         with broker_errors(f"cannot publish to '{trigger_queue(queue)}' (is the manager running?)"):
             await channel.default_exchange.publish(message, trigger_queue(queue), mandatory=True)

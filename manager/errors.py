@@ -11,7 +11,7 @@
     ├── JobConflict            the job is not in a state that allows the request (cancel, retry)
     ├── BrokerError            RabbitMQ cannot be reached or refused an operation
     │   └── Unroutable         a published message reached no queue (the queue does not exist)
-    ├── JournalError           the SQLite journal cannot be opened or written
+    ├── JournalError           the journal (SQLite or PostgreSQL) cannot be opened or written
     └── ApiUnreachable         the manager's HTTP API cannot be reached (CLI client side)
 
 Every message is written for the person who hit it: it names the thing, shows the bad
@@ -86,7 +86,8 @@ class Unroutable(BrokerError):
 
 
 class JournalError(ManagerError):
-    """The SQLite journal cannot be opened, is not ours, or cannot be written."""
+    """The journal (a SQLite file, a PostgreSQL database) cannot be opened, is not ours, or
+    cannot be written."""
 
 
 class ApiUnreachable(ManagerError):

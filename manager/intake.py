@@ -14,11 +14,14 @@ from typing import Any
 from manager.engine import JobSubmitted, StepReplied
 from manager.engine.replies import ReplyError, decode_json
 from manager.engine.state import MAX_PRIORITY
+from manager.starttimes import StartTimeError, start_time
 from manager.traces import submitter_trace
 from manager.transport.message import Delivery, header_text, split_correlation_id
 from manager.transport.naming import (
     HEADER_ATTEMPT,
+    HEADER_DELAY,
     HEADER_ERROR,
+    HEADER_NOT_BEFORE,
     HEADER_PRIORITY,
     HEADER_TRACEPARENT,
     TRIGGER_WORKFLOW_HEADER,
@@ -102,6 +105,7 @@ def trigger_event(
 
     The job joins the trace of the trigger's `traceparent` header, else `new_trace_id`'s (a
     malformed header is ignored: empty `new_trace_id`, the engine derives one from the job id).
+    An `x-delay` or `x-not-before` header delays its start; a bad one makes it Undeliverable.
     """
     workflow = header_text(delivery.headers, TRIGGER_WORKFLOW_HEADER)
     if not workflow:
@@ -116,7 +120,15 @@ def trigger_event(
         payload = decode_json(delivery.body, "trigger") if delivery.body.strip() else {}
     except ReplyError as exc:
         return Undeliverable(str(exc))
-    priority = trigger_priority(delivery.headers)
+    headers = delivery.headers
+    try:
+        not_before = start_time(
+            header_text(headers, HEADER_DELAY), header_text(headers, HEADER_NOT_BEFORE), at,
+            f"header '{HEADER_DELAY}'", f"header '{HEADER_NOT_BEFORE}'",
+        )  # fmt: skip
+    except StartTimeError as exc:
+        return Undeliverable(f"trigger {exc}")
+    priority = trigger_priority(headers)
     if isinstance(priority, Undeliverable):
         return priority
     trace = submitter_trace(delivery.headers.get(HEADER_TRACEPARENT), "trigger")
@@ -128,5 +140,6 @@ def trigger_event(
         reply_to=delivery.reply_to or None,
         trace_id=trace.trace_id if trace else new_trace_id or None,
         trace_parent=trace.span_id if trace else None,
+        not_before=not_before,
         priority=priority,
     )

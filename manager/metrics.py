@@ -32,8 +32,10 @@ from manager.engine import (
     Job,
     JobFinished,
     JobQueued,
+    JobScheduled,
     JobStarted,
     JobStatus,
+    StepCompensation,
     StepFinished,
 )
 
@@ -62,10 +64,14 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_finished_total": "counter",
     f"{_P}jobs_running": "gauge",
     f"{_P}jobs_queued": "gauge",
+    f"{_P}jobs_scheduled": "gauge",
     f"{_P}job_duration_seconds": "histogram",
     f"{_P}step_requests_total": "counter",
     f"{_P}step_failures_total": "counter",
     f"{_P}step_duration_seconds": "histogram",
+    f"{_P}steps_skipped_total": "counter",
+    f"{_P}steps_recovered_total": "counter",
+    f"{_P}compensations_total": "counter",
     f"{_P}dead_letters_total": "counter",
     f"{_P}journal_commit_seconds": "histogram",
     f"{_P}broker_connected": "gauge",
@@ -96,6 +102,7 @@ class _WorkflowSeries:
     running: Any
     duration: Any
     queued: Any
+    scheduled: Any
 
 
 class Metrics:
@@ -124,6 +131,9 @@ class Metrics:
             f"{_P}jobs_queued", "Top-level jobs waiting under a concurrency limit now.", wf,
             registry=r,
         )  # fmt: skip
+        self._jobs_scheduled = Gauge(
+            f"{_P}jobs_scheduled", "Top-level jobs waiting for a delayed start.", wf, registry=r
+        )
         self._job_duration = Histogram(
             f"{_P}job_duration_seconds", "Top-level jobs: seconds from (re)start to end.", wf,
             buckets=JOB_BUCKETS_S, registry=r,
@@ -141,6 +151,18 @@ class Metrics:
             f"{_P}step_duration_seconds",
             "Step attempts: seconds from request to reply (or timeout); a task step's fan-out.",
             step, buckets=STEP_BUCKETS_S, registry=r,
+        )  # fmt: skip
+        self._steps_skipped = Counter(
+            f"{_P}steps_skipped", "Steps skipped by their `when` (no request sent).", step,
+            registry=r,
+        )  # fmt: skip
+        self._steps_recovered = Counter(
+            f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
+            step, registry=r,
+        )  # fmt: skip
+        self._compensations = Counter(
+            f"{_P}compensations", "Compensations that ended, by outcome (compensated, failed).",
+            [*step, "outcome"], registry=r,
         )  # fmt: skip
         self._dead_letters = Counter(
             f"{_P}dead_letters",
@@ -162,15 +184,21 @@ class Metrics:
         self._requests = _Children(self._step_requests)
         self._durations = _Children(self._step_duration)
         self._failures = _Children(self._step_failures)
+        self._skipped = _Children(self._steps_skipped)
+        self._recovered = _Children(self._steps_recovered)
+        self._undone = _Children(self._compensations)
         self._finished = _Children(self._jobs_finished)
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
         self._started_at: dict[str, float] = {}
-        self._queued: set[str] = set()  # top-level jobs queued now
+        # Top-level jobs waiting to start (scheduled, or queued), and the gauge each counts in.
+        self._waiting: dict[str, Any] = {}
         self._handlers: dict[type, Callable[[Any], None]] = {
+            JobScheduled: self._job_scheduled,
             JobQueued: self._job_queued,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
+            StepCompensation: self._step_compensation,
             JobStarted: self._job_started,
             JobFinished: self._job_finished,
         }
@@ -192,26 +220,26 @@ class Metrics:
     # -- what the pipeline reports -----------------------------------------------------
 
     def recovered(self, jobs: Iterable[Job]) -> None:
-        """Set the running gauge from the jobs recovery brought back (top-level ones)."""
+        """Set the running and scheduled gauges from the jobs recovery brought back (top-level)."""
         running: collections.Counter[str] = collections.Counter()
-        queued: collections.Counter[str] = collections.Counter()
-        self._queued.clear()
+        self._waiting.clear()
+        for series in self._workflows.values():
+            series.running.set(0)
+            series.scheduled.set(0)
+            series.queued.set(0)
         for job in jobs:
             if job.parent is not None:
                 continue
-            if job.status is JobStatus.QUEUED:
-                queued[job.workflow.name] += 1
-                self._queued.add(job.id)
+            if job.status in (JobStatus.SCHEDULED, JobStatus.QUEUED):
+                series = self._workflow(job.workflow.name)
+                gauge = series.scheduled if job.status is JobStatus.SCHEDULED else series.queued
+                gauge.inc()
+                self._waiting[job.id] = gauge
             elif not job.is_settled:
-                # A failed job still running its on_error steps has not ended (no JobFinished).
+                # A failed job still running its on_error steps has not ended yet.
                 running[job.workflow.name] += 1
-        for series in self._workflows.values():
-            series.running.set(0)
-            series.queued.set(0)
         for name, count in running.items():
             self._workflow(name).running.set(count)
-        for name, count in queued.items():
-            self._workflow(name).queued.set(count)
 
     def observe(self, commands: Sequence[Command]) -> None:
         """Count one committed event's commands."""
@@ -235,23 +263,48 @@ class Metrics:
         self._requests(command.workflow, command.step).inc()
 
     def _step_finished(self, command: StepFinished) -> None:
+        if command.outcome == "skipped":
+            self._skipped(command.workflow, command.step).inc()
+            return
+        if command.outcome == "recovered":
+            # Its failed attempt was timed and counted when it failed.
+            self._recovered(command.workflow, command.step).inc()
+            return
         if command.dispatched_at is not None:
             duration = self._durations(command.workflow, command.step)
             duration.observe(command.at - command.dispatched_at)
         if command.outcome in _FAILED_OUTCOMES:
             self._failures(command.workflow, command.step, command.reason or "error").inc()
 
+    def _job_scheduled(self, command: JobScheduled) -> None:
+        self._wait(command.job_id, self._workflow(command.workflow).scheduled)
+
     def _job_queued(self, command: JobQueued) -> None:
-        self._queued.add(command.job_id)
-        self._workflow(command.workflow).queued.inc()
+        self._wait(command.job_id, self._workflow(command.workflow).queued)
+
+    def _wait(self, job_id: str, gauge: Any) -> None:
+        """The job waits to start, counted in `gauge` (a scheduled job may queue next)."""
+        self._stop_waiting(job_id)
+        gauge.inc()
+        self._waiting[job_id] = gauge
+
+    def _stop_waiting(self, job_id: str) -> bool:
+        """The job no longer waits to start; True if it was waiting."""
+        gauge = self._waiting.pop(job_id, None)
+        if gauge is None:
+            return False
+        gauge.dec()
+        return True
+
+    def _step_compensation(self, command: StepCompensation) -> None:
+        if command.outcome != "compensating":
+            self._undone(command.workflow, command.step, command.outcome).inc()
 
     def _job_started(self, command: JobStarted) -> None:
         if command.parent_id is not None:
             return  # a child job counts in its steps, under its top-level workflow
         series = self._workflow(command.workflow)
-        if command.job_id in self._queued:
-            self._queued.discard(command.job_id)
-            series.queued.dec()
+        self._stop_waiting(command.job_id)
         series.started.inc()
         series.running.inc()
         self._started_at[command.job_id] = command.at
@@ -260,15 +313,12 @@ class Metrics:
         if command.parent_id is not None:
             return
         series = self._workflow(command.workflow)
-        if command.job_id in self._queued:  # cancelled while queued: it never ran
-            self._queued.discard(command.job_id)
-            series.queued.dec()
-            self._finished(command.workflow, str(command.status)).inc()
-            return
+        self._finished(command.workflow, str(command.status)).inc()
+        if self._stop_waiting(command.job_id):
+            return  # cancelled before it started: it never ran
         series.running.dec()
         started_at = self._started_at.pop(command.job_id, command.submitted_at)
         series.duration.observe(max(0.0, command.at - started_at))
-        self._finished(command.workflow, str(command.status)).inc()
 
     # -- label children, made once ---------------------------------------------------------
 
@@ -280,6 +330,7 @@ class Metrics:
                 self._jobs_running.labels(name),
                 self._job_duration.labels(name),
                 self._jobs_queued.labels(name),
+                self._jobs_scheduled.labels(name),
             )
         return series
 

@@ -400,11 +400,14 @@ class Orchestrator:
         job_id: str | None = None,
         trace: TraceParent | None = None,
         priority: int = 0,
+        *,
+        not_before: float | None = None,
     ) -> str:
-        """Start a job now (the HTTP API's way in); returns its id or raises a SubmitError.
+        """Start a job (the HTTP API's way in); returns its id or raises a SubmitError.
 
         The job joins `trace` (the caller's trace context), else it starts a trace of its own.
         `priority` (0-9, higher first) orders it wherever the manager holds work back.
+        With a `not_before` later than now it is scheduled, and starts then.
         """
         chosen = job_id is not None  # a new id of ours cannot name an existing job
         job_id = job_id if job_id is not None else self.new_id()
@@ -423,6 +426,7 @@ class Orchestrator:
         submitted = JobSubmitted(
             job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
             priority=priority,
+            not_before=not_before,
         )  # fmt: skip
         result, sending = await self._process(self.pinned(submitted))
         if result.rejected is not None:
@@ -459,7 +463,7 @@ class Orchestrator:
         return await self.journal.workflow_jobs(name, finished_since)
 
     async def cancel(self, job_id: str) -> Job:
-        """Cancel a running job; JobNotFound or JobConflict (e.g. it has ended) otherwise."""
+        """Cancel a scheduled or running job; JobNotFound or JobConflict (it ended) otherwise."""
         canonical = canonical_uuid(job_id) or job_id
         row = await self.finished_row(canonical)
         if row is not None:

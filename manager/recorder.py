@@ -23,6 +23,7 @@ from manager.engine import (
     JobFinished,
     JobQueued,
     JobRejected,
+    JobScheduled,
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
@@ -84,8 +85,8 @@ def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Recor
             outbound.append(message)
         elif isinstance(command, JobStarted):
             _started(command, result.batch)
-        elif isinstance(command, JobQueued):
-            _queued(command, result.batch)
+        elif isinstance(command, JobScheduled | JobQueued):
+            _waiting(command, result.batch)
         elif isinstance(command, JobFinished):
             result.ended.append(_finished(command, result.batch))
         elif isinstance(command, Subject):
@@ -132,6 +133,8 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
             meta["trace"] = event.trace_id
         if event.trace_parent:
             meta["trace_parent"] = event.trace_parent
+        if event.not_before is not None:
+            meta["not_before"] = event.not_before
         if event.priority:
             meta["priority"] = event.priority
         return EventRow(
@@ -220,37 +223,38 @@ def _started(command: JobStarted, batch: Batch) -> None:
         # cost 3N more rows. Its messages (dispatched, replied) are journaled as any step's,
         # and while it runs it is in memory, where the API reads it.
         return
-    _open_job(command, "running", batch, EventKind.STARTED, {"flow": command.flow})
+    batch.jobs.append(_open_row(command, command.root_id, "running"))
+    _job_event(batch, command, EventKind.STARTED, {"flow": command.flow})
 
 
-def _queued(command: JobQueued, batch: Batch) -> None:
-    """A queued job's row (status queued, so recovery replays it) and when it entered it."""
+def _waiting(command: JobScheduled | JobQueued, batch: Batch) -> None:
+    """The row of a job waiting to start (scheduled or queued: recovery brings it back), and
+    its event: when it starts, or which concurrency limits it waits for."""
+    if isinstance(command, JobScheduled):
+        batch.jobs.append(_open_row(command, command.job_id, "scheduled"))
+        _job_event(batch, command, EventKind.SCHEDULED, {"start_at": command.start_at})
+        return
+    batch.jobs.append(_open_row(command, command.job_id, "queued"))
     meta = {"scopes": list(command.scopes), "priority": command.priority}
-    _open_job(command, "queued", batch, EventKind.QUEUED, meta)
+    _job_event(batch, command, EventKind.QUEUED, meta)
 
 
-def _open_job(
-    command: JobStarted | JobQueued, status: str, batch: Batch, kind: str, meta: dict[str, Any]
+def _job_event(
+    batch: Batch, command: JobStarted | JobScheduled | JobQueued, kind: str, meta: dict[str, Any]
 ) -> None:
-    """The row of a top-level job that has not ended, and the journal row saying why."""
-    flow = command.flow if isinstance(command, JobStarted) else command.workflow
-    batch.jobs.append(
-        JobRow(
-            id=command.job_id,
-            root_id=command.job_id,
-            parent_id=None,
-            workflow=command.workflow,
-            definition=command.definition,
-            flow=flow,
-            status=status,
-            submitted_at=command.submitted_at,
-            finished_at=None,
-            payload=command.payload,
-        )  # fmt: skip
-    )
+    """A top-level job's journal row saying what happened to it (read, never replayed)."""
     batch.events.append(
         EventRow(at=command.at, kind=kind, job_id=command.job_id, root_id=command.job_id, meta=meta)
     )
+
+
+def _open_row(command: JobStarted | JobScheduled | JobQueued, root_id: str, status: str) -> JobRow:
+    """The row of a top-level job that has not ended (it is replaced when it ends)."""
+    return JobRow(
+        id=command.job_id, root_id=root_id, parent_id=None, workflow=command.workflow,
+        definition=command.definition, flow=command.flow, status=status,
+        submitted_at=command.submitted_at, finished_at=None, payload=command.payload,
+    )  # fmt: skip
 
 
 def _finished(command: JobFinished, batch: Batch) -> JobRow:
@@ -293,6 +297,7 @@ def to_event(row: EventRow) -> Event:
             # None in a journal from before jobs had traces: the engine derives one.
             trace_id=meta.get("trace"),
             trace_parent=meta.get("trace_parent"),
+            not_before=meta.get("not_before"),
             priority=meta.get("priority", 0),
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:

@@ -33,9 +33,16 @@ class ManagerSettings(BaseModel):
 
 
 def step_queues(workflows: Iterable[Workflow]) -> list[str]:
-    """Every queue a step of these workflows (their tasks and branches too) sends requests to."""
+    """Every queue a step of these workflows (their tasks and branches too) sends requests to.
+
+    A step's compensation's queue too: it gets requests when the step's job fails later.
+    """
     queues: dict[str, None] = {}
     for workflow in workflows:
         for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
             queues.update((step.queue_name, None) for step in flow.steps if step.task is None)
+            queues.update(
+                (step.compensate.queue_name, None) for step in flow.steps if step.compensate
+            )
+            queues.update((s.fallback.queue_name, None) for s in flow.steps if s.fallback)
     return list(queues)

@@ -68,6 +68,20 @@ def render_job_view(job: dict[str, Any]) -> list[str]:
     lines.extend(_step_line(entry, status) for _, status, entry in entries)
     if job.get("error") is not None:
         lines.append(f"  error: {str(job['error'])[:500]}")
+    lines.extend(_compensation_lines(job.get("compensations")))
+    return lines
+
+
+def _compensation_lines(compensations: dict[str, Any] | None) -> list[str]:
+    """The compensations of a failed or cancelled job, in the order they run."""
+    if not compensations:
+        return []
+    lines = [f"  compensations (the job {compensations.get('reason')}), last completed first:"]
+    for run in compensations.get("runs") or []:
+        line = f"    {run.get('name')} undoes {run.get('step')}: {run.get('status')}"
+        if run.get("error") is not None:
+            line += f"  error: {str(run['error'])[:120]}"
+        lines.append(line)
     return lines
 
 

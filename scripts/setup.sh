@@ -31,6 +31,12 @@ if ! broker_up; then
   broker_up || { echo "setup: RabbitMQ did not come up on 127.0.0.1:5672" >&2; exit 1; }
 fi
 
+# PostgreSQL (for the PostgreSQL journal's tests) is provided, not installed: CI runs one on
+# 127.0.0.1:5432 (trust auth, user postgres; TEST_PG_URL for another). Without it those tests skip.
+if ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
+  echo "setup: no PostgreSQL on 127.0.0.1:5432; the PostgreSQL journal tests will be skipped" >&2
+fi
+
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm || echo "setup: Node.js missing; the JS worker test will be skipped" >&2
 fi

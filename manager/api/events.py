@@ -126,8 +126,9 @@ async def event_stream(
         ),
     ] = None,  # type: ignore[assignment]
 ) -> Any:
-    """Run events as they happen: job.started|completed|failed|cancelled, step.dispatched|
-    completed|failed|retrying. Each SSE id can be sent back as `Last-Event-ID` to resume."""
+    """Run events as they happen: job.scheduled|started|completed|failed|cancelled,
+    step.dispatched|completed|failed|retrying|skipped|recovered. Each SSE id can be sent back as
+    `Last-Event-ID` to resume."""
     hub: EventHub = request.app.state.events
     wanted = _filter(request, job, workflow)
     if last_event_id is not None and parse_event_id(last_event_id) is None:

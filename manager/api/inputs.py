@@ -12,8 +12,9 @@ from fastapi import HTTPException
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_json
+from manager.starttimes import StartTimeError, start_time
 
-__all__ = ["parse_payload", "parse_job_id", "resolve_job_id"]
+__all__ = ["parse_payload", "parse_job_id", "resolve_job_id", "parse_start_time"]
 
 _EXAMPLE_ID = "3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"
 
@@ -63,3 +64,13 @@ def resolve_job_id(query_id: str | None, payload: dict[str, Any]) -> str | None:
             f"is {body_id!r}; give one of them, or make them equal"
         )
     return from_query or from_body
+
+
+def parse_start_time(delay: str | None, not_before: str | None, now: float) -> float | None:
+    """When a submission asks its job to start (`?delay=` / `?not_before=`), or None: now."""
+    try:
+        return start_time(
+            delay, not_before, now, "query parameter 'delay'", "query parameter 'not_before'"
+        )
+    except StartTimeError as exc:
+        raise _bad_request(str(exc)) from None

@@ -12,11 +12,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager.api.compensations import compensation_view
 from manager.config.models import Step
+from manager.config.schemas import JsonSchema
 from manager.engine import Job, JobStatus, StepRun, StepStatus
 from manager.engine.replies import ReplyError, decode_output
 from manager.journal import EventKind, EventRow
 from manager.textline import iso_utc
+
+_CANCELLABLE = (JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.RUNNING)
 
 __all__ = ["CHILD_STATUSES", "job_page", "child_status", "attempt_history"]
 
@@ -28,6 +32,10 @@ _STEP_STATUS = {
     StepStatus.RETRYING: "retrying",
     StepStatus.COMPLETED: "completed",
     StepStatus.FAILED: "failed",
+    StepStatus.SKIPPED: "skipped",
+    StepStatus.RECOVERED: "recovered",
+    StepStatus.COMPENSATING: "compensating",
+    StepStatus.COMPENSATED: "compensated",
 }
 
 
@@ -70,18 +78,23 @@ class _StepHistory:
         return None
 
 
-def _reply_error(row: EventRow) -> str | None:
+def _reply_error(row: EventRow, schema: JsonSchema | None) -> str | None:
     if row.meta.get("error") is not None:
         return str(row.meta["error"])
     try:
-        decode_output(row.body or b"")
+        output = decode_output(row.body or b"")
     except ReplyError as exc:
         return f"invalid reply: {exc}"
-    return None
+    problem = schema.violations(output) if schema is not None else None
+    return f"output does not match its output_schema: {problem}" if problem else None
 
 
-def attempt_history(rows: Iterable[EventRow]) -> dict[str, _StepHistory]:
-    """Each step's attempts (sent, answered or timed out) from a job's journal rows, in order."""
+def attempt_history(
+    rows: Iterable[EventRow], output_schemas: Mapping[str, JsonSchema] | None = None
+) -> dict[str, _StepHistory]:
+    """Each step's attempts (sent, answered or timed out) from a job's journal rows, in order;
+    a reply that failed its step's `output_schema` (by step name) counts as failed."""
+    schemas = output_schemas or {}
     steps: dict[str, _StepHistory] = {}
     for row in rows:
         if row.step is None:
@@ -92,7 +105,7 @@ def attempt_history(rows: Iterable[EventRow]) -> dict[str, _StepHistory]:
             history.input = row.body
         elif row.kind == EventKind.REPLIED and (open_ := history.latest(row.attempt)):
             open_.finished_at = row.at
-            open_.error = _reply_error(row)
+            open_.error = _reply_error(row, schemas.get(row.step))
             open_.outcome = "completed" if open_.error is None else "failed"
         elif row.kind == EventKind.TIMER and str(row.meta.get("key", "")).startswith("timeout:"):
             if open_ := history.latest(row.attempt):
@@ -123,7 +136,8 @@ def _children(job: Job, run: StepRun, context: _Context) -> dict[str, int]:
 
 def _kind(job: Job, spec: Step) -> str:
     if spec.name not in job.flow.step_index:
-        return next(name for name, flow in job.workflow.branches.items() if spec in flow.steps)
+        branches = job.workflow.branches.items()
+        return next((name for name, flow in branches if spec in flow.steps), "fallback")
     return "task" if spec.task else "step"
 
 
@@ -136,10 +150,21 @@ def _status(job: Job, run: StepRun | None) -> str:
     return _STEP_STATUS[run.status]
 
 
+def _shape(spec: Step) -> dict[str, str]:
+    """What the step's definition adds to its run: `when`, fallback, compensation, schemas."""
+    shape: dict[str, str | None] = {"when": spec.when}
+    shape["fallback"] = spec.fallback.name if spec.fallback is not None else None
+    shape["compensate"] = spec.compensate.name if spec.compensate is not None else None
+    shape["input_schema"] = spec.input_schema.source if spec.input_schema is not None else None
+    shape["output_schema"] = spec.output_schema.source if spec.output_schema is not None else None
+    return {key: value for key, value in shape.items() if value is not None}
+
+
 def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
     run = job.steps.get(spec.name)
     history = context.history.get(spec.name, _StepHistory())
     entry: dict[str, Any] = {"name": spec.name, "kind": _kind(job, spec), "depends": spec.depends}
+    entry.update(_shape(spec))
     if spec.http is not None:
         entry["http"] = spec.http.url
     elif not spec.task:
@@ -193,6 +218,8 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["submitted_at"] = iso_utc(job.submitted_at)
     if job.queued_at is not None and job.status is JobStatus.QUEUED:
         body["queued_at"] = iso_utc(job.queued_at)
+    if job.start_at is not None:
+        body["start_at"] = iso_utc(job.start_at)
     if job.finished_at is not None:
         body["finished_at"] = iso_utc(job.finished_at)
     body["elapsed"] = _seconds(job.submitted_at, job.finished_at or now)
@@ -207,8 +234,12 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None
-    body["can_cancel"] = top_level and (job.is_running or job.status is JobStatus.QUEUED)
-    body["can_retry"] = top_level and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+    body["can_cancel"] = top_level and job.status in _CANCELLABLE
+    body["can_retry"] = (
+        top_level
+        and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
+        and job.compensation is None  # a retry would build on undone work
+    )
     return body
 
 
@@ -224,11 +255,24 @@ def job_page(
     `rows` are the job's own journal rows; `live` the jobs in memory and `ended` the status of
     each of its children that has ended, for task steps' progress.
     """
-    context = _Context(attempt_history(rows), live, ended, now)
+    schemas = {s.name: s.output_schema for s in job.flow.steps if s.output_schema is not None}
+    context = _Context(attempt_history(rows, schemas), live, ended, now)
     specs = [*job.flow.steps]
+    recovers = {}
+    for spec in job.flow.steps:
+        if spec.fallback_step is not None:
+            specs.append(spec.fallback_step)
+            recovers[spec.fallback_step.name] = spec.name
     if job.parent is None:
         for flow in job.workflow.branches.values():
             specs += flow.steps
     body = _header(job, now)
     body["steps"] = [_step(job, spec, context) for spec in specs]
+    for entry in body["steps"]:
+        if entry["name"] in recovers:
+            # Drawn after the step it recovers; it runs only if that step fails for good.
+            entry["recovers"] = recovers[entry["name"]]
+            entry["depends"] = [recovers[entry["name"]]]
+    if (compensations := compensation_view(job)) is not None:
+        body["compensations"] = compensations
     return body

@@ -106,6 +106,8 @@ def job_listing(listing: JobListing, live: Job | None, now: float) -> dict[str, 
         "status": status,
         "submitted_at": iso_utc(listing.submitted_at),
     }
+    if live is not None and live.start_at is not None:
+        entry["start_at"] = iso_utc(live.start_at)
     if finished is not None:
         entry["finished_at"] = iso_utc(finished)
     entry["elapsed"] = _seconds(listing.submitted_at, finished or now)
@@ -157,6 +159,20 @@ def _step_definition(workflow: Workflow, flow: Flow, step: Step, kind: str) -> d
     if policy.timeout_s is not None:
         entry["timeout"] = policy.timeout_s
     entry["retry_backoff"] = policy.retry_backoff.model_dump()
+    if step.when is not None:
+        entry["when"] = step.when
+    for key, schema in (("input_schema", step.input_schema), ("output_schema", step.output_schema)):
+        if schema is not None:
+            entry[key] = schema.model_dump(exclude_none=True)
+    for key, handler in (("fallback", step.fallback), ("compensate", step.compensate)):
+        if handler is not None:
+            own = workflow.policy(flow, handler.name)
+            entry[key] = {
+                "name": handler.name,
+                "queue": handler.queue_name,
+                "retries": own.retries,
+                **({"timeout": own.timeout_s} if own.timeout_s is not None else {}),
+            }
     if step.task:
         task = workflow.task_by_name[step.task]
         entry["task"] = {
@@ -181,6 +197,8 @@ def definition(workflow: Workflow) -> dict[str, Any]:
     if workflow.timeout is not None:
         body["timeout"] = workflow.timeout
     body["vhosts"] = list(workflow.vhosts)
+    if workflow.payload_schema is not None:
+        body["payload_schema"] = workflow.payload_schema.model_dump(exclude_none=True)
     body["steps"] = steps
     body["yaml"] = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
     return body

@@ -17,6 +17,8 @@ __all__ = [
     "ChildCounts",
     "ChildEntry",
     "ChildPage",
+    "CompensationEntry",
+    "Compensations",
     "ErrorBody",
     "Health",
     "JobDetail",
@@ -98,6 +100,40 @@ class StepEntry(BaseModel):
     branch: str | None = Field(
         default=None, description="Extra: on_error or on_cancel, for the steps of a branch."
     )
+    skipped: bool | None = Field(
+        default=None, description="Extra: the step's `when` was false; it sent no request."
+    )
+    recovered: bool | None = Field(
+        default=None, description="Extra: the step failed and its fallback's output is its own."
+    )
+    compensation: Literal["compensating", "compensated"] | None = Field(
+        default=None,
+        description="Extra: the step completed, then its job failed or was cancelled and its "
+        "`compensate` step is undoing it (compensating) or has (compensated).",
+    )
+
+
+class CompensationEntry(BaseModel):
+    """One compensation of a failed or cancelled job: the step it undoes, and how it went."""
+
+    job: str = Field(description="The job whose step it undoes: this job or one of its children.")
+    step: str
+    name: str = Field(description="The compensation's name: its requests carry <job>:<name>.")
+    queue: str
+    status: Literal["pending", "running", "retrying", "compensated", "failed"] = Field(
+        description="failed: it still failed after its retries (the others went on)."
+    )
+    attempts: int
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class Compensations(BaseModel):
+    """Extra: a failed or cancelled job undoing its completed steps, newest first."""
+
+    reason: Literal["failed", "cancelled"]
+    runs: list[CompensationEntry] = Field(description="In the order they run (LIFO).")
 
 
 class Progress(BaseModel):
@@ -120,6 +156,10 @@ class JobDetail(BaseModel):
     queued_at: str | None = Field(
         default=None, description="Extra, while queued: when it entered its concurrency queue."
     )
+    start_at: str | None = Field(
+        default=None,
+        description="Extra, delayed starts only: when the job starts (scheduled) or started.",
+    )
     running: list[StepEntry]
     completed: list[StepEntry] = Field(
         description="Starts with __start__; ends with __end__ once the job has completed."
@@ -135,6 +175,9 @@ class JobDetail(BaseModel):
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
         default=None, description='Once failed or cancelled: {"step": ..., "message": ...}.'
+    )
+    compensations: Compensations | None = Field(
+        default=None, description="Extra: once the job started undoing its completed steps."
     )
 
 
@@ -155,10 +198,21 @@ class Readiness(BaseModel):
 # -- browsing (the web UI's reads) ---------------------------------------------------------
 
 StepStatusName = Literal[
-    "pending", "queued", "running", "retrying", "completed", "failed", "cancelled"
+    "pending",
+    "queued",
+    "running",
+    "retrying",
+    "completed",
+    "failed",
+    "cancelled",
+    "skipped",
+    "recovered",
+    "compensating",
+    "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
-JobStatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
+JobStatusName = Literal["scheduled", "queued", "running", "completed", "failed", "cancelled"]
+_START_AT_DOC = "Delayed starts only: when the job starts (while scheduled) or started."
 
 
 class Attempt(BaseModel):
@@ -187,13 +241,30 @@ class StepView(BaseModel):
     """One step of a job as the job page shows it; branch steps have kind on_error/on_cancel."""
 
     name: str
-    kind: Literal["step", "task", "on_error", "on_cancel"]
+    kind: Literal["step", "task", "on_error", "on_cancel", "fallback"]
     depends: list[str]
     queue: str | None = None
     http: str | None = Field(default=None, description="The URL of an HTTP step.")
-    status: StepStatusName = Field(
-        description="cancelled: in flight when its job ended (a late reply is dropped)."
+    fallback: str | None = Field(default=None, description="The name of the step's fallback.")
+    recovers: str | None = Field(
+        default=None, description="A fallback's: the step whose failure it answers (its depends)."
     )
+    input_schema: str | None = Field(
+        default=None, description="Where the step's input_schema is written: its file, or inline."
+    )
+    output_schema: str | None = Field(
+        default=None, description="Where the step's output_schema is written: its file, or inline."
+    )
+    status: StepStatusName = Field(
+        description="cancelled: in flight when its job ended (a late reply is dropped); "
+        "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
+        "fallback's output became its own (its error is kept); compensating / compensated: "
+        "it completed, then its job failed or was cancelled and its compensation undoes it."
+    )
+    compensate: str | None = Field(
+        default=None, description="The name of the step's compensation, if it has one."
+    )
+    when: str | None = Field(default=None, description="The step's condition, if it has one.")
     attempts: int = Field(description="Requests sent so far (0 before the first).")
     started_at: str | None = None
     finished_at: str | None = None
@@ -220,6 +291,7 @@ class JobPage(BaseModel):
     queued_at: str | None = Field(
         default=None, description="While queued: when the job entered its concurrency queue."
     )
+    start_at: str | None = Field(default=None, description=_START_AT_DOC)
     finished_at: str | None = None
     elapsed: float
     payload: dict[str, Any]
@@ -232,6 +304,9 @@ class JobPage(BaseModel):
     can_cancel: bool
     can_retry: bool
     steps: list[StepView]
+    compensations: Compensations | None = Field(
+        default=None, description="Once the job started undoing its completed steps."
+    )
 
 
 class ChildEntry(BaseModel):
@@ -265,9 +340,7 @@ class JobListEntry(BaseModel):
     workflow: str
     status: JobStatusName
     submitted_at: str
-    queued_at: str | None = Field(
-        default=None, description="While queued: when the job entered its concurrency queue."
-    )
+    start_at: str | None = Field(default=None, description=_START_AT_DOC)
     finished_at: str | None = None
     elapsed: float
 
@@ -308,6 +381,19 @@ class StepDefinition(BaseModel):
     retries: int
     timeout: float | None = None
     retry_backoff: dict[str, float]
+    when: str | None = Field(default=None, description="The step's condition, if it has one.")
+    fallback: dict[str, Any] | None = Field(
+        default=None, description="The step's fallback: name, queue and effective policy."
+    )
+    input_schema: dict[str, Any] | None = Field(
+        default=None, description="The JSON Schema its input must match (inline or from file)."
+    )
+    output_schema: dict[str, Any] | None = Field(
+        default=None, description="The JSON Schema each reply must match (inline or from file)."
+    )
+    compensate: dict[str, Any] | None = Field(
+        default=None, description="The step's compensation: its name, queue and policy."
+    )
     task: dict[str, Any] | None = Field(
         default=None, description="For a task step: the task's settings and its own steps."
     )
@@ -320,5 +406,9 @@ class WorkflowDefinition(BaseModel):
     hash: str
     timeout: float | None = None
     vhosts: list[str]
+    payload_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="The JSON Schema a payload must match: `document`, and `file` if from a file.",
+    )
     steps: list[StepDefinition]
     yaml: str

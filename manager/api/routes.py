@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from manager.api import views
 from manager.api.errors import unknown_workflow
-from manager.api.inputs import parse_job_id, parse_payload, resolve_job_id
+from manager.api.inputs import parse_job_id, parse_payload, parse_start_time, resolve_job_id
 from manager.api.models import (
     ErrorBody,
     Health,
@@ -28,6 +28,7 @@ from manager.api.models import (
 from manager.api.service import Clock, JobService
 from manager.engine import Job
 from manager.engine.state import MAX_PRIORITY
+from manager.starttimes import MAX_DELAY_S, MAX_UNIX_S
 from manager.traces import submitter_trace
 
 __all__ = ["router"]
@@ -81,7 +82,30 @@ _PAYLOAD_DOC: dict[str, Any] = {
             "description": "The new job's id (a UUID); generated when not given. When the "
             "body has a string `id` too, both must name the same job (else 400).",
             "schema": _UUID,
-        }
+        },
+        # Declared here too, so their schema says what the manager reads (FastAPI: "string").
+        {
+            "name": "delay",
+            "in": "query",
+            "required": False,
+            "description": "Start the job this many seconds from now; it is `scheduled` until "
+            "then (see `not_before`).",
+            "schema": {"type": "number", "minimum": 0, "maximum": MAX_DELAY_S},
+        },
+        {
+            "name": "not_before",
+            "in": "query",
+            "required": False,
+            "description": "Start the job at this time: RFC 3339 (e.g. 2026-05-01T09:00:00Z) "
+            "or Unix seconds; it is `scheduled` until then (a past time starts it now). With "
+            "`delay` too, the later of the two.",
+            "schema": {
+                "anyOf": [
+                    {"type": "number", "maximum": MAX_UNIX_S},
+                    {"type": "string", "format": "date-time"},
+                ]
+            },
+        },
     ],
     "requestBody": {
         "required": True,
@@ -120,20 +144,26 @@ async def submit_job(
     name: WorkflowName,
     request: Request,
     service: Service,
+    now: Now,
     job_id: Annotated[str | None, Query(alias="id", include_in_schema=False)] = None,
+    delay: Annotated[str | None, Query(include_in_schema=False)] = None,
+    not_before: Annotated[str | None, Query(include_in_schema=False)] = None,
     traceparent: Annotated[str | None, Header(description=_TRACEPARENT_DOC)] = None,
     priority: Annotated[int, Query(ge=0, le=MAX_PRIORITY, description=_PRIORITY_DOC)] = 0,
 ) -> dict[str, Any]:
-    """Start a job of workflow `name`; the JSON object body is its payload."""
+    """Start a job of workflow `name` (now, or later with `delay` / `not_before`); the JSON
+    object body is its payload."""
     if name not in service.workflows:
         raise unknown_workflow(name, service.workflows)
     if not service.connected:
         # Refuse rather than hold the request open until the broker is back.
         raise HTTPException(status_code=503, detail=_DISCONNECTED)
+    start_at = parse_start_time(delay, not_before, now())
     payload = parse_payload(await request.body())
     trace = submitter_trace(traceparent, "POST /api/workflow")
+    chosen_id = resolve_job_id(job_id, payload)
     new_id = await service.submit(
-        name, payload, resolve_job_id(job_id, payload), trace, priority=priority
+        name, payload, chosen_id, trace, priority=priority, not_before=start_at
     )
     return {"id": new_id}
 

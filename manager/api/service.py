@@ -56,8 +56,11 @@ class JobService(Protocol):
         job_id: str | None = None,
         trace: TraceParent | None = None,
         priority: int = 0,
+        *,
+        not_before: float | None = None,
     ) -> str:
-        """Start a job (in `trace`, if given) and return its id; raise a `SubmitError` if not."""
+        """Start a job (in `trace`, if given; at `not_before`, if later) and return its id;
+        raise a `SubmitError` if not."""
         ...
 
     async def find_job(self, job_id: str) -> Job | None:
@@ -69,7 +72,7 @@ class JobService(Protocol):
         ...
 
     async def cancel(self, job_id: str) -> Job:
-        """Cancel a running job; raise JobNotFound or JobConflict when it cannot be."""
+        """Cancel a scheduled or running job; raise JobNotFound or JobConflict when it cannot be."""
         ...
 
     async def retry(self, job_id: str) -> Job:

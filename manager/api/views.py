@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from manager.api.compensations import compensation_view
 from manager.config.models import Workflow
 from manager.engine import Job, JobStatus, StepRun, StepStatus
 from manager.textline import iso_utc
@@ -27,6 +28,7 @@ __all__ = [
 
 START = "__start__"
 END = "__end__"
+_COMPENSATION = (StepStatus.COMPENSATING, StepStatus.COMPENSATED)
 
 
 def _seconds(start: float, end: float) -> float:
@@ -71,7 +73,7 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         if run.status is StepStatus.RUNNING:
             entry["tasks_total"] = len(run.children)
             entry["tasks_done"] = len(run.children) - run.children_left
-    if run.status is StepStatus.COMPLETED:
+    if run.status.is_done:
         entry["message"] = run.output
     elif run.status is StepStatus.FAILED:
         entry["message"] = run.error
@@ -82,6 +84,12 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         entry["lastError"] = run.error
     if run.name not in job.flow.step_index:
         entry["branch"] = job.branch
+    if run.status is StepStatus.SKIPPED:
+        entry["skipped"] = True
+    elif run.status is StepStatus.RECOVERED:
+        entry["recovered"] = True
+    elif run.status in _COMPENSATION:
+        entry["compensation"] = str(run.status)
     return entry
 
 
@@ -91,7 +99,7 @@ def _pseudo_step(name: str, at: float, message: dict[str, Any] | None) -> dict[s
 
 def _children_done(run: StepRun) -> int:
     total = len(run.children or ())
-    return total if run.status is StepStatus.COMPLETED else total - run.children_left
+    return total if run.status.is_done else total - run.children_left
 
 
 def progress(job: Job) -> dict[str, int]:
@@ -99,7 +107,7 @@ def progress(job: Job) -> dict[str, int]:
     runs = list(job.steps.values())
     fanned = [run for run in runs if run.children]
     return {
-        "steps_done": sum(run.status is StepStatus.COMPLETED for run in runs),
+        "steps_done": sum(run.status.is_done for run in runs),
         "steps_total": len(runs),
         "children_done": sum(_children_done(run) for run in fanned),
         "children_total": sum(len(run.children or ()) for run in fanned),
@@ -115,6 +123,7 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
     }
     for run in job.steps.values():
         status = StepStatus.RUNNING if run.status is StepStatus.RETRYING else run.status
+        status = StepStatus.COMPLETED if status.is_done else status
         if status in lists:
             lists[status].append(step_entry(run, job, now))
     if job.status is JobStatus.COMPLETED and job.finished_at is not None:
@@ -126,6 +135,8 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
     detail["status"] = str(job.status)
     if job.status is JobStatus.QUEUED and job.queued_at is not None:
         detail["queued_at"] = iso_utc(job.queued_at)
+    if job.start_at is not None:
+        detail["start_at"] = iso_utc(job.start_at)
     detail["running"] = lists[StepStatus.RUNNING]
     detail["completed"] = lists[StepStatus.COMPLETED]
     detail["failed"] = lists[StepStatus.FAILED]
@@ -136,4 +147,6 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
         detail["result"] = job.result
     if job.error is not None:
         detail["error"] = job.error
+    if (compensations := compensation_view(job)) is not None:
+        detail["compensations"] = compensations
     return detail

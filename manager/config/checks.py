@@ -20,12 +20,18 @@ from typing import Any
 from manager.config.models import NAME_PATTERN
 from manager.config.yamlsource import Path, Problem
 
-__all__ = ["check_document", "find_cycles", "quote", "suggest"]
+__all__ = ["check_handlers", "check_document", "find_cycles", "quote", "suggest"]
 
 _MAX_LISTED = 12
 _NAME = re.compile(NAME_PATTERN)
 # A workflow's groups of steps: step names are unique across them (`<job>:<step>` is one step).
 _GROUPS = ("steps", "on_error", "on_cancel")
+_OWNERS = {"steps": "a step", "compensate": "a compensation", "fallback": "a fallback"}
+# The fields that name a step of their own: (what it is called, why not on a branch step).
+_HANDLERS = {
+    "compensate": ("compensation", "so nothing would undo it"),
+    "fallback": ("fallback", "with nothing left to recover"),
+}
 _LABELS = {"steps": "a main step", "on_error": "an on_error step", "on_cancel": "an on_cancel step"}
 
 
@@ -128,8 +134,11 @@ def _check_workflow(
     for key, steps in groups.items():
         problems += _check_flow(steps, lines, key, _foreign(groups, key))
     problems += _shared_names(groups, lines)
+    problems += check_handlers(groups, lines)
     for task_path, task in tasks:
-        problems += _check_flow(_entries(task.get("steps"), (*task_path, "steps")), lines)
+        task_steps = _entries(task.get("steps"), (*task_path, "steps"))
+        problems += _check_flow(task_steps, lines)
+        problems += check_handlers({"steps": task_steps}, lines)
         problems += _check_item_keys(task_path, task)
     task_names = list(dict.fromkeys(name for _, task in tasks if (name := _name(task)) is not None))
     uses = [(path, workflow, key) for key in _GROUPS]
@@ -256,6 +265,55 @@ def _check_depends(
         else:
             yield parent, None
         seen.add(parent)
+
+
+def check_handlers(
+    groups: Mapping[str, list[tuple[Path, dict[str, Any]]]], lines: Mapping[Path, int]
+) -> list[Problem]:
+    """`compensate` and `fallback` only on main steps, each name unique among the flow's steps,
+    compensations and fallbacks: their requests carry `<job>:<name>`, like the steps'."""
+    taken = {name: (key, path) for key, steps in groups.items() for path, step in steps
+             if (name := _name(step)) is not None}  # fmt: skip
+    problems = []
+    for key, steps in groups.items():
+        for path, step in steps:
+            for field in _HANDLERS:
+                problems += _check_handler(field, key, path, step.get(field), taken, lines)
+    return problems
+
+
+def _check_handler(
+    field: str,
+    key: str,
+    path: Path,
+    spec: Any,
+    taken: dict[str, tuple[str, Path]],
+    lines: Mapping[Path, int],
+) -> list[Problem]:
+    """One step's `compensate` or `fallback` (`field`): where it may be, and its name."""
+    if not isinstance(spec, dict):
+        return []
+    noun, why = _HANDLERS[field]
+    if key != "steps":
+        message = (
+            f"{field} is for main steps: an {key} step runs after the job ended, "
+            f"{why}; remove '{field}' here"
+        )
+        return [Problem((*path, field), message)]
+    name = spec.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        return []  # validation reports it
+    if name not in taken:
+        taken[name] = (field, (*path, field))
+        return []
+    owner, where = taken[name]
+    what = f"another {noun}" if owner == field else _OWNERS.get(owner) or _LABELS[owner]
+    message = (
+        f"{noun} name {quote(name)} is already used by {what} (line "
+        f"{lines.get((*where, 'name'), '?')}); give it a name of its own, as replies"
+        f" find their step or {noun} by name"
+    )
+    return [Problem((*path, field, "name"), message)]
 
 
 def _check_item_keys(path: Path, task: dict[str, Any]) -> list[Problem]:

@@ -16,10 +16,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from manager.config.checks import check_document, listing, quote, suggest
+from manager.config.checks import check_document, quote, suggest
 from manager.config.models import (
     Backoff,
     Flow,
+    HandlerStep,
     HttpCall,
     Policy,
     Step,
@@ -28,6 +29,7 @@ from manager.config.models import (
     Workflow,
     WorkflowFile,
 )
+from manager.config.schemas import JsonSchema, resolve_schema_files
 from manager.config.yamlsource import Document, Path, Problem, read_yaml
 from manager.errors import ConfigError
 
@@ -49,6 +51,8 @@ _MODELS: dict[str, type[BaseModel]] = {
     "defaults": Policy,
     "retry_backoff": Backoff,
     "http": HttpCall,
+    "fallback": HandlerStep,
+    "compensate": HandlerStep,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -80,15 +84,19 @@ _BACKOFF_EXAMPLE = "{initial: 1, multiplier: 2, max: 60}"
 
 def load_workflows(path: str | os.PathLike[str]) -> dict[str, Workflow]:
     """Load the workflow file at `path`: workflows by name, in file order."""
-    return parse_workflows(_read_text(path), str(path))
+    return parse_workflows(_read_text(path), str(path), FilePath(path).parent)
 
 
-def parse_workflows(text: str, source: str = "<string>") -> dict[str, Workflow]:
-    """Parse workflow YAML `text`; `source` names it in error messages."""
+def parse_workflows(
+    text: str, source: str = "<string>", base_dir: FilePath | None = None
+) -> dict[str, Workflow]:
+    """Parse workflow YAML `text`; `source` names it in error messages, `base_dir` is where
+    schema files (`$ref`) are read from (default: the current directory)."""
     doc, problems = read_yaml(text)
     if doc is None:
         raise ConfigError(_report(problems, None, source))
     problems += check_document(doc.data, doc.lines)
+    problems += resolve_schema_files(doc.data, base_dir or FilePath("."))
     try:
         parsed = WorkflowFile.model_validate(doc.data, by_alias=True, by_name=False)
     except ValidationError as exc:
@@ -130,12 +138,20 @@ def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
             _ = (workflow.content_hash, workflow.task_by_name, workflow.policies)
             for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
                 _ = (flow.step_index, flow.dependents, flow.terminals)
+                _ = [(step.condition, step.fallback_step) for step in flow.steps]
+                _ = [_validators(step.input_schema, step.output_schema) for step in flow.steps]
+            _ = [_validators(flow.payload_schema) for flow in (workflow, *workflow.tasks)]
             for task in workflow.tasks:
                 _ = task.item_key
         except Exception as exc:  # a library bug must not surface as a traceback
             message = f"{source}: workflow {quote(workflow.name)}: cannot derive its facts: {exc!r}"
             raise ConfigError(message) from exc
     return workflows
+
+
+def _validators(*schemas: JsonSchema | None) -> list[object]:
+    """Compile each schema's validator now, once for the definition."""
+    return [schema.validator for schema in schemas if schema is not None]
 
 
 def _report(problems: list[Problem], doc: Document | None, source: str) -> list[str]:
@@ -255,7 +271,7 @@ def _unknown_field(loc: Path) -> str:
     model = _MODELS.get(container[-1], WorkflowFile) if container else WorkflowFile
     allowed = [info.alias or name for name, info in model.model_fields.items()]
     name = str(loc[-1])
-    text = f"unknown field {quote(name)} (allowed: {listing(allowed)})"
+    text = f"unknown field {quote(name)} (allowed: {', '.join(allowed)})"
     if model in (Workflow, Task) and name in Policy.model_fields:
         owner = "workflow" if model is Workflow else "task"
         return f"{text}; to set {name} for every step of the {owner}, put it under 'defaults:'"
@@ -279,6 +295,10 @@ def _hint(kind: str, loc: Path, value: Any) -> str:
         return f"; write '- name: {value}'"
     if isinstance(value, str) and kind == "tuple_type" and field in {"on_error", "on_cancel"}:
         return f"; write a list of steps: [{{name: {value}}}]"
+    if isinstance(value, str) and kind in {"model_type", "model_attributes_type"} and (
+        field == "compensate"
+    ):
+        return f"; write {field}: {{name: {value}}}"
     if isinstance(value, str) and kind == "tuple_type" and field in {"depends", "vhosts"}:
         return f"; write [{value}]"
     if field == "retry_backoff":
@@ -312,6 +332,8 @@ def describe_workflows(workflows: dict[str, Workflow]) -> str:
             lines.append(f"  vhosts: {', '.join(workflow.vhosts)}")
         if workflow.timeout is not None:
             lines.append(f"  timeout: {_number(workflow.timeout)}s for the whole job")
+        if workflow.payload_schema is not None:
+            lines.append(f"  payload checked against {_schema_text(workflow.payload_schema)}")
         lines += _describe_steps(workflow, workflow, "  ")
         for task in workflow.tasks:
             origin = " (set by itemKey)" if task.item_key_override else ""
@@ -338,12 +360,36 @@ def _describe_steps(
             parts.append(f"http {step.http.method} {quote(step.http.url)}")
         if step.queue or not step.task:
             parts.append(f"queue {quote(step.queue_name)}")
+        if step.when is not None:
+            parts.append(f"runs when {quote(step.when)} (else skipped)")
+        for key, schema in (("input", step.input_schema), ("output", step.output_schema)):
+            if schema is not None:
+                parts.append(f"{key} checked against {_schema_text(schema)}")
+        if step.fallback is not None and step.fallback_step is not None:
+            fallback = step.fallback
+            policy = describe_policy(workflow.policy(flow, fallback.name))
+            detail = f"queue {quote(fallback.queue_name)}" + (f", {policy}" if policy else "")
+            parts.append(f"fallback {quote(fallback.name)} ({detail})")
         if policy := describe_policy(workflow.policy(flow, step.name)):
             parts.append(policy)
+        if step.compensate is not None:
+            parts.append(_describe_compensation(workflow, flow, step.compensate))
         lines.append(f"{indent}step {quote(step.name)}: {'; '.join(parts)}")
     if terminals:
         lines.append(f"{indent}terminals: {', '.join(flow.terminals)}")
     return lines
+
+
+def _describe_compensation(workflow: Workflow, flow: Flow, handler: HandlerStep) -> str:
+    """`compensate 'refund' (queue 'refund', retries 5)`: how `validate` tells a compensation."""
+    parts = [f"queue {quote(handler.queue_name)}"]
+    if policy := describe_policy(workflow.policy(flow, handler.name)):
+        parts.append(policy)
+    return f"compensate {quote(handler.name)} ({', '.join(parts)}; runs if the job fails later)"
+
+
+def _schema_text(schema: JsonSchema) -> str:
+    return f"schema {quote(schema.file)}" if schema.file is not None else "an inline schema"
 
 
 def describe_policy(policy: StepPolicy) -> str:

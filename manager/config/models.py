@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -22,6 +23,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from manager.config.expressions import Expression, ExpressionError, compile_expression
+from manager.config.schemas import JsonSchema
 
 __all__ = [
     "NAME_PATTERN",
@@ -31,6 +35,7 @@ __all__ = [
     "StepPolicy",
     "HttpCall",
     "ENV_REFERENCE",
+    "HandlerStep",
     "Step",
     "Concurrency",
     "Flow",
@@ -57,6 +62,15 @@ def singular(plural: str) -> str:
         return plural  # inflect raises IndexError on blank text
     result = _inflect_engine().singular_noun(plural)
     return result if isinstance(result, str) and result else plural
+
+
+def _compiles(text: str) -> str:
+    compile_expression(text)  # ExpressionError is a ValueError: reported with its line
+    return text
+
+
+ExpressionText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_compiles)]
+"""A JMESPath expression (a step's `when`, a concurrency `key`), checked when loaded."""
 
 
 class _Model(BaseModel):
@@ -137,6 +151,25 @@ class HttpCall(_Model):
         return tuple(dict.fromkeys(names))
 
 
+class HandlerStep(_Model):
+    """A step that handles another step's outcome (`compensate`, `fallback`): a request to a
+    worker queue.
+
+    Its policy fields fall back to the flow's defaults like a step's; it has no dependencies.
+    """
+
+    name: Name
+    queue: str | None = Field(default=None, min_length=1, max_length=255)
+    retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
+    retry_backoff: Backoff | None = None
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+
+    @property
+    def queue_name(self) -> str:
+        """The queue its requests go to: `queue`, else its name."""
+        return self.queue or self.name
+
+
 class Step(_Model):
     """One step: a message to a worker queue, or (with `task`) one child job per list element.
 
@@ -151,8 +184,22 @@ class Step(_Model):
     retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+    when: ExpressionText | None = None
+    # Checked before a request is sent (a mismatch fails the step), and on each reply (a
+    # mismatch fails that attempt, like an x-error).
+    input_schema: JsonSchema | None = None
+    output_schema: JsonSchema | None = None
+    # Gets a request when the step fails for good; its output then becomes the step's.
+    fallback: HandlerStep | None = None
+    # Undoes the step once it completed, when its job later fails or is cancelled.
+    compensate: HandlerStep | None = None
     # At most this many requests of the step outstanding, all jobs and children together.
     concurrency: int | None = Field(default=None, ge=1, strict=True)
+
+    @cached_property
+    def condition(self) -> Expression | None:
+        """`when`, compiled (once per definition: the loader computes it at load)."""
+        return compile_expression(self.when) if self.when is not None else None
 
     @model_validator(mode="after")
     def _concurrency_needs_requests(self) -> Step:
@@ -168,12 +215,12 @@ class Step(_Model):
         """The queue requests for this step go to: `queue`, else the step name."""
         return self.queue or self.name
 
-
-@lru_cache(maxsize=256)
-def _jmespath(expression: str) -> Any:
-    import jmespath  # imported on first use: only workflows with keys need it
-
-    return jmespath.compile(expression)
+    @cached_property
+    def fallback_step(self) -> Step | None:
+        """`fallback` as a step of its own (no dependencies), for the engine to run."""
+        if self.fallback is None:
+            return None
+        return Step.model_validate(self.fallback.model_dump(exclude_defaults=True))
 
 
 class Concurrency(_Model):
@@ -184,31 +231,24 @@ class Concurrency(_Model):
     """
 
     limit: int = Field(ge=1, strict=True)
-    key: str | None = Field(default=None, min_length=1)
+    key: ExpressionText | None = None
 
-    @field_validator("key")
-    @classmethod
-    def _compiles(cls, key: str | None) -> str | None:
-        if key is not None:
-            from jmespath.exceptions import JMESPathError
-
-            try:
-                _jmespath(key)
-            except JMESPathError as exc:
-                reason = str(exc).splitlines()[0].removeprefix("Invalid jmespath expression: ")
-                where = getattr(exc, "lex_position", None)
-                at = f" at character {where}" if isinstance(where, int) else ""
-                raise ValueError(
-                    f"{key!r} is not a JMESPath expression ({reason.rstrip(':')}{at}); "
-                    "write e.g. key: account or key: customer.id"
-                ) from None
-        return key
+    @cached_property
+    def expression(self) -> Expression | None:
+        """`key`, compiled once per definition."""
+        return compile_expression(self.key) if self.key is not None else None
 
     def key_of(self, payload: dict[str, Any]) -> str:
-        """The key's value for `payload` as canonical JSON text (`null` when it finds nothing)."""
-        if self.key is None:
+        """The key's value for `payload` as canonical JSON text.
+
+        `null` when there is no key, it finds nothing, or it cannot be evaluated on this payload.
+        """
+        if self.expression is None:
             return "null"
-        value = _jmespath(self.key).search(payload)
+        try:
+            value = self.expression.search(payload)
+        except ExpressionError:
+            value = None
         return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -249,6 +289,7 @@ class Task(Flow):
     # Children running at once; the next starts as one finishes. It bounds the manager's
     # memory for a wide fan-out (and what lands on the workers' queues at once).
     max_in_flight: int = Field(default=1_000, ge=1, strict=True)
+    payload_schema: JsonSchema | None = None  # each child's payload, checked at fan-out
 
     @cached_property
     def item_key(self) -> str:
@@ -264,6 +305,7 @@ class Workflow(Flow):
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     on_error: tuple[Step, ...] = ()
     on_cancel: tuple[Step, ...] = ()
+    payload_schema: JsonSchema | None = None  # a trigger's payload, checked at submission
     concurrency: Concurrency | None = None
 
     @cached_property
@@ -287,7 +329,23 @@ class Workflow(Flow):
         for flow, task_defaults in flows:
             for step in flow.steps:
                 result[(id(flow), step.name)] = _effective(step, task_defaults, self.defaults)
+                if step.fallback is not None:
+                    own = _effective(step.fallback, task_defaults, self.defaults)
+                    result[(id(flow), step.fallback.name)] = own
+                if step.compensate is not None:
+                    own = _effective(step.compensate, task_defaults, self.defaults)
+                    result[(id(flow), step.compensate.name)] = own
         return result
+
+    @cached_property
+    def compensates(self) -> bool:
+        """True when a step of the workflow or of one of its tasks has `compensate`.
+
+        Only then do its jobs keep the order their steps complete in (and their completed
+        children's compensations): a workflow without one pays nothing.
+        """
+        flows: list[Flow] = [self, *self.tasks]
+        return any(step.compensate is not None for flow in flows for step in flow.steps)
 
     def policy(self, flow: Flow, step: str) -> StepPolicy:
         """The effective policy of `step` in `flow` (the workflow, one of its tasks or branches)."""
@@ -312,9 +370,11 @@ class Workflow(Flow):
         return f"<Workflow {self.name} {len(self.steps)} steps {self.content_hash}>"
 
 
-def _effective(step: Step | Policy, task: Policy | None, workflow: Policy) -> StepPolicy:
+def _effective(
+    step: Step | HandlerStep | Policy, task: Policy | None, workflow: Policy
+) -> StepPolicy:
     """The first setting found: the step's own, its task's defaults, the workflow's defaults."""
-    layers: list[Step | Policy] = [step, *([task] if task else []), workflow]
+    layers: list[Step | HandlerStep | Policy] = [step, *([task] if task else []), workflow]
 
     def pick(field: str) -> object:
         return next(

@@ -8,13 +8,16 @@ from manager.engine.commands import (
     Command,
     Dispatch,
     Ignored,
+    JobCompensating,
     JobFinished,
     JobQueued,
     JobRejected,
+    JobScheduled,
     JobStarted,
     NotifyOutcome,
     Refused,
     StartTimer,
+    StepCompensation,
     StepFinished,
     Subject,
 )
@@ -30,21 +33,34 @@ from manager.engine.events import (
 )
 from manager.engine.failures import outcome_body
 from manager.engine.ids import canonical_uuid
-from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+from manager.engine.state import (
+    Compensation,
+    CompensationRun,
+    EngineState,
+    Job,
+    JobStatus,
+    ParentLink,
+    StepRun,
+    StepStatus,
+)
 
 __all__ = [
     "CancelRequested",
     "CancelTimer",
     "Command",
+    "Compensation",
+    "CompensationRun",
     "Dispatch",
     "EngineState",
     "Event",
     "Ignored",
     "Job",
     "JobArchived",
+    "JobCompensating",
     "JobFinished",
     "JobQueued",
     "JobRejected",
+    "JobScheduled",
     "JobStarted",
     "JobStatus",
     "JobSubmitted",
@@ -53,6 +69,7 @@ __all__ = [
     "Refused",
     "RetryRequested",
     "StartTimer",
+    "StepCompensation",
     "StepFinished",
     "StepReplied",
     "StepRun",

@@ -54,6 +54,7 @@ class Admission:
                 job.id,
                 job.workflow.name,
                 job.workflow.content_hash,
+                job.flow.name,
                 job.payload,
                 job.submitted_at,
                 self.at,
@@ -83,7 +84,7 @@ class Admission:
             slots = self.state.scopes[scope]
             slots.leave(rank)
             slots.holders.add(job.id)
-        self._start_timer(timers.job_start(job.id), self.at)
+        self._start_timer(timers.job_admit(job.id), self.at)
 
     def _job_start_due(self: Work, job: Job) -> None:
         """A queued job's start timer fired: it runs now (the journal says it did)."""
@@ -111,7 +112,7 @@ class Admission:
             if not reserved:
                 return  # running jobs alone: a retry may run over the limit
             worst = max(reserved, key=_rank)
-            self._cancel_timer(timers.job_start(worst.id))
+            self._cancel_timer(timers.job_admit(worst.id))
             for other in worst.scopes:
                 self.state.scopes[other].holders.discard(worst.id)
                 self.state.scopes[other].wait(_rank(worst))
@@ -122,7 +123,7 @@ class Admission:
     def _release_job(self: Work, job: Job) -> None:
         """A job holding or waiting for slots has ended: its slots go to the best waiting."""
         rank = _rank(job)
-        self._cancel_timer(timers.job_start(job.id))
+        self._cancel_timer(timers.job_admit(job.id))
         for scope in job.scopes:
             slots = self.state.scopes[scope]
             slots.leave(rank)

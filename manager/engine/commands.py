@@ -19,6 +19,7 @@ __all__ = [
     "Dispatch",
     "StepFinished",
     "JobStarted",
+    "JobScheduled",
     "JobQueued",
     "JobFinished",
     "NotifyOutcome",
@@ -27,6 +28,8 @@ __all__ = [
     "StartTimer",
     "CancelTimer",
     "Refused",
+    "JobCompensating",
+    "StepCompensation",
 ]
 
 
@@ -112,6 +115,24 @@ class JobStarted:
 
 
 @dataclass(slots=True)
+class JobScheduled:
+    """A top-level job was made with a delayed start: it starts at `start_at` (unix seconds).
+
+    A top-level job's JobStarted fields (`at` is when it was scheduled) and `start_at`.
+    """
+
+    job_id: str
+    workflow: str
+    definition: str
+    flow: str
+    payload: dict[str, Any]
+    submitted_at: float
+    start_at: float
+    at: float
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
 class JobQueued:
     """A top-level job waits for a slot under its concurrency limits (status `queued`).
 
@@ -121,6 +142,7 @@ class JobQueued:
     job_id: str
     workflow: str
     definition: str
+    flow: str
     payload: dict[str, Any]
     submitted_at: float
     at: float
@@ -208,11 +230,47 @@ class Refused:
     kind: str
 
 
+@dataclass(slots=True)
+class JobCompensating:
+    """A failed or cancelled job (`reason`) starts undoing its completed steps: `count` of them.
+
+    Its on_error / on_cancel steps run once they are done. Nothing is journaled for it.
+    """
+
+    job_id: str
+    root_id: str
+    workflow: str
+    reason: str
+    count: int
+    at: float
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
+class StepCompensation:
+    """A completed step of `job_id` is being undone by its compensation `compensation`.
+
+    `outcome`: compensating (its compensation was sent), compensated, or failed (the
+    compensation failed for good; `message` says why). Nothing is journaled for it.
+    """
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    compensation: str
+    outcome: str
+    message: str | None
+    at: float
+    trace_id: str = ""
+
+
 Command = (
     Subject
     | Dispatch
     | StepFinished
     | JobStarted
+    | JobScheduled
     | JobQueued
     | JobFinished
     | NotifyOutcome
@@ -221,4 +279,6 @@ Command = (
     | StartTimer
     | CancelTimer
     | Refused
+    | JobCompensating
+    | StepCompensation
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from manager.engine import timers
 from manager.engine.commands import Refused
+from manager.engine.compensation import retry_refusal
 from manager.engine.snapshot import forget
 from manager.engine.state import Job, JobStatus, StepRun, StepStatus
 from manager.engine.work import Work
@@ -36,15 +37,21 @@ class JobControl:
         return job
 
     def cancel(self: Work, job_id: str) -> None:
-        """Stop a running job and its children; its on_cancel steps run."""
+        """Stop a running job and its children (its on_cancel steps run), or a scheduled one."""
         job = self._control_target(job_id, "cancel")
         if job is None:
             return
         if job.status is JobStatus.QUEUED:
             self._cancel_queued(job)
             return
+        if job.status is JobStatus.SCHEDULED:
+            self._cancel_scheduled(job)
+            return
         if not job.is_running:
-            reason = f"job {job.id} is already {job.status}; only a running job can be cancelled"
+            reason = (
+                f"job {job.id} is already {job.status}; "
+                "only a scheduled, queued or running job can be cancelled"
+            )
             self.commands.append(Refused(job.id, "cancel", reason, "conflict"))
             return
         self._cancel_job(job, "cancelled on request", True)
@@ -62,6 +69,9 @@ class JobControl:
             reason = f"job {job.id} is still running its on_error steps; retry when they end"
             self.commands.append(Refused(job.id, "retry", reason, "conflict"))
             return
+        if (reason := retry_refusal(job)) is not None:
+            self.commands.append(Refused(job.id, "retry", reason, "conflict"))
+            return
         self._revive(job)
         if job.scopes:
             self._hold_again(job)
@@ -71,6 +81,8 @@ class JobControl:
     def _revive(self: Work, job: Job) -> None:
         """Make a failed or cancelled job run again from where it stopped."""
         for name in [n for n in job.steps if n not in job.flow.step_index]:
+            if job.steps[name].recovers is not None:
+                continue  # a fallback stays, so its attempt numbers go on if it runs again
             # The branch that ran is history; it runs again if need be. Its task steps'
             # children go too: unreachable from the job now, and their ids would be taken.
             for child_id in job.steps.pop(name).children or ():
@@ -80,14 +92,13 @@ class JobControl:
         job.branch, job.branch_input, job.branch_left = None, None, 0
         job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
         self.commands.append(self.started(job))
-        for run in job.steps.values():
-            if run.status is not StepStatus.COMPLETED:
+        runs = [run for run in job.steps.values() if run.recovers is None]
+        for run in runs:
+            if not run.status.is_done:
                 self._revive_step(job, run)
-        job.steps_left = sum(r.status is not StepStatus.COMPLETED for r in job.steps.values())
+        job.steps_left = sum(not r.status.is_done for r in runs)
         for run in job.steps.values():
-            run.waiting_on = sum(
-                job.steps[d].status is not StepStatus.COMPLETED for d in set(run.spec.depends)
-            )
+            run.waiting_on = sum(not job.steps[d].status.is_done for d in set(run.spec.depends))
             if run.status is StepStatus.WAITING and run.waiting_on == 0:
                 self.ready.append((job, run))
 

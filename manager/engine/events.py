@@ -24,6 +24,7 @@ class JobSubmitted:
     definition of `workflow`. `reply_to` is where the outcome notice goes, if anywhere.
     `trace_id` is the job's W3C trace (None: one derived from the job id, as for a submission
     journaled before jobs had traces); `trace_parent` the submitter's span, if it sent one.
+    `not_before` delays the start to that time (unix seconds); None or a past time: now.
     `priority` (0-9, higher first) orders the job wherever the manager holds work back.
     """
 
@@ -35,6 +36,7 @@ class JobSubmitted:
     definition: str | None = None
     trace_id: str | None = None
     trace_parent: str | None = None
+    not_before: float | None = None
     priority: int = 0
 
 

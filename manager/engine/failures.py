@@ -58,6 +58,12 @@ class FailureRules:
         if parsed is None or job is None:
             self.commands.append(Ignored(key, "timer names no job in memory"))
             return
+        if parsed.is_job_start:
+            self._start_scheduled(job)
+            return
+        if parsed.is_compensation:
+            self.compensation_timer(job, parsed)
+            return
         if parsed.is_job_timeout:
             seconds = job.workflow.timeout
             self._fail_job(job, {"step": None, "message": f"job timed out after {seconds:g}s"})
@@ -111,6 +117,12 @@ class FailureRules:
             self._start_timer(timers.retry_due(job.id, run.name, run.attempt + 1), self.at + wait_s)
 
     def _fail_step(self: Work, job: Job, run: StepRun, message: str, reason: str = "error") -> None:
+        if run.recovers is not None:
+            self._fallback_done(job, run, None, (message, reason))
+            return
+        if run.spec.fallback is not None and job.is_running:
+            self._fall_back(job, run, message, reason)
+            return
         run.status = StepStatus.FAILED
         run.error = message
         run.finished_at = self.at
@@ -131,8 +143,8 @@ class FailureRules:
         run = job.steps.get(error.get("step") or "")
         attempts = run.attempt if run is not None else 0
         if job.parent is None:
-            branch_input = {"error": {**error, "attempts": attempts}, **job.payload}
-            self._start_branch(job, "on_error", branch_input)
+            told = {**error, "attempts": attempts}
+            self._wind_down(job, "on_error", {"error": told, **job.payload}, told)
         else:
             self._settle(job)
 
@@ -142,7 +154,7 @@ class FailureRules:
         job.finished_at = self.at
         self._stop_work(job)
         if with_branch:
-            self._start_branch(job, "on_cancel", {"cancelled": True, **job.payload})
+            self._wind_down(job, "on_cancel", {"cancelled": True, **job.payload}, job.error)
         else:
             self._settle(job)
 

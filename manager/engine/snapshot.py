@@ -10,7 +10,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from manager.config.models import Workflow
-from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
+from manager.engine.state import (
+    Compensation,
+    CompensationRun,
+    EngineState,
+    Job,
+    JobStatus,
+    ParentLink,
+    StepRun,
+    StepStatus,
+)
 from manager.engine.traceids import derived_trace_id
 
 __all__ = ["root_of", "descendants", "forget", "snapshot", "restore"]
@@ -76,8 +85,43 @@ def snapshot(job: Job) -> dict[str, Any]:
         "steps": {name: _step(run) for name, run in job.steps.items()},
         "trace_id": job.trace_id,
         "trace_parent": job.trace_parent,
+        **({"start_at": job.start_at} if job.start_at is not None else {}),
         "priority": job.priority,
+        **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
     }
+
+
+def _compensation(compensation: Compensation) -> dict[str, Any]:
+    runs = []
+    for comp in compensation.runs:
+        entry: dict[str, Any] = {
+            "job": comp.job_id, "task": comp.task, "step": comp.step, "name": comp.name,
+            "status": str(comp.status), "attempt": comp.attempt,
+        }  # fmt: skip
+        for key in ("error", "started_at", "finished_at"):
+            if (value := getattr(comp, key)) is not None:
+                entry[key] = value
+        runs.append(entry)
+    return {"reason": compensation.reason, "error": compensation.error, "runs": runs}
+
+
+def _restore_compensation(data: Mapping[str, Any], workflow: Workflow) -> Compensation:
+    """A finished job's compensations, for showing them (their inputs are not kept)."""
+    runs = []
+    for entry in data["runs"]:
+        flow = workflow if entry["task"] is None else workflow.task_by_name[entry["task"]]
+        spec = flow.steps[flow.step_index[entry["step"]]].compensate
+        assert spec is not None  # a snapshot names only steps with compensate
+        runs.append(
+            CompensationRun(
+                entry["job"], entry["task"], entry["step"], spec,
+                workflow.policy(flow, spec.name), {}, {}, StepStatus(entry["status"]),
+                entry["attempt"], entry.get("error"), entry.get("started_at"),
+                entry.get("finished_at"),
+            )  # fmt: skip
+        )
+    done = sum(run.status in (StepStatus.COMPLETED, StepStatus.FAILED) for run in runs)
+    return Compensation(runs, data["reason"], data["error"], "", {}, done)
 
 
 def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
@@ -85,6 +129,17 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
     flow = workflow if data["task"] is None else workflow.task_by_name[data["task"]]
     branch = data.get("branch")
     specs = [*flow.steps, *(workflow.branches[branch].steps if branch else ())]
+    # The fallbacks that ran: a fallback's run answers the step it belongs to.
+    recovers = {
+        fallback.name: step.name
+        for step in flow.steps
+        if (fallback := step.fallback_step) is not None and fallback.name in data["steps"]
+    }
+    specs += [
+        fallback
+        for step in flow.steps
+        if (fallback := step.fallback_step) is not None and fallback.name in recovers
+    ]
     steps: dict[str, StepRun] = {}
     for spec in specs:
         saved = data["steps"].get(spec.name, {})
@@ -98,9 +153,10 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             started_at=saved.get("started_at"),
             finished_at=saved.get("finished_at"),
             children=saved.get("children"),
+            recovers=recovers.get(spec.name),
         )
     left = sum(
-        run.status is not StepStatus.COMPLETED
+        not run.status.is_done
         for run in steps.values()
         if run.name in flow.step_index
     )
@@ -122,5 +178,11 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         # A snapshot from before jobs had traces: the trace a replay of it would give.
         trace_id=data.get("trace_id") or derived_trace_id(data["id"]),
         trace_parent=data.get("trace_parent"),
+        start_at=data.get("start_at"),
         priority=data.get("priority", 0),
+        compensation=(
+            _restore_compensation(data["compensation"], workflow)
+            if data.get("compensation")
+            else None
+        ),
     )

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from manager.config.models import Flow, Step, Workflow
+from manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
 
 __all__ = [
+    "ENDED_STATUSES",
     "MAX_PRIORITY",
     "Rank",
     "Slots",
@@ -22,6 +23,8 @@ __all__ = [
     "StepStatus",
     "StepRun",
     "ParentLink",
+    "CompensationRun",
+    "Compensation",
     "Job",
     "EngineState",
 ]
@@ -34,10 +37,15 @@ class JobStatus(StrEnum):
     """Where a job is in its life."""
 
     QUEUED = "queued"  # held back by a concurrency limit until a slot is free
+    SCHEDULED = "scheduled"  # a delayed start: it exists, and starts at its `start_at`
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+
+ENDED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
+"""The statuses of a job that has ended (its on_error / on_cancel steps may still run)."""
 
 
 class StepStatus(StrEnum):
@@ -49,9 +57,27 @@ class StepStatus(StrEnum):
     RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
     COMPLETED = "completed"
     FAILED = "failed"
+    COMPENSATING = "compensating"  # completed; its job ended and its compensation runs now
+    COMPENSATED = "compensated"  # completed, then undone by its compensation
+    SKIPPED = "skipped"  # its `when` was false: no request, output {}, dependents go on
+    RECOVERED = "recovered"  # it failed, and its fallback's output became its own
+
+    @property
+    def is_done(self) -> bool:
+        """True for a step its dependents may go on from: completed, skipped or recovered."""
+        return self in _DONE
 
 
-_UNFINISHED = (JobStatus.RUNNING, JobStatus.QUEUED)
+_DONE = frozenset(
+    {
+        StepStatus.COMPLETED,
+        StepStatus.SKIPPED,
+        StepStatus.RECOVERED,
+        StepStatus.COMPENSATING,
+        StepStatus.COMPENSATED,
+    }
+)
+
 
 Rank = tuple[int, float, str]
 """The order held-back work starts in: higher priority first, then oldest, then by id."""
@@ -112,6 +138,10 @@ class StepRun:
     failed_items: list[dict[str, Any]] | None = (
         None  # children accepted as failed (max_failed_items)
     )
+    recovers: str | None = None  # a fallback's run: the step whose failure it answers
+    # Workflows with `compensate` only: the compensations of each child that finished, in the
+    # order they finished (a completed child leaves memory; what undoing it needs stays here).
+    child_plans: list[list[CompensationRun]] | None = None
 
     @property
     def name(self) -> str:
@@ -126,6 +156,61 @@ class ParentLink:
     job_id: str
     step: str
     index: int
+
+
+@dataclass(slots=True)
+class CompensationRun:
+    """One compensation to run: it undoes `step` of job `job_id` (the job or one of its children).
+
+    `task` names the flow the step is in (None: the workflow's main steps). `status` is the
+    compensation's own: waiting, running, retrying, completed or failed.
+    """
+
+    job_id: str
+    task: str | None
+    step: str
+    spec: HandlerStep
+    policy: StepPolicy
+    input: dict[str, Any]
+    output: dict[str, Any]
+    status: StepStatus = StepStatus.WAITING
+    attempt: int = 0
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    dispatched_at: float | None = None
+    was: StepStatus = StepStatus.COMPLETED  # the step's status before: it returns if undo fails
+
+    @property
+    def name(self) -> str:
+        """The compensation's name."""
+        return self.spec.name
+
+    @property
+    def correlation_id(self) -> str:
+        """`<job>:<compensation name>`: its requests' correlation id, distinct from the step's."""
+        return f"{self.job_id}:{self.spec.name}"
+
+
+@dataclass(slots=True)
+class Compensation:
+    """A failed or cancelled job undoing its completed steps, one at a time, newest first.
+
+    `reason` is failed or cancelled, `error` what the compensation workers are told; then the
+    `then` branch (on_error / on_cancel) runs with `then_input`.
+    """
+
+    runs: list[CompensationRun]
+    reason: str
+    error: dict[str, Any]
+    then: str
+    then_input: dict[str, Any]
+    current: int = 0
+
+    @property
+    def is_done(self) -> bool:
+        """True once every compensation has completed or failed for good."""
+        return self.current >= len(self.runs)
 
 
 @dataclass(slots=True)
@@ -157,12 +242,19 @@ class Job:
     # span hangs from: the submitter's, or for a child its task step's.
     trace_id: str = ""
     trace_parent: str | None = None
+    # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
+    # started when it was submitted.
+    start_at: float | None = None
     # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
     priority: int = 0
     # The concurrency limits a top-level job counts against (`EngineState.scopes` keys), and
     # since when it has been queued for them.
     scopes: tuple[str, ...] = ()
     queued_at: float | None = None
+    # Workflows with `compensate` only: main steps in the order they completed, and, once the
+    # job failed or was cancelled with completed steps to undo, its compensations.
+    done_order: list[str] | None = None
+    compensation: Compensation | None = None
 
     @property
     def is_running(self) -> bool:
@@ -171,8 +263,12 @@ class Job:
 
     @property
     def is_settled(self) -> bool:
-        """True once the job has ended and its on_error / on_cancel steps (if any) are done."""
-        return self.status not in _UNFINISHED and self.branch_left == 0
+        """True once the job has ended, its compensations and on_error / on_cancel steps done."""
+        return (
+            self.status in ENDED_STATUSES
+            and self.branch_left == 0
+            and (self.compensation is None or self.compensation.is_done)
+        )
 
     def is_live(self, step: str) -> bool:
         """True while `step` may still run: the job runs, or the step is in its running branch."""
@@ -208,6 +304,9 @@ class EngineState:
     scopes: dict[str, Slots] = field(default_factory=dict)
     gates: dict[str, Slots] = field(default_factory=dict)
     max_running_jobs: int | None = None  # all top-level jobs together (serve --max-running-jobs)
+    # The correlation id of each compensation in flight -> the job compensating: its reply may
+    # name a completed child that has left memory.
+    compensating: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_workflows(

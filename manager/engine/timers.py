@@ -18,7 +18,10 @@ __all__ = [
     "retry_due",
     "job_timeout",
     "job_start",
+    "job_admit",
     "step_release",
+    "compensation_timeout",
+    "compensation_retry",
     "parse",
     "retry_wait_s",
 ]
@@ -26,10 +29,16 @@ __all__ = [
 _STEP_TIMEOUT = "timeout"
 _RETRY = "retry"
 _JOB_TIMEOUT = "job-timeout"
+_JOB_START = "start"
 # Held-back work given a slot: due at once, but journaled when it fires, under the job it
 # starts, so a replay of only the running jobs follows what was decided (admission, gates).
-_JOB_START = "start"
+_JOB_ADMIT = "admit"
 _STEP_RELEASE = "release"
+# A compensation's timers name it by its place in its job's compensations: its name alone
+# may repeat (the same task step's compensation, once per child).
+_COMPENSATION_TIMEOUT = "compensation-timeout"
+_COMPENSATION_RETRY = "compensation-retry"
+_WITH_STEP = (_STEP_TIMEOUT, _RETRY, _COMPENSATION_TIMEOUT, _COMPENSATION_RETRY, _STEP_RELEASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +68,22 @@ class TimerKey:
     @property
     def is_held_work(self) -> bool:
         """A queued job or a step held by its concurrency limit, given its slot."""
-        return self.kind in (_JOB_START, _STEP_RELEASE)
+        return self.kind in (_JOB_ADMIT, _STEP_RELEASE)
+
+    @property
+    def is_job_start(self) -> bool:
+        """A delayed job's start time."""
+        return self.kind == _JOB_START
+
+    @property
+    def is_compensation(self) -> bool:
+        """A compensation's reply deadline or retry wait (`step` is its index)."""
+        return self.kind in (_COMPENSATION_TIMEOUT, _COMPENSATION_RETRY)
+
+    @property
+    def is_compensation_timeout(self) -> bool:
+        """A compensation attempt's reply deadline."""
+        return self.kind == _COMPENSATION_TIMEOUT
 
 
 def step_timeout(job_id: str, step: str, attempt: int) -> str:
@@ -78,8 +102,13 @@ def job_timeout(job_id: str) -> str:
 
 
 def job_start(job_id: str) -> str:
-    """The key of a queued job's start, once a slot is reserved for it."""
+    """The key of a delayed job's start time."""
     return f"{_JOB_START}:{job_id}"
+
+
+def job_admit(job_id: str) -> str:
+    """The key of a queued job's start, once a slot is reserved for it."""
+    return f"{_JOB_ADMIT}:{job_id}"
 
 
 def step_release(job_id: str, step: str, attempt: int) -> str:
@@ -87,13 +116,23 @@ def step_release(job_id: str, step: str, attempt: int) -> str:
     return f"{_STEP_RELEASE}:{job_id}:{step}:{attempt}"
 
 
+def compensation_timeout(job_id: str, index: int, attempt: int) -> str:
+    """The key of the reply deadline of compensation number `index` of a job."""
+    return f"{_COMPENSATION_TIMEOUT}:{job_id}:{index}:{attempt}"
+
+
+def compensation_retry(job_id: str, index: int, attempt: int) -> str:
+    """The key of the wait before `attempt` of compensation number `index` of a job."""
+    return f"{_COMPENSATION_RETRY}:{job_id}:{index}:{attempt}"
+
+
 def parse(key: str) -> TimerKey | None:
     """A key back into its parts, or None when it is not one of ours."""
     kind, _, rest = key.partition(":")
-    if kind in (_JOB_TIMEOUT, _JOB_START) and rest:
+    if kind in (_JOB_TIMEOUT, _JOB_START, _JOB_ADMIT) and rest:
         return TimerKey(kind, rest)
     parts = rest.split(":")
-    if kind in (_STEP_TIMEOUT, _RETRY, _STEP_RELEASE) and len(parts) == 3 and parts[2].isdigit():
+    if kind in _WITH_STEP and len(parts) == 3 and parts[2].isdigit():
         return TimerKey(kind, parts[0], parts[1], int(parts[2]))
     return None
 

@@ -26,9 +26,14 @@ from manager.engine.commands import (
     StepFinished,
     Subject,
 )
+from manager.engine.compensation import CompensationRules
+from manager.engine.conditions import ConditionRules
+from manager.engine.contracts import ContractRules, output_problem, payload_problem
 from manager.engine.control import JobControl
+from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
+from manager.engine.fallbacks import FallbackRules
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
 from manager.engine.gates import StepGates
 from manager.engine.ids import canonical_uuid
@@ -54,7 +59,17 @@ def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-class Transition(FailureRules, JobControl, Admission, StepGates):
+class Transition(
+    FailureRules,
+    CompensationRules,
+    JobControl,
+    ConditionRules,
+    FallbackRules,
+    ContractRules,
+    DelayedStarts,
+    Admission,
+    StepGates,
+):
     """The work of one event: state changes are made here, commands collected in order."""
 
     def __init__(self, state: EngineState, at: float) -> None:
@@ -149,17 +164,29 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
             self.concerns(None, job_id)
             self._ignore(job_id, f"job {job_id} completed already, as a child job of job {root}")
             return
+        if workflow.payload_schema is not None and (
+            problem := payload_problem(workflow, event.payload)
+        ):
+            # Checked for a new job only: a duplicate trigger is answered, whatever its payload.
+            self.commands.append(
+                JobRejected(event.job_id, event.workflow, problem, event.reply_to)
+            )
+            return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
+        delayed = event.not_before is not None and event.not_before > self.at
         limited = workflow.concurrency is not None or self.state.max_running_jobs is not None
         scopes = self._scopes_of(workflow, event.payload) if limited else ()
         job = self._create_job(
-            workflow, workflow, job_id, event.payload, None, trace, event.priority, scopes
-        )
+            workflow, workflow, job_id, event.payload, None, trace, event.priority,
+            not (delayed or scopes), scopes,
+        )  # fmt: skip
         self.concerns(job)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
-        if scopes:
-            self._enqueue(job)  # it starts when a start timer fires, maybe at once
+        if delayed:
+            self._schedule(job, event.not_before or self.at)  # then queued, if limited
+        elif scopes:
+            self._enqueue(job)  # it starts when its admit timer fires, maybe at once
         elif workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job_id), self.at + workflow.timeout)
 
@@ -211,12 +238,14 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
         parent: ParentLink | None,
         trace: tuple[str, str | None],
         priority: int = 0,
+        start: bool = True,
         scopes: tuple[str, ...] = (),
     ) -> Job:
-        """A new job, started: `trace` is its trace id and the span its own span hangs from.
+        """A new job, started unless `start` is False: `trace` is its trace id and the span its
+        own span hangs from.
 
-        A child takes its parent's priority (`priority` is a top-level job's own). A job with
-        `scopes` (concurrency limits) is made but not started: it is queued.
+        A child takes its parent's priority (`priority` is a top-level job's own). `scopes`
+        are the concurrency limits a top-level job counts against.
         """
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
@@ -226,9 +255,12 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
         else:
             job.root_id, job.priority = job_id, priority
         job.trace_id, job.trace_parent = trace
+        if workflow.compensates:
+            job.done_order = []
         self.state.jobs[job_id] = job
         if scopes:
             job.scopes = scopes
+        if not start:
             return job
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
@@ -238,6 +270,8 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
 
     def reply(self, event: StepReplied) -> None:
         """A worker's answer: complete the step, or fail this attempt of it."""
+        if self.state.compensating and self.compensation_reply(event):
+            return
         target = self._reply_target(event)
         if target is None:
             return
@@ -250,6 +284,9 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
                 output = decode_output(event.body)
             except ReplyError as exc:
                 error, reason = str(exc), "invalid_reply"
+        if error is None and run.spec.output_schema is not None:
+            if (error := output_problem(run, output)) is not None:
+                reason = "invalid_reply"
         if error is None:
             # The first good reply wins, even one for an earlier attempt than the latest.
             self._clear_step_timers(job, run)
@@ -271,7 +308,12 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
         if job is None:
             return self._ignore(cid, f"no job {job_id}")
         run = job.steps.get(step)
-        in_branch = run is not None and job.branch_left > 0 and step not in job.flow.step_index
+        in_branch = (
+            run is not None
+            and job.branch_left > 0
+            and step not in job.flow.step_index
+            and run.recovers is None  # a fallback ends with its job: late replies are dropped
+        )
         if not job.is_running and not in_branch:
             return self._ignore(cid, f"job {job_id} is already {job.status}; late reply dropped")
         if run is None:
@@ -312,6 +354,10 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
             data = _merge(job.steps[name].output for name in depends)
         run.input = data
         run.started_at = self.at
+        if run.spec.when is not None and self._skipped(job, run, data):
+            return
+        if run.spec.input_schema is not None and self._input_rejected(job, run, data):
+            return
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
@@ -361,6 +407,8 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
             message = f"task step '{run.name}': element {taken} has id {ids[taken]}, already a job"
             self._fail_step(job, run, message)
             return
+        if task.payload_schema is not None and self._children_rejected(job, run, task, data, items):
+            return
         run.children = ids
         if not items:
             self._complete_step(job, run, dict(data))
@@ -395,14 +443,25 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
             run.next_child += 1
             running += 1
 
-    def _complete_step(self, job: Job, run: StepRun, output: dict[str, Any]) -> None:
+    def _complete_step(
+        self,
+        job: Job,
+        run: StepRun,
+        output: dict[str, Any],
+        status: StepStatus = StepStatus.COMPLETED,
+    ) -> None:
+        """The step is done (completed, skipped or recovered): its dependents may go on."""
         if run.spec.concurrency is not None:
             self._gate_release(job, run)
-        run.status = StepStatus.COMPLETED
+        if run.recovers is not None:
+            self._fallback_done(job, run, output)  # a fallback: its output goes to its step
+            return
+        run.status = status
         run.output = output
-        run.error = None
+        if status is not StepStatus.RECOVERED:
+            run.error = None  # a recovered step keeps the error its fallback answered
         run.finished_at = self.at
-        self.step_finished(job, run, "completed", None, None)
+        self.step_finished(job, run, str(status), None, None)
         flow = job.flow_of(run.name)
         for name in flow.dependents[run.name]:
             dependent = job.steps[name]
@@ -414,6 +473,8 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
             if job.branch_left == 0:
                 self._end_branch(job)
             return
+        if job.done_order is not None:
+            job.done_order.append(run.name)
         job.steps_left -= 1
         if job.steps_left == 0:
             job.status = JobStatus.COMPLETED
@@ -434,6 +495,8 @@ class Transition(FailureRules, JobControl, Admission, StepGates):
         if not parent.is_live(run.name) or run.status is not StepStatus.RUNNING:
             return
         assert run.child_results is not None  # set when the step fanned out
+        if child.done_order is not None:
+            self._keep_child_plan(run, child)
         if child.status is JobStatus.FAILED and not self._tolerate(parent, run, child):
             error = child.error or {}
             message = (

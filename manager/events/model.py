@@ -2,11 +2,19 @@
 
 Each committed event's commands become zero or more `RunEvent`s, in the engine's order:
 
+    JobScheduled           job.scheduled                    status scheduled, start_at
     JobQueued              job.queued                       status queued (a concurrency limit)
     JobStarted             job.started                      status running
     JobFinished            job.completed|failed|cancelled   status as the job ended
     Dispatch               step.dispatched                  status running, attempt
     StepFinished           step.completed|retrying|failed   status, attempt, reason on failure
+                           step.skipped                     status skipped (its `when` was false)
+                           step.recovered                   status recovered (by its fallback)
+    JobCompensating        job.compensating                 status compensating, reason
+    StepCompensation       step.compensating|compensated    the step being undone; status
+                           step.compensation_failed         failed, reason: the message
+A compensation's own requests and attempts are steps too (step.dispatched, step.completed...),
+named by the compensation's name.
 """
 
 from __future__ import annotations
@@ -15,11 +23,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from manager.engine import Command, Dispatch, JobFinished, JobQueued, JobStarted, StepFinished
+from manager.engine import (
+    Command,
+    Dispatch,
+    JobCompensating,
+    JobFinished,
+    JobQueued,
+    JobScheduled,
+    JobStarted,
+    StepCompensation,
+    StepFinished,
+)
 
 __all__ = ["RunEvent", "EVENT_TYPES", "run_events"]
 
 EVENT_TYPES = (
+    "job.scheduled",
     "job.queued",
     "job.started",
     "job.completed",
@@ -29,8 +48,19 @@ EVENT_TYPES = (
     "step.completed",
     "step.failed",
     "step.retrying",
+    "step.skipped",
+    "step.recovered",
+    "job.compensating",
+    "step.compensating",
+    "step.compensated",
+    "step.compensation_failed",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
+_COMPENSATION_TYPES = {
+    "compensating": "step.compensating",
+    "compensated": "step.compensated",
+    "failed": "step.compensation_failed",
+}
 
 
 @dataclass(slots=True)
@@ -48,6 +78,7 @@ class RunEvent:
     status: str | None = None
     reason: str | None = None
     parent: str | None = None
+    start_at: float | None = None
     seq: int = 0
     id: str = ""
 
@@ -78,6 +109,8 @@ class RunEvent:
             body["status"] = self.status
         if self.reason is not None:
             body["reason"] = self.reason
+        if self.start_at is not None:
+            body["start_at"] = self.start_at
         body["at"] = self.at
         return body
 
@@ -136,6 +169,33 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                     command.at,
                     status="running",
                     parent=command.parent_id,
+                )  # fmt: skip
+            )
+        elif kind is JobScheduled:
+            out.append(
+                RunEvent(
+                    "job.scheduled",
+                    command.job_id,
+                    command.job_id,
+                    command.workflow,
+                    command.at,
+                    status="scheduled",
+                    start_at=command.start_at,
+                )  # fmt: skip
+            )
+        elif kind is JobCompensating:
+            out.append(
+                RunEvent(
+                    "job.compensating", command.job_id, command.root_id, command.workflow,
+                    command.at, status="compensating", reason=command.reason,
+                )  # fmt: skip
+            )
+        elif kind is StepCompensation:
+            out.append(
+                RunEvent(
+                    _COMPENSATION_TYPES[command.outcome], command.job_id, command.root_id,
+                    command.workflow, command.at, command.step, status=command.outcome,
+                    reason=command.message,
                 )  # fmt: skip
             )
         elif kind is JobQueued:

@@ -77,6 +77,6 @@ def open_failure(exc: BaseException, path: Path) -> JournalError:
     return error
 
 
-def closed_error(path: Path) -> JournalError:
+def closed_error(path: str | Path) -> JournalError:
     """The error for using a journal after `close()`."""
     return JournalError(f"the journal at {path} is closed")

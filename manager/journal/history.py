@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
+from manager.journal.queries import Reads
 
 __all__ = ["ChildRow", "JobListing", "children", "recent_jobs", "finished_since"]
 
@@ -38,7 +38,7 @@ class JobListing:
     finished_at: float | None
 
 
-async def children(conn: aiosqlite.Connection, parent_id: str) -> dict[str, ChildRow]:
+async def children(conn: Reads, parent_id: str) -> dict[str, ChildRow]:
     """Every started child of `parent_id` by id (the parent's own list gives their order)."""
     rows = await conn.execute_fetchall(
         "SELECT id, flow, status, submitted_at, finished_at, error FROM jobs WHERE parent_id = ?",
@@ -51,7 +51,7 @@ async def children(conn: aiosqlite.Connection, parent_id: str) -> dict[str, Chil
 
 
 async def recent_jobs(
-    conn: aiosqlite.Connection,
+    conn: Reads,
     *,
     workflow: str | None,
     status: str | None,
@@ -83,7 +83,7 @@ async def recent_jobs(
     return [JobListing(*row) for row in rows]
 
 
-async def finished_since(conn: aiosqlite.Connection, since: float) -> list[tuple[str, str, float]]:
+async def finished_since(conn: Reads, since: float) -> list[tuple[str, str, float]]:
     """(workflow, status, seconds it ran) of every top-level job that finished since `since`."""
     rows = await conn.execute_fetchall(
         "SELECT workflow, status, finished_at - submitted_at FROM jobs"

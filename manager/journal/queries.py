@@ -1,16 +1,19 @@
-"""The journal's reads, each a function of the read connection; the caller translates errors."""
+"""The journal's reads, each a function of a read connection (`Reads`: an aiosqlite connection,
+or the PostgreSQL journal's pool); the caller translates errors. The SQL is written once, with
+`?` placeholders, in the dialect SQLite and PostgreSQL share.
+"""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-
-import aiosqlite
+from typing import Any, Protocol
 
 from manager.journal.codec import EVENT_COLUMNS, JOB_COLUMNS, decode_event, decode_job
 from manager.journal.records import REPLAYED_KINDS, EventRow, JobRow
 
 __all__ = [
+    "Reads",
     "definitions",
     "running_roots",
     "replay_rows",
@@ -28,6 +31,16 @@ FINISHED_STATUSES = ("completed", "failed", "cancelled")
 _KINDS = ", ".join(f"'{kind}'" for kind in REPLAYED_KINDS)
 
 
+class Reads(Protocol):
+    """Where the reads run: `execute_fetchall` as aiosqlite's connection has it."""
+
+    async def execute_fetchall(
+        self, sql: str, parameters: Iterable[Any] | None = None
+    ) -> Iterable[Any]:
+        """Run `sql` with `parameters` (`?` placeholders); every row, as a sequence of values."""
+        ...
+
+
 def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
     for start in range(0, len(ids), IN_CHUNK):
         yield ids[start : start + IN_CHUNK]
@@ -38,7 +51,7 @@ def _marks(count: int) -> str:
 
 
 async def definitions(
-    conn: aiosqlite.Connection, hashes: Iterable[str] | None
+    conn: Reads, hashes: Iterable[str] | None
 ) -> dict[str, tuple[str, str]]:
     """content hash -> (workflow name, definition JSON), for `hashes` or every one stored."""
     sql = "SELECT hash, workflow, definition FROM definitions"
@@ -52,16 +65,18 @@ async def definitions(
     return found
 
 
-async def running_roots(conn: aiosqlite.Connection) -> list[str]:
-    """Ids of running (or queued) top-level jobs, oldest first."""
+async def running_roots(conn: Reads) -> list[str]:
+    """Ids of unfinished top-level jobs (running, or waiting to start), oldest first."""
+    # Not `status = 'running'`: a job that waits to start (scheduled) is recovered too, and
+    # every unfinished job, whatever its status, has no finished_at (an index covers it).
     rows = await conn.execute_fetchall(
-        "SELECT id FROM jobs WHERE status IN ('running', 'queued') AND parent_id IS NULL"
+        "SELECT id FROM jobs WHERE parent_id IS NULL AND finished_at IS NULL"
         " ORDER BY submitted_at, id"
     )
     return [id_ for (id_,) in rows]
 
 
-async def replay_rows(conn: aiosqlite.Connection, root_ids: Sequence[str]) -> list[EventRow]:
+async def replay_rows(conn: Reads, root_ids: Sequence[str]) -> list[EventRow]:
     """The replayed rows (submissions, replies) of the trees under `root_ids`, in seq order."""
     rows: list[tuple] = []
     for chunk in _chunks(sorted(set(root_ids))):
@@ -77,7 +92,7 @@ async def replay_rows(conn: aiosqlite.Connection, root_ids: Sequence[str]) -> li
     return [decode_event(values) for values in rows]
 
 
-async def pending_outbound(conn: aiosqlite.Connection) -> list[EventRow]:
+async def pending_outbound(conn: Reads) -> list[EventRow]:
     """Outbound rows not yet marked sent, in seq order: recovery publishes them again."""
     rows = await conn.execute_fetchall(
         f"SELECT {EVENT_COLUMNS} FROM events"
@@ -86,20 +101,20 @@ async def pending_outbound(conn: aiosqlite.Connection) -> list[EventRow]:
     return [decode_event(values) for values in rows]
 
 
-async def job(conn: aiosqlite.Connection, job_id: str) -> JobRow | None:
+async def job(conn: Reads, job_id: str) -> JobRow | None:
     """The job row of `job_id`, or None."""
     rows = await conn.execute_fetchall(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
     return decode_job(rows[0]) if rows else None
 
 
 async def workflow_jobs(
-    conn: aiosqlite.Connection, name: str, finished_since: float
+    conn: Reads, name: str, finished_since: float
 ) -> dict[str, list[str]]:
     """Top-level jobs of workflow `name` by status: running ones, and those finished since then."""
     rows = await conn.execute_fetchall(
         "SELECT id, status FROM jobs"
         " WHERE workflow = ? AND parent_id IS NULL"
-        " AND (status IN ('running', 'queued') OR finished_at >= ?)"
+        " AND (finished_at IS NULL OR finished_at >= ?)"
         " ORDER BY submitted_at, id",
         (name, finished_since),
     )
@@ -111,7 +126,7 @@ async def workflow_jobs(
     return buckets
 
 
-async def events_of(conn: aiosqlite.Connection, job_id: str, tree: bool) -> list[EventRow]:
+async def events_of(conn: Reads, job_id: str, tree: bool) -> list[EventRow]:
     """Rows of `job_id` in seq order; with `tree`, also those of every job below it."""
     if not tree:
         rows = await conn.execute_fetchall(
@@ -133,7 +148,7 @@ async def events_of(conn: aiosqlite.Connection, job_id: str, tree: bool) -> list
     return [row for row in events if row.job_id in below]
 
 
-async def _subtree(conn: aiosqlite.Connection, root_id: str, job_id: str) -> set[str]:
+async def _subtree(conn: Reads, root_id: str, job_id: str) -> set[str]:
     """`job_id` and every job below it, found through the parent links of its tree."""
     children: dict[str, list[str]] = {}
     for id_, parent_id in await conn.execute_fetchall(

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["delete_trees", "delete_orphans", "TREES_PER_TRANSACTION", "ORPHANS_PER_TRANSACTION"]
+__all__ = [
+    "delete_trees",
+    "delete_orphans",
+    "delete_rows",
+    "TREES_PER_TRANSACTION",
+    "ORPHANS_PER_TRANSACTION",
+    "SELECT_TREES",
+    "DELETE_ORPHANS",
+]
 
 # Small enough that a group commit waiting behind one chunk waits milliseconds, not seconds.
 TREES_PER_TRANSACTION = 100
 ORPHANS_PER_TRANSACTION = 2_000
 
-_SELECT_TREES = """
+SELECT_TREES = """
 SELECT id FROM jobs AS j
 WHERE parent_id IS NULL AND finished_at < ? AND status != 'running'
   AND NOT EXISTS (
@@ -27,7 +35,7 @@ ORDER BY finished_at
 LIMIT ?
 """
 
-_DELETE_ORPHANS = """
+DELETE_ORPHANS = """
 DELETE FROM events WHERE seq IN (
   SELECT seq FROM events
   WHERE root_id IS NULL AND at < ? AND NOT (msg_id IS NOT NULL AND sent_at IS NULL)
@@ -36,16 +44,23 @@ DELETE FROM events WHERE seq IN (
 """
 
 
+def delete_rows(roots: list[str]) -> list[tuple[str, list[str]]]:
+    """The statements (SQL, parameters) that delete the trees under `roots`, rows first."""
+    if not roots:
+        return []
+    marks = ", ".join("?" * len(roots))
+    return [
+        (f"DELETE FROM events WHERE root_id IN ({marks})", roots),
+        (f"DELETE FROM jobs WHERE root_id IN ({marks}) OR id IN ({marks})", roots + roots),
+    ]
+
+
 def delete_trees(conn: sqlite3.Connection, before: float, limit: int) -> int:
     """Delete up to `limit` trees finished before `before` in one transaction; returns how many."""
     conn.execute("BEGIN IMMEDIATE")
-    roots = [id_ for (id_,) in conn.execute(_SELECT_TREES, (before, limit))]
-    if roots:
-        marks = ", ".join("?" * len(roots))
-        conn.execute(f"DELETE FROM events WHERE root_id IN ({marks})", roots)
-        conn.execute(
-            f"DELETE FROM jobs WHERE root_id IN ({marks}) OR id IN ({marks})", roots + roots
-        )
+    roots = [id_ for (id_,) in conn.execute(SELECT_TREES, (before, limit))]
+    for sql, params in delete_rows(roots):
+        conn.execute(sql, params)
     conn.execute("COMMIT")
     return len(roots)
 
@@ -53,6 +68,6 @@ def delete_trees(conn: sqlite3.Connection, before: float, limit: int) -> int:
 def delete_orphans(conn: sqlite3.Connection, before: float, limit: int) -> int:
     """Delete up to `limit` rows outside any tree written before `before`; returns how many."""
     conn.execute("BEGIN IMMEDIATE")
-    deleted = conn.execute(_DELETE_ORPHANS, (before, limit)).rowcount
+    deleted = conn.execute(DELETE_ORPHANS, (before, limit)).rowcount
     conn.execute("COMMIT")
     return deleted

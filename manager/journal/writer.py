@@ -4,54 +4,30 @@ Batches keep the order of `append()` calls. Other writes (definitions, retention
 operations between groups, so they never interleave with a group's transaction. After a failed
 commit the writer is failed for good: every later append fails at once with the same error.
 
-The write connection (plain sqlite3) lives on a thread of its own, and a whole transaction
-(BEGIN, the inserts, COMMIT) is one call to that thread: every reply's ack waits for a commit,
-and each hand-off between threads adds to that wait. Reads go through aiosqlite, on another
-connection.
+The writer knows no database: a `Store` (SQLite's in `sqlitestore`, PostgreSQL's in
+`postgres.store`) writes a group's segments in one transaction and runs the operations.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol
 
 from manager.errors import JournalError
 from manager.journal.codec import encode_event, encode_job
-from manager.journal.failures import closed_error, write_failure
+from manager.journal.failures import closed_error
 from manager.journal.records import Batch
-from manager.journal.schema import connect_writer
 
-__all__ = ["Writer"]
+__all__ = ["Writer", "Store", "Segment"]
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 # How long a lazy batch (sent marks) may wait for company before it is written alone.
 LAZY_DELAY_S = 0.1
-
-# Runs on the writer's thread with the write connection; it manages its own transaction.
-Operation = Callable[[sqlite3.Connection], Any]
-
-INSERT_EVENT = (
-    "INSERT INTO events (at, kind, job_id, root_id, step, attempt, body, meta, msg_id, sent_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-UPSERT_JOB = (
-    "INSERT INTO jobs (id, root_id, parent_id, workflow, definition, flow, status, submitted_at,"
-    " finished_at, payload, result, error, snapshot)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT(id) DO UPDATE SET status = excluded.status,"
-    " finished_at = excluded.finished_at, result = excluded.result, error = excluded.error,"
-    " snapshot = excluded.snapshot"
-)
-MARK_SENT = "UPDATE events SET sent_at = ? WHERE msg_id = ? AND sent_at IS NULL"
 
 
 @dataclass(slots=True)
@@ -68,27 +44,49 @@ class _Pending:
 @dataclass(slots=True)
 class _Operation:
     future: asyncio.Future[Any]
-    run: Operation | None  # None: a flush marker
+    run: Any  # the store's kind of operation; None: a flush marker
 
 
 @dataclass(slots=True)
-class _Segment:
+class Segment:
+    """Rows to write in this order: events inserted, jobs upserted, then sent marks applied."""
+
     events: list[tuple[Any, ...]] = field(default_factory=list)
     jobs: list[tuple[Any, ...]] = field(default_factory=list)
     sent: list[tuple[float, str]] = field(default_factory=list)
 
 
-def _segments(group: list[_Pending]) -> list[_Segment]:
+class Store(Protocol):
+    """The writer's one connection to a database; errors are the database's own."""
+
+    async def write(self, segments: list[Segment]) -> None:
+        """Write the segments, in order, in one transaction (rolled back if it fails)."""
+        ...
+
+    async def run(self, operation: Any) -> Any:
+        """Run an operation of this store's kind (it manages its own transaction)."""
+        ...
+
+    def write_failure(self, exc: BaseException) -> JournalError | None:
+        """`exc` as the journal's error when it is a database error; None when it is not."""
+        ...
+
+    async def close(self) -> None:
+        """Close the connection."""
+        ...
+
+
+def _segments(group: list[_Pending]) -> list[Segment]:
     """Split a group where a batch inserts a msg_id an earlier batch marked sent.
 
     Within a segment rows are inserted before sent marks apply; the split keeps a repeated
     notice queued after its predecessor's mark pending, as it would be in separate commits.
     """
-    segments = [_Segment()]
+    segments = [Segment()]
     marked: set[str] = set()
     for pending in group:
         if marked and not marked.isdisjoint(pending.msg_ids):
-            segments.append(_Segment())
+            segments.append(Segment())
             marked = set()
         segment = segments[-1]
         segment.events.extend(pending.events)
@@ -96,37 +94,6 @@ def _segments(group: list[_Pending]) -> list[_Segment]:
         segment.sent.extend(pending.sent)
         marked.update(msg_id for _, msg_id in pending.sent)
     return segments
-
-
-def _write_group(conn: sqlite3.Connection, group: list[_Pending]) -> None:
-    """Write `group` in one transaction."""
-    conn.execute("BEGIN IMMEDIATE")
-    for segment in _segments(group):
-        if segment.events:
-            conn.executemany(INSERT_EVENT, segment.events)
-        if segment.jobs:
-            conn.executemany(UPSERT_JOB, segment.jobs)
-        if segment.sent:
-            conn.executemany(MARK_SENT, segment.sent)
-    conn.execute("COMMIT")
-
-
-def _guarded(conn: sqlite3.Connection, run: Callable[..., T], *args: Any) -> T:
-    """`run(conn, *args)` on the writer's thread; a transaction it left open is rolled back."""
-    try:
-        return run(conn, *args)
-    except BaseException:
-        _rollback(conn)
-        raise
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    try:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-    except sqlite3.Error as exc:
-        # The connection rolls back when closed; the original error is the one to report.
-        log.warning("rollback of the journal failed: %s", exc)
 
 
 def _settle(future: asyncio.Future[Any], error: BaseException | None, result: Any = None) -> None:
@@ -140,12 +107,14 @@ def _settle(future: asyncio.Future[Any], error: BaseException | None, result: An
 
 
 class Writer:
-    """Owns the write connection, the thread it lives on, and the one task that feeds it."""
+    """Owns the store (the write connection) and the one task that feeds it.
 
-    def __init__(self, conn: sqlite3.Connection, executor: ThreadPoolExecutor, path: Path) -> None:
-        self._conn = conn
-        self._executor = executor
-        self._path = path
+    `where` names the journal in errors (a file path, or a URL without its password).
+    """
+
+    def __init__(self, store: Store, where: str) -> None:
+        self._store = store
+        self._path = where
         self._loop = asyncio.get_running_loop()
         self._queue: deque[_Pending | _Operation] = deque()
         self._wake = asyncio.Event()
@@ -154,28 +123,16 @@ class Writer:
         self._failure: JournalError | None = None
         self._in_flight: list[asyncio.Future[Any]] = []
         self._closed = False
-        self._released = False  # the connection closed and the thread let go
+        self._released = False  # the store is closed
         self.commits = 0
         # Told each group commit's seconds (metrics); the journal knows nothing of Prometheus.
         self.on_commit: Callable[[float], None] | None = None
-        self._task = self._loop.create_task(self._run(), name=f"journal writer {path}")
+        self._task = self._loop.create_task(self._run(), name=f"journal writer {where}")
 
     @property
     def failure(self) -> JournalError | None:
         """The error that failed the journal, or None while it is healthy."""
         return self._failure
-
-    @classmethod
-    async def open(cls, path: Path, synchronous: str, create: bool) -> Writer:
-        """Open the write connection on a new writer thread (JournalError if it cannot)."""
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal-writer")
-        loop = asyncio.get_running_loop()
-        try:
-            conn = await loop.run_in_executor(executor, connect_writer, path, synchronous, create)
-        except BaseException:
-            executor.shutdown(wait=False)
-            raise
-        return cls(conn, executor, path)
 
     def append(self, batch: Batch, *, lazy: bool = False) -> asyncio.Future[None]:
         """Queue `batch`; the future resolves once it is committed.
@@ -215,8 +172,8 @@ class Writer:
         self._urgent = True
         self._wake.set()
 
-    async def run(self, operation: Operation | None) -> Any:
-        """Run `operation(conn)` between groups and return its result (None: just wait)."""
+    async def run(self, operation: Any) -> Any:
+        """Run the store's `operation` between groups and return its result (None: just wait)."""
         refusal = self._refusal()
         if refusal is not None:
             raise refusal
@@ -233,18 +190,12 @@ class Writer:
         await asyncio.wait([self._task])
 
     async def close(self) -> None:
-        """Stop, then close the connection and its thread."""
+        """Stop, then close the store."""
         await self.stop()
         if self._released:
             return
         self._released = True
-        try:
-            # Closed on its own thread; as the last connection it checkpoints the WAL.
-            await self._loop.run_in_executor(self._executor, self._conn.close)
-        except sqlite3.Error as exc:
-            raise JournalError(f"cannot close the journal at {self._path}: {exc}") from exc
-        finally:
-            self._executor.shutdown(wait=False)
+        await self._store.close()
 
     def _refusal(self) -> JournalError | None:
         """Why new work is refused at once: the journal is closed or failed."""
@@ -315,11 +266,12 @@ class Writer:
         """Write `group` in one transaction; False (and the writer failed) if that failed."""
         started = time.perf_counter()
         try:
-            await self._loop.run_in_executor(
-                self._executor, _guarded, self._conn, _write_group, group
-            )
-        except sqlite3.Error as exc:
-            self._failure = write_failure(exc, self._path)
+            await self._store.write(_segments(group))
+        except Exception as exc:
+            failure = self._store.write_failure(exc)
+            if failure is None:
+                raise
+            self._failure = failure
             log.error("%s (%d batches not written)", self._failure, len(group))
             return False
         self.commits += 1
@@ -334,13 +286,9 @@ class Writer:
             _settle(item.future, self._failed())
             return
         try:
-            result = await self._loop.run_in_executor(
-                self._executor, _guarded, self._conn, item.run
-            )
-        except sqlite3.Error as exc:
-            _settle(item.future, write_failure(exc, self._path))
+            result = await self._store.run(item.run)
         except Exception as exc:
-            _settle(item.future, exc)
+            _settle(item.future, self._store.write_failure(exc) or exc)
         else:
             _settle(item.future, None, result)
 

@@ -31,7 +31,13 @@ log = logging.getLogger(__name__)
 SERVICE = "workflow-manager"
 _SAMPLED = trace.TraceFlags(trace.TraceFlags.SAMPLED)
 # StepFinished's outcome and reason, as a span's outcome attribute.
-_OUTCOMES = {"completed": "completed", "retrying": "retried", "failed": "failed"}
+_OUTCOMES = {
+    "completed": "completed",
+    "retrying": "retried",
+    "failed": "failed",
+    "skipped": "skipped",
+}
+_FINE = frozenset({"completed", "skipped"})
 
 
 class _ChosenIds(IdGenerator):
@@ -123,6 +129,8 @@ class SpanRecorder:
         self._provider.shutdown()
 
     def _step_finished(self, done: StepFinished) -> None:
+        if done.outcome == "recovered":
+            return  # its failed attempt has its span, and its fallback one of its own
         steps = self._sent.get(done.job_id)
         if steps is not None:
             steps.pop(done.step, None)
@@ -137,7 +145,7 @@ class SpanRecorder:
             attributes=self._step_attributes(
                 done.workflow, done.job_id, done.root_id, done.step, done.attempt, outcome
             ),
-            error=done.message if outcome != "completed" else None,
+            error=done.message if outcome not in _FINE else None,
         )
 
     def _job_finished(self, done: JobFinished) -> None:

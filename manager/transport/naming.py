@@ -12,6 +12,8 @@ __all__ = [
     "TRIGGER_WORKFLOW_HEADER",
     "HEADER_EVENT",
     "HEADER_TRACEPARENT",
+    "HEADER_DELAY",
+    "HEADER_NOT_BEFORE",
     "HEADER_PRIORITY",
     "trigger_queue",
     "dead_letter_queue",
@@ -31,6 +33,9 @@ TRIGGER_WORKFLOW_HEADER = "workflow"
 HEADER_EVENT = "x-event"  # a run event's type, on the events exchange
 # W3C trace context: on a trigger (the caller's span) and on each step request (the attempt's).
 HEADER_TRACEPARENT = "traceparent"
+# A trigger's delayed start: seconds from now, or a time (RFC 3339 or Unix seconds).
+HEADER_DELAY = "x-delay"
+HEADER_NOT_BEFORE = "x-not-before"
 # A trigger's priority (0-9, higher first); step requests carry it as the AMQP `priority`.
 HEADER_PRIORITY = "x-priority"
 

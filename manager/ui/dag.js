@@ -75,6 +75,10 @@ function runLines(step) {
     const cancelled = c.cancelled ? `, ${c.cancelled} cancelled` : "";
     return [first, `${c.completed} of ${c.total} done${failed}${cancelled}`];
   }
+  if (step.status === "skipped") return [first, `when ${step.when} was false`];
+  if (step.recovers) return [first, `fallback of ${step.recovers}`];
+  if (step.status === "recovered") return [first, `by fallback ${step.fallback}`];
+  if (step.status === "compensating" || step.status === "compensated") return [first, `undone by ${step.compensate}`];
   return [first, step.elapsed !== undefined && step.elapsed !== null ? duration(step.elapsed) : ""];
 }
 
@@ -82,7 +86,13 @@ function definitionLines(step) {
   const where = step.task ? `task ${step.task.name}` : step.http ? httpCall(step.http) : `queue ${step.queue || step.name}`;
   const policy = [`retries ${step.retries ?? 0}`];
   if (step.timeout) policy.push(`timeout ${duration(step.timeout)}`);
+  if (step.when) policy.unshift(`when ${step.when}`);
   return [where, policy.join(" · ")];
+}
+
+/** The name of a step's compensation: the job page gives it, the definition its whole spec. */
+function undoName(step) {
+  return typeof step.compensate === "string" ? step.compensate : step.compensate?.name;
 }
 
 function node(step, pos, options) {
@@ -90,7 +100,9 @@ function node(step, pos, options) {
   const status = run ? step.status || "pending" : "pending";
   const [second, third] = run ? runLines(step) : definitionLines(step);
   const kind = step.kind || "step";
-  const label = `${step.name}: ${run ? second : kind}${third ? `, ${third}` : ""}`;
+  const undo = undoName(step);
+  const undoes = undo ? `, compensated by ${undo} if the job fails` : "";
+  const label = `${step.name}: ${run ? second : kind}${third ? `, ${third}` : ""}${undoes}`;
   const group = s(
     "g",
     {
@@ -99,6 +111,7 @@ function node(step, pos, options) {
       "data-step": step.name,
       "data-status": run ? status : undefined,
       "data-kind": kind,
+      "data-compensate": undo,
       tabindex: 0,
       role: "button",
       "aria-label": label,
@@ -106,12 +119,16 @@ function node(step, pos, options) {
     s("title", {}, label),
     s("rect", { class: "box", width: NODE_W, height: NODE_H, rx: 8 }),
     run ? statusIcon(status, { x: 10, y: 10, size: 16 }) : null,
-    s("text", { class: "name", x: run ? 32 : 12, y: 23 }, clip(step.name, (run ? 22 : 25) - (kind === "step" ? 0 : 5))),
+    s("text", { class: "name", x: run ? 32 : 12, y: 23 }, clip(step.name, (run ? 22 : 25) - (kind === "step" ? 0 : 5) - (undo ? 7 : 0))),
     s("text", { class: "line", x: 12, y: 45 }, clip(second, 30)),
     s("text", { class: "line muted", x: 12, y: 63 }, clip(third || "", 30)),
   );
   if (kind !== "step") {
-    group.append(s("text", { class: "kind", x: NODE_W - 8, y: 15, "text-anchor": "end" }, kind));
+    group.append(s("text", { class: "kind", x: NODE_W - 8, y: undo ? 13 : 15, "text-anchor": "end" }, kind));
+  }
+  if (undo) {
+    // The compensation: an undo arrow and its name, in the node's top right corner.
+    group.append(s("text", { class: "undo", x: NODE_W - 8, y: kind === "step" ? 15 : 26, "text-anchor": "end" }, `↶ ${clip(undo, 10)}`));
   }
   if (options.onSelect) {
     const pick = () => options.onSelect(step.name);
@@ -148,13 +165,15 @@ function route(at, x1, y1, x2, y2) {
 
 function edges(steps, at) {
   const paths = [];
+  // An edge out of a skipped step is a branch not taken: drawn dashed.
+  const skipped = new Set(steps.filter((step) => step.status === "skipped").map((step) => step.name));
   for (const step of steps) {
     const to = at.get(step.name);
     for (const dep of step.depends || []) {
       const from = at.get(dep);
       if (!from) continue;
       paths.push(s("path", {
-        class: "edge", d: route(at, from.x + NODE_W, from.y + NODE_H / 2, to.x - 4, to.y + NODE_H / 2),
+        class: step.recovers ? "edge fallback" : skipped.has(dep) ? "edge skipped" : "edge", d: route(at, from.x + NODE_W, from.y + NODE_H / 2, to.x - 4, to.y + NODE_H / 2),
         "marker-end": "url(#arrow)", "data-from": dep, "data-to": step.name,
       }));
     }
@@ -162,11 +181,24 @@ function edges(steps, at) {
   return paths;
 }
 
+/** A definition's steps with each fallback as a node after its step (a job's steps list them). */
+function withFallbacks(steps) {
+  const out = [];
+  for (const step of steps) {
+    out.push(step);
+    if (step.fallback && typeof step.fallback === "object") {
+      out.push({ ...step.fallback, kind: "fallback", depends: [step.name], recovers: step.name });
+    }
+  }
+  return out;
+}
+
 /**
  * The graph of `steps` (the steps endpoint's or the definition's) in a scrolling box.
  * options: mode "run" | "definition", selected (a step name), onSelect(name).
  */
 export function dag(steps, options = {}) {
+  steps = withFallbacks(steps);
   const main = steps.filter((step) => !BRANCH_KINDS.includes(step.kind));
   const parts = [];
   const layout = place(main, PAD);

@@ -3,20 +3,26 @@
 import { h, s } from "./dom.js";
 
 export const EVENT_TYPES = [
-  "job.queued", "job.started", "job.completed", "job.failed", "job.cancelled",
-  "step.dispatched", "step.completed", "step.failed", "step.retrying",
+  "job.scheduled", "job.queued", "job.started", "job.completed", "job.failed", "job.cancelled",
+  "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
+  "step.recovered", "job.compensating", "step.compensating", "step.compensated",
+  "step.compensation_failed",
 ];
 
-export const JOB_STATUSES = ["queued", "running", "completed", "failed", "cancelled"];
+export const JOB_STATUSES = ["scheduled", "queued", "running", "completed", "failed", "cancelled"];
 export const CHILD_STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 
 // Each icon is drawn in a 16x16 box; the shapes differ, so statuses read without colour.
 const ICONS = {
-  pending: [["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2 }]],
-  // A clock face: waiting its turn under a concurrency limit.
-  queued: [
+  // A clock: waits for its start time.
+  scheduled: [
     ["circle", { cx: 8, cy: 8, r: 6, fill: "none", "stroke-width": 2 }],
-    ["path", { d: "M8 4.5V8l2.5 1.5", fill: "none", "stroke-width": 1.8 }],
+    ["path", { d: "M8 4.5V8l2.5 1.5", fill: "none", "stroke-width": 2 }],
+  ],
+  pending: [["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2 }]],
+  // A line of three: waits its turn under a concurrency limit.
+  queued: [
+    ["path", { d: "M2.5 4h11M2.5 8h11M2.5 12h6", fill: "none", "stroke-width": 2 }],
   ],
   running: [
     ["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2, opacity: 0.3 }],
@@ -34,15 +40,33 @@ const ICONS = {
     ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
     ["path", { d: "M5.3 5.3l5.4 5.4M10.7 5.3l-5.4 5.4", "stroke-width": 2, class: "knock" }],
   ],
+  recovered: [
+    ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
+    ["path", { d: "M11.5 6.5A4 4 0 1 0 12 9.5M11.8 3.8v3h-3", fill: "none", "stroke-width": 1.8, class: "knock" }],
+  ],
+  skipped: [
+    ["path", { d: "M2.5 4.5 7 8l-4.5 3.5zM8.5 4.5 13 8l-4.5 3.5z", "stroke-width": 1.2 }],
+  ],
   cancelled: [
     ["circle", { cx: 8, cy: 8, r: 6, fill: "none", "stroke-width": 2 }],
     ["path", { d: "M4 12 12 4", "stroke-width": 2 }],
   ],
+  // An undo arrow: turning back while the compensation runs, settled in a disc once done.
+  compensating: [
+    ["path", { d: "M4 6.5h6a3.5 3.5 0 0 1 0 7H7", fill: "none", "stroke-width": 2 }],
+    ["path", { d: "M6.5 3.5 3.5 6.5l3 3", fill: "none", "stroke-width": 2 }],
+  ],
+  compensated: [
+    ["circle", { cx: 8, cy: 8, r: 7, stroke: "none" }],
+    ["path", { d: "M5 7h4.5a2.3 2.3 0 0 1 0 4.6H7.5M6.8 5 4.8 7l2 2", fill: "none", "stroke-width": 1.8, class: "knock" }],
+  ],
 };
 
 const LABELS = {
-  pending: "pending", queued: "queued", running: "running", retrying: "retrying", completed: "completed",
+  scheduled: "scheduled", queued: "queued", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
+  skipped: "skipped", recovered: "recovered", compensating: "compensating",
+  compensated: "compensated",
 };
 
 /** The label of a status (or attempt outcome). */
@@ -63,6 +87,13 @@ export function statusIcon(status, { size = 16, x, y } = {}) {
 /** A status badge: icon and label, coloured by a class. */
 export function statusBadge(status, attrs = {}) {
   return h("span", { class: `badge status-${status}`, ...attrs }, statusIcon(status), statusLabel(status));
+}
+
+/** " · starts <time>" for a job that waits for its start time (a delayed start), else nothing. */
+export function startsAt(job) {
+  return job.status === "scheduled" && job.start_at
+    ? h("span", { class: "muted", "data-field": "start-at" }, " · starts ", time(job.start_at))
+    : null;
 }
 
 /** Seconds as "850 ms", "12.3 s", "4 min 05 s", "2 h 03 min". */

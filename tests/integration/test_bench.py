@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
+
+from tests.pgdatabase import fresh_database
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER = r"\s+[0-9][0-9,.]* \S+\s+baseline "
@@ -64,3 +67,24 @@ def test_the_quick_benchmark_prints_every_figure_and_deletes_its_queues(amqp_url
     assert prefix is not None, output
     if shutil.which("rabbitmqctl") is not None:
         assert _queues_left(prefix.group(1)) == []
+
+
+@pytest.mark.timeout(300)
+def test_the_quick_benchmark_keeps_its_journals_in_postgresql_with_db(amqp_url):
+    with fresh_database() as url:
+        done = subprocess.run(
+            [sys.executable, "-m", "bench", "--quick", "--amqp-url", amqp_url, "--db", url,
+             "--only", "throughput,fanout,recovery"],
+            cwd=ROOT, capture_output=True, text=True, timeout=280, check=False,
+        )  # fmt: skip
+        with psycopg.connect(url) as conn:
+            left = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'bench%'")
+            schemas = left.fetchall()
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "PostgreSQL journals" in done.stdout.splitlines()[0], output
+    for pattern in (FIGURES[0], FIGURES[-1], r"fan-out, [0-9,]+ children: journal size"):
+        assert [line for line in done.stdout.splitlines() if re.match(pattern + NUMBER, line)], (
+            f"no line for {pattern!r}:\n{output}"
+        )
+    assert schemas == [], f"schemas left behind: {schemas}"

@@ -41,3 +41,13 @@ def test_help_names_the_options(capsys):
         build_parser({}).parse_args(["serve", "--help"])
     out = capsys.readouterr().out
     assert "--api-token" in out and "--log-format" in out and "WM_API_TOKEN" in out
+
+
+def test_submit_takes_a_delay_in_seconds(capsys):
+    parser = build_parser({})
+    assert parser.parse_args(["submit", "w", "--delay", "2.5"]).delay == 2.5
+    assert parser.parse_args(["submit", "w"]).delay is None
+    for bad in ("soon", "-1", "nan"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["submit", "w", "--delay", bad])
+        assert f"{bad!r} is not a delay in seconds" in capsys.readouterr().err

@@ -63,6 +63,22 @@ def test_trigger_decodes_payload_id_and_reply_to():
     )  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("headers", "not_before"),
+    [
+        ({}, None),
+        ({"x-delay": 2}, 7.0),
+        ({"x-delay": b"0.5"}, 5.5),
+        ({"x-not-before": "1970-01-01T00:01:00Z"}, 60.0),
+        ({"x-not-before": 99}, 99.0),
+    ],
+)
+def test_trigger_delay_headers_set_the_start_time(headers, not_before):
+    delivery = _trigger(b"{}", {"workflow": "wf", **headers})
+    event = trigger_event(delivery, 5.0, new_id="gen", max_bytes=100)
+    assert event.not_before == not_before
+
+
 def test_trigger_without_id_gets_the_new_one_and_empty_body_is_empty_payload():
     event = trigger_event(_trigger(b"", {"workflow": "wf"}), 5.0, new_id="gen", max_bytes=100)
     assert (event.job_id, event.payload) == ("gen", {})
@@ -76,6 +92,12 @@ def test_trigger_without_id_gets_the_new_one_and_empty_body_is_empty_payload():
         (_trigger(b"[" * 100_000, {"workflow": "wf"}), "trigger body is"),
         (_trigger(b"\xff\xfe", {"workflow": "wf"}), "not UTF-8"),
         (_trigger(b'{"a": NaN}', {"workflow": "wf"}), "not valid JSON"),
+        (_trigger(b"{}", {"workflow": "wf", "x-delay": "soon"}), "header 'x-delay' must be"),
+        (_trigger(b"{}", {"workflow": "wf", "x-delay": -3}), "header 'x-delay' must be"),
+        (
+            _trigger(b"{}", {"workflow": "wf", "x-not-before": b"noon"}),
+            "header 'x-not-before' must be an RFC 3339 time",
+        ),
     ],
 )
 def test_bad_triggers_say_why(delivery, fragment):

@@ -12,6 +12,7 @@ from manager.engine import (
     EngineState,
     JobFinished,
     JobQueued,
+    JobScheduled,
     JobStarted,
     JobSubmitted,
     StepFinished,
@@ -85,7 +86,7 @@ def test_a_top_level_job_counts_once_started_running_and_ended_with_its_duration
 
 def test_a_queued_job_counts_as_queued_until_it_starts_or_is_cancelled():
     metrics = Metrics()
-    queued = JobQueued(ROOT, WF, "hash", {}, 90.0, 90.0, 0, ("all",))
+    queued = JobQueued(ROOT, WF, "hash", WF, {}, 90.0, 90.0, 0, ("all",))
     metrics.observe([queued])
     assert value(metrics, "jobs_queued", workflow=WF) == 1
     assert value(metrics, "jobs_running", workflow=WF) == 0
@@ -93,11 +94,27 @@ def test_a_queued_job_counts_as_queued_until_it_starts_or_is_cancelled():
     assert value(metrics, "jobs_queued", workflow=WF) == 0
     assert value(metrics, "jobs_running", workflow=WF) == 1
     metrics.observe([finished(at=101.0)])
-    metrics.observe([JobQueued(CHILD, WF, "hash", {}, 95.0, 95.0, 0, ("all",))])
+    metrics.observe([JobQueued(CHILD, WF, "hash", WF, {}, 95.0, 95.0, 0, ("all",))])
     metrics.observe([finished("cancelled", at=120.0, job_id=CHILD)])
     assert value(metrics, "jobs_queued", workflow=WF) == 0
     assert value(metrics, "jobs_running", workflow=WF) == 0  # it never ran
     assert value(metrics, "jobs_finished_total", workflow=WF, status="cancelled") == 1
+
+
+def test_a_delayed_job_counts_scheduled_until_it_starts_or_is_cancelled():
+    metrics = Metrics()
+    other = "00000000-0000-4000-8000-000000000003"
+    for job_id in (ROOT, other):
+        metrics.observe([JobScheduled(job_id, WF, "hash", WF, {}, 90.0, 95.0, 90.0)])
+    assert value(metrics, "jobs_scheduled", workflow=WF) == 2
+    metrics.observe([started(at=95.0)])
+    assert value(metrics, "jobs_scheduled", workflow=WF) == 1
+    assert value(metrics, "jobs_running", workflow=WF) == 1
+    metrics.observe([finished("cancelled", at=91.0, job_id=other)])
+    assert value(metrics, "jobs_scheduled", workflow=WF) == 0
+    assert value(metrics, "jobs_running", workflow=WF) == 1  # the cancelled one never ran
+    assert value(metrics, "jobs_finished_total", workflow=WF, status="cancelled") == 1
+    assert value(metrics, "job_duration_seconds_count", workflow=WF) == 0
 
 
 def test_child_jobs_count_only_in_their_steps_under_the_top_level_workflow():
@@ -167,10 +184,13 @@ workflows:
         job_id = f"00000000-0000-4000-8000-00000000001{n}"
         apply(state, JobSubmitted(job_id, WF, {"items": [1, 2]}, 50.0 + n))
     assert len(state.jobs) == 9  # three jobs, two children each
+    later = "00000000-0000-4000-8000-000000000020"
+    apply(state, JobSubmitted(later, WF, {"items": [1]}, 60.0, not_before=500.0))
     metrics = Metrics(workflows)
     metrics.observe([started("00000000-0000-4000-8000-0000000000ff", at=1.0)])
     metrics.recovered(state.jobs.values())
     assert value(metrics, "jobs_running", workflow=WF) == 3
+    assert value(metrics, "jobs_scheduled", workflow=WF) == 1
     assert value(metrics, "jobs_running", workflow="idle") == 0
     # A recovered job ends: timed from its submission (90.0), as it started before the restart.
     metrics.observe([finished(at=100.0, job_id="00000000-0000-4000-8000-000000000010")])
@@ -221,3 +241,22 @@ def test_the_text_names_every_metric_with_its_type():
     text = Metrics().render().decode()
     for name, kind in METRIC_NAMES.items():
         assert f"# TYPE {name} {kind}\n" in text, name
+
+
+def test_a_skipped_step_counts_as_skipped_and_neither_timed_nor_failed():
+    metrics = Metrics()
+    metrics.observe([step_done("skipped", None, 5.0, 5.0)])
+    labels = {"workflow": WF, "step": "fetch"}
+    assert value(metrics, "steps_skipped_total", **labels) == 1
+    assert value(metrics, "step_duration_seconds_count", **labels) is None
+    assert value(metrics, "step_failures_total", **labels, reason="error") is None
+
+
+def test_a_recovered_step_counts_as_recovered_and_is_not_timed_again():
+    metrics = Metrics()
+    metrics.observe([step_done("failed", "error", 100.0, 101.0)])
+    metrics.observe([step_done("recovered", None, 100.0, 109.0)])
+    labels = {"workflow": WF, "step": "fetch"}
+    assert value(metrics, "steps_recovered_total", **labels) == 1
+    assert value(metrics, "step_duration_seconds_count", **labels) == 1
+    assert value(metrics, "step_failures_total", **labels, reason="error") == 1

@@ -12,6 +12,7 @@ from manager.engine import (
     TimerFired,
     apply,
     replay,
+    timers,
 )
 from manager.engine.traceids import step_span_id
 from manager.journal import JobRow
@@ -115,7 +116,7 @@ def test_a_queued_job_gets_a_queued_row_and_its_start_timer_is_filed_under_it():
     (queued,) = [r for r in result.batch.events if r.kind == EventKind.QUEUED]
     assert queued.meta == {"scopes": ["workflow:w:null"], "priority": 0}
     assert not result.outbound
-    fired = TimerFired(f"start:{JOB}", 1.5)
+    fired = TimerFired(f"admit:{JOB}", 1.5)
     result = record(fired, apply(state, fired)[1], "wm")
     timer_row = result.batch.events[0]
     assert (timer_row.kind, timer_row.root_id) == (EventKind.TIMER, JOB)
@@ -196,3 +197,21 @@ def test_a_finished_jobs_notice_is_journaled_with_its_outcome():
     assert json.loads(notice.body) == {"error": {"step": "s", "message": "m"}}
     assert dict(notice.headers) == {"x-status": "failed"}
     assert pending_message(entry) == notice
+
+
+def test_a_delayed_job_is_written_scheduled_and_its_start_replays():
+    defs = workflows(FLOW)
+    state = EngineState.from_workflows(defs)
+    submitted = JobSubmitted(JOB, "w", {"p": 1}, 1.0, not_before=4.0)
+    _, commands = apply(state, submitted)
+    batch = record(submitted, commands, "wm").batch
+    assert [(j.id, j.status, j.finished_at) for j in batch.jobs] == [(JOB, "scheduled", None)]
+    made = next(r for r in batch.events if r.kind == EventKind.SCHEDULED)
+    assert made.meta == {"start_at": 4.0}
+    (inbound,) = [r for r in batch.events if r.kind == EventKind.SUBMITTED]
+    assert to_event(inbound) == submitted
+    fired = TimerFired(timers.job_start(JOB), 4.0)
+    _, commands = apply(state, fired)
+    batch = record(fired, commands, "wm").batch
+    assert [(j.id, j.status) for j in batch.jobs] == [(JOB, "running")]
+    assert [m.queue for m in record(fired, commands, "wm").outbound] == ["split"]

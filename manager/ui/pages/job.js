@@ -4,7 +4,7 @@
 import { ApiError, debounce, del, follow, get, post, seg } from "../api.js";
 import { dag } from "../dag.js";
 import { confirmAction } from "../dialog.js";
-import { facts, h, jsonBlock, notice, replace } from "../dom.js";
+import { facts, h, jsonBlock, notice, replace, table } from "../dom.js";
 import { UUID, duration, shortId, statusBadge, time } from "../format.js";
 import { timeline } from "../timeline.js";
 import { stepPanel } from "./steppanel.js";
@@ -27,7 +27,8 @@ function header(job, actions) {
       ["Item", job.index !== undefined && job.index !== null ? `#${job.index}` : undefined],
       ["Parent", parent],
       ["Root", root],
-      ["Started", time(job.submitted_at)],
+      [job.start_at ? "Submitted" : "Started", time(job.submitted_at)],
+      [job.status === "scheduled" ? "Starts" : "Start time", job.start_at ? h("span", { "data-field": "start-at" }, time(job.start_at)) : undefined],
       ["Queued since", job.queued_at ? h("span", { "data-field": "queued-at" }, time(job.queued_at)) : undefined],
       ["Finished", job.finished_at ? time(job.finished_at) : undefined],
       ["Duration", job.status === "running" ? h("span", { "data-ticking": job.elapsed, "data-read-at": Date.now() }, duration(job.elapsed)) : duration(job.elapsed)],
@@ -49,6 +50,31 @@ function errorBlock(error) {
   ];
 }
 
+/** The compensations of a failed or cancelled job, in the order they run, each with its status. */
+function compensationRows(job) {
+  return job.compensations.runs.map((run, i) => h(
+    "tr", { "data-compensation": run.name, "data-status": run.status },
+    h("td", {}, String(i + 1)),
+    h("td", {}, run.step),
+    h("td", {}, run.job === job.uuid ? "this job" : h("a", { href: `/ui/job/${seg(run.job)}` }, shortId(run.job))),
+    h("td", {}, h("code", {}, run.name)),
+    h("td", {}, statusBadge(run.status)),
+    h("td", {}, String(run.attempts)),
+    h("td", {}, run.error || ""),
+  ));
+}
+
+function compensationCard(job) {
+  const why = job.compensations.reason === "cancelled" ? "was cancelled" : "failed";
+  return [
+    h("div", { class: "section-head" }, h("h2", {}, "Compensations"),
+      h("span", { class: "muted" }, `The job ${why}: its completed steps are undone, the last completed first.`)),
+    h("div", { class: "table-scroll" }, table(
+      ["#", "Step", "Job", "Compensation", "Status", "Attempts", "Error"], compensationRows(job), { class: "compensation-table" },
+    )),
+  ];
+}
+
 /** Render the job page for `id` into `main`, and keep it live. */
 export function showJob(main, id) {
   document.title = `Job ${id.slice(0, 8)} · workflow-manager`;
@@ -61,6 +87,7 @@ export function showJob(main, id) {
   const graph = h("div", { class: "dag-box" });
   const panel = h("section", { class: "card step-panel", id: "step-panel", "aria-label": "Step details", hidden: true });
   const gantt = h("div", { class: "timeline-box" });
+  const undone = h("section", { class: "card", id: "compensations", hidden: true });
   const data = h("div", { class: "data-grid" });
   replace(
     main,
@@ -69,6 +96,7 @@ export function showJob(main, id) {
       h("div", { class: "section-head" }, h("h2", {}, "Steps"), h("span", { class: "muted" }, "Click a step for its input, output and attempts.")),
       graph),
     panel,
+    undone,
     h("section", { class: "card" }, h("h2", {}, "Timeline"), gantt),
     data,
   );
@@ -113,6 +141,8 @@ export function showJob(main, id) {
     };
     replace(graph, dag(job.steps, { mode: "run", selected: state.selected, onSelect: select }));
     replace(gantt, timeline(job));
+    undone.hidden = !job.compensations;
+    replace(undone, job.compensations ? compensationCard(job) : []);
     replace(
       data,
       h("section", { class: "card" }, h("h2", {}, "Payload"), jsonBlock(job.payload, "no payload")),

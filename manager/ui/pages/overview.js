@@ -3,7 +3,7 @@
 
 import { debounce, follow, get, seg } from "../api.js";
 import { h, notice, replace, table } from "../dom.js";
-import { JOB_STATUSES, UUID, duration, shortId, statusBadge, statusLabel, time } from "../format.js";
+import { JOB_STATUSES, UUID, duration, shortId, startsAt, statusBadge, statusLabel, time } from "../format.js";
 
 const WORKFLOW_COLUMNS = ["Workflow", "Running", "Completed (24 h)", "Failed (24 h)", "Cancelled (24 h)", "Median duration"];
 
@@ -22,7 +22,7 @@ function jobRows(jobs) {
     h("td", {}, h("a", { href: `/ui/job/${seg(job.uuid)}` }, shortId(job.uuid))),
     h("td", {}, h("a", { href: `/ui/workflow/${seg(job.workflow)}` }, job.workflow)),
     h("td", {}, statusBadge(job.status)),
-    h("td", {}, time(job.submitted_at)),
+    h("td", {}, time(job.submitted_at), startsAt(job)),
     h("td", { class: "num" }, duration(job.elapsed))));
 }
 

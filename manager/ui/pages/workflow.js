@@ -4,7 +4,7 @@
 import { debounce, follow, get, seg } from "../api.js";
 import { dag } from "../dag.js";
 import { facts, h, notice, replace, table } from "../dom.js";
-import { duration, httpCall, shortId, statusBadge, time } from "../format.js";
+import { duration, httpCall, shortId, startsAt, statusBadge, time } from "../format.js";
 
 function backoff(b) {
   return b ? `${duration(b.initial)} × ${b.multiplier}, at most ${duration(b.max)}` : "–";
@@ -43,7 +43,7 @@ function jobTable(recent) {
   const rows = recent.jobs.map((job) => h("tr", { "data-job": job.uuid },
     h("td", {}, h("a", { href: `/ui/job/${seg(job.uuid)}` }, shortId(job.uuid))),
     h("td", {}, statusBadge(job.status)),
-    h("td", {}, time(job.submitted_at)),
+    h("td", {}, time(job.submitted_at), startsAt(job)),
     h("td", { class: "num" }, duration(job.elapsed))));
   return rows.length
     ? h("div", { class: "table-scroll" }, table(["Job", "Status", "Started", "Duration"], rows, { class: "jobs" }))

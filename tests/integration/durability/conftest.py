@@ -1,12 +1,16 @@
 """The `rig` fixture: one test's manager (killable and restartable on the same journal and
-queue), its chaos workers, and a robust AMQP client; every queue is deleted at the end."""
+queue), its chaos workers, and a robust AMQP client; every queue is deleted at the end.
+
+Each test runs twice, on a SQLite journal and on a PostgreSQL one (a fresh database, dropped at
+the end): `journal_kind` is parametrised here, and a module whose tests are about SQLite's file
+overrides it with a fixture of its own."""
 
 from __future__ import annotations
 
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,8 @@ import aio_pika
 import httpx
 import pytest
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
+
+from tests.pgdatabase import PARAMS, fresh_database
 
 from ..harness import Process, free_port
 from .helpers import WORKER_STEPS, WORKER_TARGET, WORKFLOW, Outcomes
@@ -31,7 +37,7 @@ class Rig:
     tmp: Path
     connection: AbstractRobustConnection
     channel: AbstractRobustChannel
-    db: Path
+    db: str  # the journal: a SQLite file's path, or a postgresql:// URL
     config: Path
     manager: Process | None = None
     api_url: str = ""
@@ -54,7 +60,7 @@ class Rig:
         return f"{self.queue}.jobs"
 
     def serve_args(
-        self, db: Path | None = None, port: int | None = None, log_level: str = "info"
+        self, db: Path | str | None = None, port: int | None = None, log_level: str = "info"
     ) -> list[str]:
         """`python -m manager serve ...` for this rig (another `db` for the bad-journal tests)."""
         return [
@@ -137,13 +143,28 @@ class Rig:
                 self.channel = await self.connection.channel()  # a failed delete closes it
 
 
+@pytest.fixture(params=PARAMS)
+def journal_kind(request: pytest.FixtureRequest) -> str:
+    """Which journal the rig's manager runs on: "sqlite" or "postgresql"."""
+    return request.param
+
+
 @pytest.fixture
-async def rig(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Rig]:
+def journal_db(journal_kind: str, tmp_path: Path) -> Iterator[str]:
+    """The rig's --db: a file in tmp_path, or a fresh PostgreSQL database's URL."""
+    if journal_kind == "sqlite":
+        yield str(tmp_path / "wm.db")
+        return
+    with fresh_database() as url:
+        yield url
+
+
+@pytest.fixture
+async def rig(amqp_url: str, unique: str, tmp_path: Path, journal_db: str) -> AsyncIterator[Rig]:
     connection = await aio_pika.connect_robust(amqp_url)
     channel = await connection.channel()
     rig = Rig(
-        unique, amqp_url, tmp_path, connection, channel, tmp_path / "wm.db",
-        tmp_path / "workflows.yaml",
+        unique, amqp_url, tmp_path, connection, channel, journal_db, tmp_path / "workflows.yaml",
     )  # fmt: skip
     try:
         yield rig

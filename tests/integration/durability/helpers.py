@@ -1,5 +1,6 @@
 """Shared pieces of the durability tests: the workflow, expected results, outcome collection,
-reading the journal file, and running a command with its stderr kept apart."""
+reading the journal (a SQLite file or a PostgreSQL database), and running a command with its
+stderr kept apart."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from aio_pika.abc import AbstractIncomingMessage
+
+from manager.journal import is_postgres_url
 
 from ..harness import ROOT
 
@@ -114,11 +118,19 @@ def check_outcomes(outcomes: Outcomes, payloads: dict[str, int]) -> None:
         assert not differing, f"job {job_id}: duplicate outcomes disagree: {copies}"
 
 
-def read_jobs(db: Path) -> list[tuple[str, str | None, str]]:
-    """(id, parent_id, status) of every row of the journal's `jobs` table, read-only."""
-    uri = db.resolve().as_uri() + "?mode=ro"
+def query_journal(db: Path | str, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of `sql` on the journal `db` (a SQLite file, opened read-only, or a URL)."""
+    if is_postgres_url(db):
+        with psycopg.connect(str(db)) as conn:
+            return [tuple(row) for row in conn.execute(sql).fetchall()]
+    uri = Path(db).resolve().as_uri() + "?mode=ro"
     with closing(sqlite3.connect(uri, uri=True)) as conn:
-        return conn.execute("SELECT id, parent_id, status FROM jobs").fetchall()
+        return conn.execute(sql).fetchall()
+
+
+def read_jobs(db: Path | str) -> list[tuple[str, str | None, str]]:
+    """(id, parent_id, status) of every row of the journal's `jobs` table, read-only."""
+    return query_journal(db, "SELECT id, parent_id, status FROM jobs")
 
 
 def manager_log(process: Any) -> str:
@@ -127,13 +139,11 @@ def manager_log(process: Any) -> str:
     return "\n".join(line for line in process.lines if not any(n in line for n in noise))
 
 
-def unsent(db: Path) -> list[str]:
+def unsent(db: Path | str) -> list[str]:
     """Message ids of outbound rows the journal holds as not yet confirmed by the broker."""
-    uri = db.resolve().as_uri() + "?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as conn:
-        rows = conn.execute(
-            "SELECT msg_id FROM events WHERE msg_id IS NOT NULL AND sent_at IS NULL ORDER BY seq"
-        ).fetchall()
+    rows = query_journal(
+        db, "SELECT msg_id FROM events WHERE msg_id IS NOT NULL AND sent_at IS NULL ORDER BY seq"
+    )
     return [msg_id for (msg_id,) in rows]
 
 
@@ -274,8 +284,14 @@ async def _output(*args: str) -> str:
 
 
 @contextmanager
-def write_lock(db: Path) -> Iterator[None]:
-    """Hold the journal's write lock: the manager's commits wait (its busy timeout is 5 s)."""
+def write_lock(db: Path | str) -> Iterator[None]:
+    """Hold the journal's write lock: the manager's commits wait (SQLite's busy timeout is 5 s;
+    PostgreSQL's commits wait for the lock on `events` as long as it is held)."""
+    if is_postgres_url(db):
+        with psycopg.connect(str(db)) as conn, conn.transaction():
+            conn.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+            yield
+        return
     with closing(sqlite3.connect(db, timeout=5, isolation_level=None)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -30,6 +30,12 @@ EXIT_TIMEOUT_S = 20.0
 DEFINITIONS = 1000  # rows enough for a journal of ~100 pages
 
 
+@pytest.fixture
+def journal_kind() -> str:
+    """These tests are about SQLite files; test_bad_pg_journal.py has PostgreSQL's."""
+    return "sqlite"
+
+
 async def serve(rig, db: Path) -> Child:
     return await Child.start(*rig.serve_args(db=db))
 

@@ -19,7 +19,9 @@ async def test_job_ids_in_paths_are_declared_as_uuids(client):
 
 async def test_the_submitted_job_id_is_a_uuid_in_the_query_and_the_body(client):
     post = (await client.get("/openapi.json")).json()["paths"]["/api/workflow/{name}"]["post"]
-    (query_id,) = [p for p in post["parameters"] if p["in"] == "query" and p["name"] == "id"]
+    queries = {p["name"]: p for p in post["parameters"] if p["in"] == "query"}
+    assert {"id", "delay", "not_before"} <= set(queries)
+    query_id = queries["id"]
     assert query_id["schema"] == UUID_SCHEMA
     assert query_id["required"] is False
     body = post["requestBody"]["content"]["application/json"]["schema"]

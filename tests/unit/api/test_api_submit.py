@@ -140,7 +140,7 @@ async def test_duplicate_id_is_409(client):
     ],
 )
 async def test_submit_errors_from_the_service_map_to_statuses(client, service, error, status):
-    async def refuse(workflow, payload, job_id=None, trace=None, priority=0):
+    async def refuse(workflow, payload, job_id=None, trace=None, priority=0, *, not_before=None):
         raise error
 
     service.submit = refuse
@@ -150,7 +150,7 @@ async def test_submit_errors_from_the_service_map_to_statuses(client, service, e
 
 
 async def test_broker_error_from_the_service_is_503(client, service):
-    async def refuse(workflow, payload, job_id=None, trace=None, priority=0):
+    async def refuse(workflow, payload, job_id=None, trace=None, priority=0, *, not_before=None):
         raise BrokerError("connection reset")
 
     service.submit = refuse

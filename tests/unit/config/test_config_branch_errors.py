@@ -194,7 +194,8 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w', on_error step 'alert': unknown field 'depend' (allowed:"
-            " name, depends, queue, task, http, retries, retry_backoff, timeout, concurrency);"
+            " name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
+            " input_schema, output_schema, fallback, compensate, concurrency);"
             " did you mean 'depends'?"
         ],
     ),
@@ -208,8 +209,9 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w': unknown field 'on_failure' (allowed: name, steps,"
-            " defaults, tasks, vhosts, timeout, on_error, on_cancel, concurrency);"
-            " did you mean 'on_error'?"
+            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema,"
+            " concurrency); did you"
+            " mean 'on_error'?"
         ],
     ),
 ]

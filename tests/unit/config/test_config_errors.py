@@ -53,9 +53,9 @@ CASES = [
         """,
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
-            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout,"
-            " concurrency);"
-            " did you mean 'depends'?"
+            " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
+            " input_schema, output_schema, fallback, compensate,"
+            " concurrency); did you mean 'depends'?"
         ],
     ),
     (
@@ -69,7 +69,7 @@ CASES = [
         [
             "wf.yaml:3: workflow 'w': unknown field 'priority'"
             " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel,"
-            " concurrency)"
+            " payload_schema, concurrency)"
         ],
     ),
     (
@@ -88,7 +88,7 @@ CASES = [
             " the input key whose list the task runs over, once per item",
             "wf.yaml:6: workflow 'w', task 't': unknown field 'item_list_key'"
             " (allowed: name, steps, defaults, itemListKey, itemKey, max_failed_items,"
-            " max_in_flight);"
+            " max_in_flight, payload_schema);"
             " did you mean 'itemListKey'?",
         ],
     ),

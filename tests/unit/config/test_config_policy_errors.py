@@ -106,13 +106,17 @@ STEP_FIELDS = [
         "misspelt retries",
         "retry: 3",
         "unknown field 'retry' (allowed: name, depends, queue, task, http, retries, retry_backoff,"
-        " timeout, concurrency); did you mean 'retries'?",
+        " timeout, when, input_schema, output_schema, fallback, compensate,"
+        " concurrency); did you mean"
+        " 'retries'?",
     ),
     (
         "backoff without its prefix",
         "backoff: {initial: 1}",
         "unknown field 'backoff' (allowed: name, depends, queue, task, http, retries,"
-        " retry_backoff, timeout, concurrency); did you mean 'retry_backoff'?",
+        " retry_backoff, timeout, when, input_schema, output_schema, fallback, compensate,"
+        " concurrency);"
+        " did you mean 'retry_backoff'?",
     ),
 ]
 
@@ -199,13 +203,13 @@ CASES = [
         """,
         [
             "wf.yaml:3: workflow 'w': unknown field 'retries' (allowed: name, steps, defaults,"
-            " tasks, vhosts, timeout, on_error, on_cancel, concurrency);"
+            " tasks, vhosts, timeout, on_error, on_cancel, payload_schema, concurrency);"
             " to set retries for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:4: workflow 'w': unknown field 'retry_backoff' (allowed: name, steps,"
-            " defaults, tasks, vhosts, timeout, on_error, on_cancel, concurrency);"
+            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema, concurrency);"
             " to set retry_backoff for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:7: workflow 'w', task 't': unknown field 'timeout' (allowed: name, steps,"
-            " defaults, itemListKey, itemKey, max_failed_items, max_in_flight);"
+            " defaults, itemListKey, itemKey, max_failed_items, max_in_flight, payload_schema);"
             " to set timeout for every step of the task, put it under 'defaults:'",
         ],
     ),

@@ -64,7 +64,7 @@ class Run:
         commands = apply(self.state, event)[1]
         # Held work given a slot fires at once, as the orchestrator's timekeeper does.
         for timer in of_type(commands, StartTimer):
-            if timer.key.startswith(("start:", "release:")):
+            if timer.key.startswith(("admit:", "release:")):
                 commands += self.do(TimerFired(timer.key, self.tick()))
         return commands
 
@@ -102,7 +102,7 @@ def test_a_queued_job_starts_when_a_running_one_of_its_key_ends():
         run.submit(job_id, {"account": "a"})
     commands = apply(run.state, _reply(run, a1))[1]
     start = [t.key for t in of_type(commands, StartTimer)]
-    assert start == [f"start:{a3}"]
+    assert start == [f"admit:{a3}"]
     commands = run.do(TimerFired(start[0], run.tick()))
     assert [s.job_id for s in of_type(commands, JobStarted)] == [a3]
     assert [d.job_id for d in dispatches(commands)] == [a3]
@@ -175,4 +175,4 @@ def test_a_replay_of_the_running_jobs_alone_follows_the_journaled_starts():
     state = replay(run.fresh(), live)
     assert (state.jobs[low].status, state.jobs[high].status) == ("queued", "running")
     assert state.scopes == run.state.scopes
-    assert not [k for k in state.timers if k.startswith("start:")]
+    assert not [k for k in state.timers if k.startswith("admit:")]

@@ -2,8 +2,9 @@
 
 Each example builds a random workflow with random failure policies (retries, backoff,
 timeouts, a job deadline, maybe a task step with max_failed_items, maybe on_error and
-on_cancel branches), then applies a random mix of good, failed and late replies, TimerFired
-for pending timers, and cancel and retry requests. Then:
+on_cancel branches, maybe `compensate` on main and task steps, steps with a `when` or a
+fallback, schemas on payloads, inputs and outputs), then applies a random mix of good, failed
+and late replies, TimerFired for pending timers, and cancel and retry requests. Then:
 
 1. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
    the same commands as the live run, and a final state equal to the live one;
@@ -15,6 +16,9 @@ for pending timers, and cancel and retry requests. Then:
 5. under concurrency limits (a workflow's per-key limit, max_running_jobs, a step's
    `concurrency`), with random priorities, no step limit is ever exceeded, and a job queues
    before it starts.
+
+Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
+(or cancelled before they start).
 """
 
 from __future__ import annotations
@@ -37,12 +41,15 @@ from manager.engine import (
     Event,
     JobFinished,
     JobQueued,
+    JobRejected,
+    JobScheduled,
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
     Refused,
     RetryRequested,
     StartTimer,
+    StepFinished,
     StepReplied,
     Subject,
     TimerFired,
@@ -52,6 +59,8 @@ from manager.engine import (
 from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
 
 MAX_EVENTS = 30
+# Good replies carry v in 0..3 and maybe a short list: some match, some do not.
+SCHEMA = {"properties": {"v": {"maximum": 2}, "items": {"maxItems": 1}}}
 ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3
 
 
@@ -73,14 +82,25 @@ def _policy(draw: st.DrawFn) -> dict[str, Any]:
     return policy
 
 
-def _steps(draw: st.DrawFn, prefix: str, size: int) -> list[dict[str, Any]]:
+def _steps(
+    draw: st.DrawFn, prefix: str, size: int, compensated: bool = False
+) -> list[dict[str, Any]]:
     names = [f"{prefix}{i}" for i in range(size)]
     steps = []
     for i, name in enumerate(names):
         depends = draw(st.lists(st.sampled_from(names[:i]), unique=True, max_size=2)) if i else []
-        steps.append({"name": name, "depends": depends, **_policy(draw)})
+        step = {"name": name, "depends": depends, **_policy(draw)}
+        if compensated and draw(st.integers(0, 2)) > 0:
+            step["compensate"] = {"name": f"u{name}", **_policy(draw)}
+        if draw(st.integers(0, 4)) == 0:
+            step["when"] = draw(st.sampled_from(["a", "b == `1`", "length(@) > `1`"]))
+        if prefix in ("s", "c") and draw(st.integers(0, 2)) == 0:
+            step["fallback"] = {"name": f"{name}-fb", **_policy(draw)}  # not on branch steps
         if draw(st.integers(0, 3)) == 0:
-            steps[-1]["concurrency"] = 1  # all jobs together: the two jobs take turns
+            step[draw(st.sampled_from(["input_schema", "output_schema"]))] = SCHEMA
+        if draw(st.integers(0, 3)) == 0:
+            step["concurrency"] = 1  # all jobs together: the two jobs take turns
+        steps.append(step)
     return steps
 
 
@@ -90,8 +110,9 @@ def _task_step(step: dict[str, Any]) -> None:
 
 
 @st.composite
-def workflows(draw: st.DrawFn) -> Workflow:
-    steps = _steps(draw, "s", draw(st.integers(1, 4)))
+def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
+    compensated = always_compensated or draw(st.integers(0, 3)) > 0
+    steps = _steps(draw, "s", draw(st.integers(1, 4)), compensated)
     defaults = {"retries": draw(st.integers(0, 2)), **_policy(draw)}
     spec: dict[str, Any] = {"name": "w", "steps": steps, "defaults": defaults}
     if draw(st.booleans()):
@@ -110,9 +131,13 @@ def workflows(draw: st.DrawFn) -> Workflow:
                 "itemListKey": "items",
                 "max_failed_items": draw(st.integers(0, 1)),
                 "defaults": _policy(draw),
-                "steps": _steps(draw, "c", draw(st.integers(1, 2))),
+                "steps": _steps(draw, "c", draw(st.integers(1, 2)), compensated),
             }
         ]
+        if draw(st.integers(0, 2)) == 0:
+            spec["tasks"][0]["payload_schema"] = {"properties": {"item": {"maximum": 0}}}
+    if draw(st.integers(0, 3)) == 0:
+        spec["payload_schema"] = {"properties": {"items": {"maxItems": 1}}}
     for kind, prefix in (("on_error", "e"), ("on_cancel", "x")):
         if draw(st.booleans()):
             branch = _steps(draw, prefix, draw(st.integers(1, 2)))
@@ -137,6 +162,7 @@ class Run:
     ledger: dict[str, float] = field(default_factory=dict)
     clock: float = 0.0
     max_running_jobs: int | None = None
+    good_replies: int = 2  # how many good replies to 2 errors and 1 bad body, by weight
 
     def do(self, event: Event) -> list[Command]:
         _, commands = apply(self.state, event)
@@ -164,7 +190,7 @@ def _fresh(wf: Workflow, max_running_jobs: int | None = None) -> EngineState:
 
 
 def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
-    how = draw(st.sampled_from(["good"] * 2 + ["error"] * 2 + ["bad-body"]))
+    how = draw(st.sampled_from(["good"] * run.good_replies + ["error"] * 2 + ["bad-body"]))
     attempt = draw(st.sampled_from([None, request.attempt, request.attempt - 1, 99]))
     body: bytes = b"{}"
     error = None
@@ -206,14 +232,24 @@ def _step(draw: st.DrawFn, run: Run) -> str:
     return kind
 
 
-def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
+def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
     max_running_jobs = draw(st.sampled_from([None, None, 1]))
-    run = Run(wf, _fresh(wf, max_running_jobs), max_running_jobs=max_running_jobs)
+    run = Run(
+        wf, _fresh(wf, max_running_jobs), good_replies=good_replies,
+        max_running_jobs=max_running_jobs,
+    )  # fmt: skip
     for job_id in [JOB, OTHER_JOB][: draw(st.integers(1, 2))]:
         payload = {"items": list(range(draw(st.integers(0, 2)))), "p": draw(st.integers(1, 2))}
+        at = run.tick()
+        # Some jobs start later (a delayed start: scheduled, then started by their timer).
+        not_before = draw(st.sampled_from([None, None, at - 1.0, at + 2.0, at + 6.0]))
         priority = draw(st.integers(0, 2))
-        run.do(JobSubmitted(job_id, "w", payload, run.tick(), reply_to="q1", priority=priority))
-    for _ in range(draw(st.integers(10, MAX_EVENTS))):
+        run.do(
+            JobSubmitted(
+                job_id, "w", payload, at, reply_to="q1", not_before=not_before, priority=priority
+            )
+        )
+    for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
         event(f"action: {_step(draw, run)}")
     return run
 
@@ -230,21 +266,26 @@ def _check_replay(run: Run) -> None:
 
 
 def _check_lives(run: Run) -> None:
+    # Each job: scheduled or queued (waiting to start), running, or ended.
     alive: dict[str, str] = {}
     for commands in run.commands:
-        # Every event is filed under its Subject, unless it was refused.
-        assert isinstance(commands[0], Subject | Refused), commands
+        # Every event is filed under its Subject, unless it was refused or rejected.
+        assert isinstance(commands[0], Subject | Refused | JobRejected), commands
         assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
         for command in commands:
-            if isinstance(command, JobQueued):
+            if isinstance(command, JobScheduled):
                 assert command.job_id not in alive, command
+                alive[command.job_id] = "scheduled"
+            elif isinstance(command, JobQueued):
+                assert alive.get(command.job_id) in (None, "scheduled"), command
                 alive[command.job_id] = "queued"
             elif isinstance(command, JobStarted):
-                assert alive.get(command.job_id) in (None, "queued", "ended"), command
+                assert alive.get(command.job_id) in (None, "scheduled", "queued", "ended"), command
                 alive[command.job_id] = "running"
             elif isinstance(command, JobFinished):
-                assert alive.get(command.job_id) in ("queued", "running"), command
+                # A job cancelled before it started ends without having started.
+                assert alive.get(command.job_id) in ("scheduled", "queued", "running"), command
                 alive[command.job_id] = "ended"
             elif isinstance(command, NotifyOutcome):
                 assert command.job_id in ended, command
@@ -254,7 +295,9 @@ def _check_attempts(run: Run) -> None:
     last: dict[str, int] = defaultdict(int)
     for request in run.sent:
         job = run.state.jobs.get(request.job_id)
-        in_branch = job is not None and request.step not in job.flow.step_index
+        # A branch runs afresh after a job retry; a fallback's attempts go on counting.
+        fallback = request.step.endswith("-fb")
+        in_branch = job is not None and request.step not in job.flow.step_index and not fallback
         expected = {last[request.correlation_id] + 1} | ({1} if in_branch else set())
         assert request.attempt in expected, (request, last[request.correlation_id])
         last[request.correlation_id] = request.attempt
@@ -273,7 +316,8 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     _check_replay(run)
     _check_lives(run)
     _check_attempts(run)
-    event(f"first job: {run.state.jobs[JOB].status}")
+    first = run.state.jobs.get(JOB)
+    event(f"first job: {first.status if first is not None else 'rejected by its schema'}")
     event(f"retries dispatched: {any(d.attempt > 1 for d in run.sent)}")
     revived = any(
         isinstance(e, RetryRequested) and any(isinstance(c, JobStarted) for c in commands)
@@ -285,3 +329,32 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     event(f"a job queued: {queued}")
     held = any("release:" in getattr(e, "key", "") for e in run.events)
     event(f"a step held by its concurrency: {held}")
+    event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
+    contracts = [c for commands in run.commands for c in commands if isinstance(c, StepFinished)]
+    broken = any("does not match" in (c.message or "") for c in contracts)
+    event(f"a schema failed a step or attempt: {broken}")
+    event(f"compensations dispatched: {min(sum(d.step[0] == 'u' for d in run.sent), 3)}")
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(wf=workflows(always_compensated=True), data=st.data())
+def test_compensating_runs_replay_exactly(wf: Workflow, data):
+    """Mostly good replies, so steps complete before a failure or cancel has them undone."""
+    run = _drive(data.draw, wf, good_replies=8)
+    _check_replay(run)
+    _check_lives(run)
+    _check_attempts(run)
+    assert all(
+        job.compensation is None or not job.is_settled or job.compensation.is_done
+        for job in run.state.jobs.values()
+    )
+    undone = [d for d in run.sent if d.step[0] == "u"]
+    event(f"compensations dispatched: {min(len(undone), 4)}")
+    event(f"children compensated: {any(d.job_id not in (JOB, OTHER_JOB) for d in undone)}")
+    event(f"compensation retried: {any(d.attempt > 1 for d in undone)}")

@@ -33,6 +33,7 @@ from manager.engine import (
     JobStatus,
     JobSubmitted,
     StepReplied,
+    StepStatus,
     Subject,
     apply,
     replay,
@@ -46,6 +47,8 @@ POOLS = {
     OTHER_JOB: ["33333333-3333-4333-8333-333333333333", "44444444-4444-4444-8444-444444444444"],
 }
 MAX_NOISE = 8
+# Conditions a step may have, and the reference's reading of each (outputs hold small ints).
+CONDITIONS = {"a": lambda data: "a" in data, "b == `1`": lambda data: data.get("b") == 1}
 
 
 # -- random workflows --------------------------------------------------------------------
@@ -60,6 +63,10 @@ def _dag(draw: st.DrawFn, prefix: str, size: int) -> list[dict[str, Any]]:
         step: dict[str, Any] = {"name": name, "depends": depends}
         if draw(st.integers(0, 4)) == 0:
             step["queue"] = f"queue-{name}"
+        if draw(st.integers(0, 3)) == 0:
+            step["when"] = draw(st.sampled_from(sorted(CONDITIONS)))
+        if draw(st.integers(0, 3)) == 0:
+            step["fallback"] = {"name": f"{name}-fb"}  # only failures reach it
         steps.append(step)
     return draw(st.permutations(steps))
 
@@ -320,8 +327,16 @@ def _expect(wf: Workflow, flow: dict, job_id: str, payload: dict, replies: dict)
         ready = [s for s in steps if s["name"] not in outputs and set(s["depends"]) <= set(outputs)]
         step = next((s for s in ready if s["name"] in first), ready[0])
         data = _first_wins([outputs[d] for d in step["depends"]]) if step["depends"] else payload
-        if step.get("task"):
-            outputs[step["name"]] = _expect_task_step(wf, job_id, step["name"], data, replies)
+        if step.get("when") and not CONDITIONS[step["when"]](data):
+            outputs[step["name"]] = {}  # skipped: no request, and no children
+        elif step.get("task"):
+            try:
+                outputs[step["name"]] = _expect_task_step(wf, job_id, step["name"], data, replies)
+            except Failed:
+                if not step.get("fallback"):
+                    raise
+                # Recovered: the fallback's reply is the step's output.
+                outputs[step["name"]] = replies[f"{job_id}:{step['fallback']['name']}"]
         else:
             outputs[step["name"]] = replies[f"{job_id}:{step['name']}"]
     depended = {d for s in steps for d in s["depends"]}
@@ -341,11 +356,16 @@ def _check_dispatches(run: Run) -> None:
     priority = {e.job_id: e.priority for e in reversed(run.events) if isinstance(e, JobSubmitted)}
     assert all(d.priority == priority[d.root_id] for d in sent)
     for job in run.state.jobs.values():
-        plain = {f"{job.id}:{s.name}" for s in job.flow.steps if s.task is None}
+        plain = {
+            f"{job.id}:{s.name}"
+            for s in job.flow.steps
+            if s.task is None and job.steps[s.name].status is not StepStatus.SKIPPED
+        }
+        fallbacks = {f"{job.id}:{s.fallback.name}" for s in job.flow.steps if s.fallback}
         mine = {c for c in counts if c.startswith(f"{job.id}:")}
-        assert mine <= plain
+        assert mine <= plain | fallbacks
         if job.status is JobStatus.COMPLETED:
-            assert mine == plain
+            assert mine - fallbacks == plain
 
 
 def _check_replay(run: Run) -> None:
@@ -393,3 +413,11 @@ def test_random_runs_replay_exactly_and_match_the_reference_model(wf: Workflow, 
     event(f"children: {min(children, 4)}{'+' if children >= 4 else ''}")
     event(f"all replies good: {run.all_good}")
     event(f"first job: {run.state.jobs[JOB].status}")
+    skipped = any(
+        s.status is StepStatus.SKIPPED for j in run.state.jobs.values() for s in j.steps.values()
+    )
+    event(f"a step skipped by its when: {skipped}")
+    recovered = any(
+        s.status is StepStatus.RECOVERED for j in run.state.jobs.values() for s in j.steps.values()
+    )
+    event(f"a step recovered by its fallback: {recovered}")

@@ -261,7 +261,7 @@ def test_the_outcome_of_a_job_without_reply_to_is_only_job_finished(state):
 
 
 def test_job_status_values_are_the_documented_ones():
-    documented = {"queued", "running", "completed", "failed", "cancelled"}
+    documented = {"scheduled", "queued", "running", "completed", "failed", "cancelled"}
     assert {s.value for s in JobStatus} == documented
 
 

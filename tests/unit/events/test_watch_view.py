@@ -63,3 +63,24 @@ def test_a_job_shows_each_started_step_in_start_order_with_status_and_progress()
     assert "last error: flaky" in lines[2]
     assert "▶ each" in lines[3] and "[#########---------------] 4/10" in lines[3]
     assert "✗ boom" in lines[4] and "no disk" in lines[4]
+
+
+def test_a_compensating_job_lists_its_compensations_in_run_order():
+    job = {
+        "uuid": "j1",
+        "workflow": "order",
+        "status": "failed",
+        "error": {"step": "ship", "message": "no courier"},
+        "compensations": {
+            "reason": "failed",
+            "runs": [
+                {"step": "charge", "name": "refund", "status": "failed", "error": "refused"},
+                {"step": "reserve", "name": "release", "status": "running"},
+            ],
+        },
+    }
+    assert render_job_view(job)[-3:] == [
+        "  compensations (the job failed), last completed first:",
+        "    refund undoes charge: failed  error: refused",
+        "    release undoes reserve: running",
+    ]

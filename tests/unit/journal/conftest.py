@@ -1,4 +1,5 @@
-"""An open journal on a real SQLite file in the test's tmp_path, and small real filesystems."""
+"""An open journal (a real SQLite file in the test's tmp_path, and a fresh PostgreSQL database:
+`journal` runs a test on both), and small real filesystems."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from manager.journal import Journal, open_journal
+from tests.pgdatabase import PARAMS, fresh_database
 
 
 @pytest.fixture
@@ -16,8 +18,27 @@ def journal_path(tmp_path: Path) -> Path:
     return tmp_path / "journal.db"
 
 
+@pytest.fixture(params=PARAMS)
+def journal_url(request: pytest.FixtureRequest, journal_path: Path) -> Iterator[str]:
+    """Where the journal is: the SQLite file's path, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        yield str(journal_path)
+        return
+    with fresh_database() as url:
+        yield url
+
+
 @pytest.fixture
-async def journal(journal_path: Path) -> AsyncIterator[Journal]:
+async def journal(journal_url: str) -> AsyncIterator[Journal]:
+    """An open journal of each kind: the test runs on SQLite and on PostgreSQL."""
+    opened = await open_journal(journal_url)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def sqlite_journal(journal_path: Path) -> AsyncIterator[Journal]:
+    """An open SQLite journal, for what only SQLite has (its file, its query plans)."""
     opened = await open_journal(journal_path)
     yield opened
     await opened.close()

@@ -65,11 +65,12 @@ async def test_running_roots_are_top_level_jobs_oldest_first(journal):
                 job("r1", submitted_at=T0 + 1),
                 job("c1", parent_id="r1", submitted_at=T0 + 3),
                 job("done", status="completed", finished_at=T0 + 4),
+                job("later", status="scheduled", submitted_at=T0 + 5),
             ]
         )
     )
 
-    assert await journal.running_roots() == ["r1", "r2"]
+    assert await journal.running_roots() == ["r1", "r2", "later"]
 
 
 async def test_workflow_jobs_buckets_top_level_jobs_finished_since(journal):
@@ -157,6 +158,11 @@ async def test_definitions_are_saved_once_and_read_by_hash(journal):
             "jobs_running",
         ),
         (
+            "SELECT id FROM jobs WHERE parent_id IS NULL AND finished_at IS NULL"
+            " ORDER BY submitted_at, id",
+            "jobs_roots_finished",
+        ),
+        (
             "SELECT id, status FROM jobs WHERE workflow = ? AND parent_id IS NULL"
             " AND (status = 'running' OR finished_at >= ?) ORDER BY submitted_at, id",
             "jobs_workflow",
@@ -169,8 +175,8 @@ async def test_definitions_are_saved_once_and_read_by_hash(journal):
         ),
     ],
 )
-async def test_queries_use_their_index(journal, journal_path, query, index):
-    await journal.flush()
+async def test_queries_use_their_index(sqlite_journal, journal_path, query, index):
+    await sqlite_journal.flush()
     conn = sqlite3.connect(journal_path)
     try:
         plan = " | ".join(

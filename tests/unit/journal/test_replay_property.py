@@ -1,4 +1,5 @@
-"""For random runs, the state rebuilt from a real SQLite journal equals the live state."""
+"""For random runs, the state rebuilt from a real journal (a SQLite file, a PostgreSQL database)
+equals the live state."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from manager.engine import (
 )
 from manager.journal import open_journal
 from manager.recorder import record, to_event
+from tests.pgdatabase import fresh_database, skip_without_postgres
 from tests.unit.engine.helpers import workflows
 
 FLOW = """
@@ -50,7 +52,7 @@ moves = st.lists(
 )
 
 
-async def _run(path: Path, jobs: int, items: int, plan: list[tuple[float, str]]) -> None:
+async def _run(path: Path | str, jobs: int, items: int, plan: list[tuple[float, str]]) -> None:
     defs = workflows(FLOW)
     live = EngineState.from_workflows(defs)
     journal = await open_journal(path)
@@ -105,3 +107,11 @@ async def _run(path: Path, jobs: int, items: int, plan: list[tuple[float, str]])
 def test_state_rebuilt_from_the_journal_equals_the_live_state(jobs, items, plan):
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(_run(Path(tmp) / "wm.db", jobs, items, plan))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=st.integers(1, 3), items=st.integers(0, 3), plan=moves)
+def test_state_rebuilt_from_a_postgresql_journal_equals_the_live_state(jobs, items, plan):
+    skip_without_postgres()
+    with fresh_database() as url:
+        asyncio.run(_run(url, jobs, items, plan))

@@ -1,0 +1,86 @@
+"""The PostgreSQL journal (`PgJournal`, behind the `Journal` protocol); `open_pg_journal`
+opens one."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from manager.errors import JournalError
+from manager.journal.base import BaseJournal
+from manager.journal.postgres import retention
+from manager.journal.postgres.failures import open_failure, read_failure
+from manager.journal.postgres.location import PgLocation
+from manager.journal.postgres.reads import POOL_SIZE, POOL_TIMEOUT_S, PgReads, pg_sql
+from manager.journal.postgres.schema import SCHEMA_VERSION, prepare
+from manager.journal.postgres.store import Operation, PgStore
+from manager.journal.statements import SAVE_DEFINITION
+from manager.journal.writer import Writer
+
+__all__ = ["PgJournal", "open_pg_journal"]
+
+log = logging.getLogger(__name__)
+_SAVE_DEFINITION = pg_sql(SAVE_DEFINITION)
+
+
+async def open_pg_journal(url: str, *, create: bool = True) -> PgJournal:
+    """Open the journal in the database at `url`, creating its tables if needed (`create`).
+
+    JournalError (one line, no password) if the URL is bad, the database cannot be reached or
+    refuses us, or it is not a workflow-manager journal of a version this one reads.
+    """
+    where = PgLocation.parse(url)
+    try:
+        conn = await psycopg.AsyncConnection.connect(where.conninfo, autocommit=True)
+    except psycopg.Error as exc:
+        raise open_failure(exc, where) from exc
+    try:
+        old = await prepare(conn, where, create=create)
+        pool = AsyncConnectionPool(
+            where.conninfo,
+            min_size=1,
+            max_size=POOL_SIZE,
+            kwargs={"autocommit": True},
+            timeout=POOL_TIMEOUT_S,
+            # A connection the server dropped (a restart) is replaced, not handed to a read.
+            check=AsyncConnectionPool.check_connection,
+            open=False,
+            name="journal-reads",
+        )
+        await pool.open(wait=True, timeout=POOL_TIMEOUT_S)
+    except BaseException as exc:
+        await conn.close()
+        if isinstance(exc, psycopg.Error):
+            raise open_failure(exc, where) from exc
+        raise
+    if old < SCHEMA_VERSION:
+        log.info("journal schema at %s: version %d -> %d", where, old, SCHEMA_VERSION)
+    return PgJournal(where, Writer(PgStore(conn, where), str(where)), pool)
+
+
+class PgJournal(BaseJournal):
+    """Appends batches with group commit on one connection; reads on a small pool."""
+
+    read_errors = (psycopg.Error,)
+    retention = retention
+
+    def __init__(self, where: PgLocation, writer: Writer, pool: AsyncConnectionPool) -> None:
+        super().__init__(str(where), writer, PgReads(pool))
+        self.location = where
+        self._pool = pool
+
+    async def _close_reads(self) -> None:
+        await self._pool.close()
+
+    def _save_definitions(self, rows: list[tuple[Any, ...]]) -> Operation:
+        async def save(conn: psycopg.AsyncConnection) -> None:
+            async with conn.transaction(), conn.cursor() as cursor:
+                await cursor.executemany(_SAVE_DEFINITION, rows)
+
+        return save
+
+    def _read_failure(self, exc: BaseException, what: str) -> JournalError:
+        return read_failure(exc, self.location, what)

@@ -1,0 +1,43 @@
+"""The PostgreSQL journal's reads: the shared query functions run on a small connection pool."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PgReads", "pg_sql", "without_nul", "POOL_SIZE", "POOL_TIMEOUT_S"]
+
+# API reads run side by side; the manager's own reads (recovery) are few and sequential.
+POOL_SIZE = 4
+# A read waits this long for a connection (the database may be restarting) before it fails.
+POOL_TIMEOUT_S = 10.0
+
+
+@functools.lru_cache(maxsize=512)
+def pg_sql(sql: str) -> str:
+    """The shared SQL (`?` placeholders) in psycopg's paramstyle (`%s`; a literal % doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def without_nul(values: Iterable[Any]) -> tuple[Any, ...]:
+    """`values` with each NUL in a text as U+FFFD, as PostgreSQL's text stores it (`store`)."""
+    return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in values)
+
+
+class PgReads:
+    """`execute_fetchall` (the `queries.Reads` protocol) on a pooled autocommit connection."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
+
+    async def execute_fetchall(
+        self, sql: str, parameters: Iterable[Any] | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Run one query (its own snapshot, as SQLite's reader has) and return every row."""
+        params = None if parameters is None else without_nul(parameters)
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(sql if params is None else pg_sql(sql), params)
+            return await cursor.fetchall()

@@ -1,0 +1,77 @@
+"""The PostgreSQL journal's write connection (the writer's `Store`).
+
+A group is one transaction: each segment's rows go with `executemany`, which psycopg sends in
+pipeline mode (no round trip per row), and COMMIT waits for the server's WAL flush
+(`synchronous_commit` on, PostgreSQL's default), so an acked message survives a crash of the
+database server too.
+
+PostgreSQL's text cannot hold NUL, which a stray reply's correlation id may: there it is
+stored as U+FFFD, so that one message cannot fail the commit of every batch in its group (no
+job id or step name can hold either character, so the row replays to the same "ignored").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import psycopg
+
+from manager.errors import JournalError
+from manager.journal.postgres.failures import is_database_error, write_failure
+from manager.journal.postgres.location import PgLocation
+from manager.journal.postgres.reads import pg_sql, without_nul
+from manager.journal.statements import INSERT_EVENT, MARK_SENT, UPSERT_JOB
+from manager.journal.writer import Segment
+
+__all__ = ["PgStore", "Operation", "storable_events"]
+
+# Runs on the write connection; it manages its own transaction.
+Operation = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
+
+# The event columns that carry text from the wire as it came: job_id, root_id, step, msg_id
+# (the JSON columns are escaped, the others are the manager's own).
+_RAW_TEXT_COLUMNS = (2, 3, 4, 8)
+_INSERT_EVENT = pg_sql(INSERT_EVENT)
+_UPSERT_JOB = pg_sql(UPSERT_JOB)
+_MARK_SENT = pg_sql(MARK_SENT)
+
+
+def _has_nul(row: tuple[Any, ...]) -> bool:
+    return any(isinstance(row[i], str) and "\x00" in row[i] for i in _RAW_TEXT_COLUMNS)
+
+
+def storable_events(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Event rows as PostgreSQL can store them: a NUL in a wire-given text becomes U+FFFD."""
+    return [without_nul(row) if _has_nul(row) else row for row in rows]
+
+
+class PgStore:
+    """One autocommit connection; every write is an explicit transaction on it."""
+
+    def __init__(self, conn: psycopg.AsyncConnection, where: PgLocation) -> None:
+        self._conn = conn
+        self._where = where
+
+    async def write(self, segments: list[Segment]) -> None:
+        """Write the segments in one transaction."""
+        async with self._conn.transaction(), self._conn.cursor() as cursor:
+            for segment in segments:
+                if segment.events:
+                    await cursor.executemany(_INSERT_EVENT, storable_events(segment.events))
+                if segment.jobs:
+                    await cursor.executemany(_UPSERT_JOB, segment.jobs)
+                if segment.sent:
+                    await cursor.executemany(_MARK_SENT, segment.sent)
+
+    async def run(self, operation: Operation) -> Any:
+        """`operation(conn)` on the write connection."""
+        return await operation(self._conn)
+
+    def write_failure(self, exc: BaseException) -> JournalError | None:
+        """A psycopg error as the journal's error naming the database; None for any other."""
+        return write_failure(exc, self._where) if is_database_error(exc) else None
+
+    async def close(self) -> None:
+        """Close the connection (a transaction left open is rolled back by the server)."""
+        await self._conn.close()

@@ -1,0 +1,21 @@
+"""What PostgreSQL's text cannot hold: a NUL from the wire is stored as U+FFFD, and the journal
+stays healthy (in SQLite it is stored as it came)."""
+
+from __future__ import annotations
+
+from manager.journal import Batch
+from tests.unit.journal.helpers import replied, submitted
+
+
+async def test_a_nul_in_a_stray_replys_ids_does_not_fail_the_journal(journal):
+    stray = replied("j\x00", step="a\x00b", msg_id="m\x00")
+    await journal.append(Batch(events=[stray, submitted("ok")]))
+
+    assert journal.failure is None
+    (ok,) = await journal.events_of("ok")
+    assert ok.kind == "submitted"
+    stored = await journal.events_of("j\x00") or await journal.events_of("j\ufffd")
+    assert [(row.kind, row.step) for row in stored] in (
+        [("replied", "a\x00b")],
+        [("replied", "a\ufffdb")],
+    )
