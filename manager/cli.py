@@ -39,12 +39,14 @@ examples:
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --delay 600
   workflow-manager submit book-word-counts --payload '{"path": "urgent.txt"}' --priority 9
+  workflow-manager submit book-word-counts --payload '{"path": "a.txt"}' --meta '{"tenant": "acme"}'
   workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager watch 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   curl -N 'http://127.0.0.1:8080/api/events?workflow=book-word-counts'
   workflow-manager journal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --db wm.db
   workflow-manager cancel 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager signal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 approve --payload '{"ok": true}'
   workflow-manager dead-letters list --limit 20
   workflow-manager dead-letters replay --id 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10:book-split
   API_TOKEN=s3cret workflow-manager bridge --config workflows.yaml
@@ -93,6 +95,18 @@ def priority_arg(text: str) -> int:
             f"{text!r} is not a priority (an integer from 0 to {MAX_PRIORITY}, higher first)"
         )
     return int(text)
+
+
+def meta_arg(text: str) -> dict[str, Any]:
+    """An argparse type: job metadata, a JSON object, or a usage error."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        example = '{"tenant": "acme"}'
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object, e.g. '{example}'")
+    return value
 
 
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
@@ -208,6 +222,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="0 to 9, higher first where the manager holds work back (default: 0)",
     )
     submit.add_argument(
+        "--meta",
+        type=meta_arg,
+        metavar="JSON",
+        help="job metadata, a JSON object sent on every request of the job as x-meta",
+    )
+    submit.add_argument(
         "--wait",
         action="store_true",
         help="show progress (following the API's event stream), print the result; exit 1 if "
@@ -224,6 +244,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         control = commands.add_parser(action, help=text)
         control.add_argument("job_id", type=job_id_arg, help="job UUID")
         _add_api_options(control, env)
+
+    signal = commands.add_parser(
+        "signal", help="signal a waiting step (wait: true): its payload becomes the step's output"
+    )
+    signal.add_argument("job_id", type=job_id_arg, help="job UUID (a child job's too)")
+    signal.add_argument("step", help="the waiting step's name")
+    signal.add_argument("--payload", default="{}", help="the signal, a JSON object (default: {})")
+    _add_api_options(signal, env)
 
     journal = commands.add_parser("journal", help="print a job's journal entries in order")
     journal.add_argument("job_id", type=job_id_arg, help="job UUID")
@@ -325,6 +353,8 @@ def _run(args: argparse.Namespace) -> int:
         return _journal(args)
     if args.command in ("cancel", "retry"):
         return _control(args)
+    if args.command == "signal":
+        return _signal(args)
     if args.command == "dead-letters":
         return _dead_letters(args)
     if args.command == "bridge":
@@ -387,12 +417,9 @@ def _usage(message: str) -> int:
 def _submit(args: argparse.Namespace) -> int:
     from manager.client import fetch_job, follow_job, progress_line, submit_job
 
-    try:
-        payload = json.loads(args.payload)
-    except ValueError as exc:
-        return _usage(f"--payload is not valid JSON: {exc}")
-    if not isinstance(payload, dict):
-        return _usage(f"--payload must be a JSON object, got {type(payload).__name__}")
+    payload = _json_object(args.payload)
+    if isinstance(payload, str):
+        return _usage(payload)
     job_id = args.job_id or str(uuid.uuid4())
     last_line = ""
 
@@ -414,6 +441,7 @@ def _submit(args: argparse.Namespace) -> int:
             args.amqp_url, args.workflow, payload, job_id, queue=args.queue, wait=args.wait,
             priority=args.priority,
             delay_s=args.delay,
+            meta=args.meta,
         )  # fmt: skip
         if not args.wait:
             return await sending
@@ -461,6 +489,29 @@ def _control(args: argparse.Namespace) -> int:
     job = asyncio.run(control_job(args.api_url, job_id, args.command, args.api_token))
     print(f"job {job_id}: {job.get('status')}")
     return EXIT_OK
+
+
+def _signal(args: argparse.Namespace) -> int:
+    from manager.client import signal_step
+
+    payload = _json_object(args.payload)
+    if isinstance(payload, str):
+        return _usage(payload)
+    answer = asyncio.run(signal_step(args.api_url, args.job_id, args.step, payload, args.api_token))
+    said = "kept until the step is reached" if answer.get("status") == "kept" else "completed"
+    print(f"job {args.job_id} step {args.step}: {said}")
+    return EXIT_OK
+
+
+def _json_object(text: str) -> dict[str, Any] | str:
+    """`--payload` as a JSON object, or the usage error saying why it is not one."""
+    try:
+        payload = json.loads(text)
+    except ValueError as exc:
+        return f"--payload is not valid JSON: {exc}"
+    if not isinstance(payload, dict):
+        return f"--payload must be a JSON object, got {type(payload).__name__}"
+    return payload
 
 
 def _journal(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import aio_pika
 import httpx
@@ -23,7 +24,7 @@ from manager.transport import (
     trigger_queue,
 )
 from manager.transport.errors import broker_errors
-from manager.transport.naming import HEADER_DELAY, HEADER_PRIORITY
+from manager.transport.naming import HEADER_DELAY, HEADER_META, HEADER_PRIORITY
 
 __all__ = [
     "Outcome",
@@ -57,17 +58,20 @@ async def submit_job(
     progress_every_s: float = 0.5,
     priority: int = 0,
     delay_s: float | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> Outcome | None:
     """Publish a trigger for `workflow`; with `wait`, return the outcome message when it comes.
 
     A non-zero `priority` (0-9) goes in the trigger's `x-priority` header, a `delay_s` (the
-    job starts that many seconds from now) in `x-delay`.
+    job starts that many seconds from now) in `x-delay`, `meta` (job metadata) in `x-meta`.
     """
     headers: dict[str, Any] = {TRIGGER_WORKFLOW_HEADER: workflow}
     if priority:
         headers[HEADER_PRIORITY] = priority
     if delay_s is not None:
         headers[HEADER_DELAY] = delay_s
+    if meta is not None:
+        headers[HEADER_META] = json.dumps(meta)
     with broker_errors("cannot connect to RabbitMQ"):
         connection = await aio_pika.connect(amqp_url, timeout=10)
     async with connection:
@@ -168,16 +172,26 @@ async def control_job(
     return await _call(api_url, "POST", f"/api/job/{job_id}/retry", api_token)
 
 
+async def signal_step(
+    api_url: str, job_id: str, step: str, payload: dict[str, Any], api_token: str | None = None
+) -> dict[str, Any]:
+    """Signal a waiting step (`POST /api/job/{id}/signal/{step}`): `{"job", "step", "status"}`."""
+    path = f"/api/job/{job_id}/signal/{quote(step, safe='')}"
+    return await _call(api_url, "POST", path, api_token, payload)
+
+
 def api_headers(api_token: str | None) -> dict[str, str]:
     """The headers a call to the manager's API carries: the bearer token when there is one."""
     return {"Authorization": f"Bearer {api_token}"} if api_token else {}
 
 
-async def _call(api_url: str, method: str, path: str, api_token: str | None) -> dict[str, Any]:
+async def _call(
+    api_url: str, method: str, path: str, api_token: str | None, body: Any = None
+) -> dict[str, Any]:
     url = f"{api_url.rstrip('/')}{path}"
     try:
         async with httpx.AsyncClient(timeout=10, headers=api_headers(api_token)) as client:
-            response = await client.request(method, url)
+            response = await client.request(method, url, json=body)
     except httpx.HTTPError as exc:
         raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc
     if response.status_code != 200:

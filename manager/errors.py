@@ -7,8 +7,9 @@
     │   ├── InvalidPayload     the payload is not a JSON object
     │   ├── InvalidJobId       the job id is not a UUID
     │   └── DuplicateJob       a job with that id already exists
-    ├── JobNotFound            no job has the given id (cancel, retry)
-    ├── JobConflict            the job is not in a state that allows the request (cancel, retry)
+    ├── JobNotFound            no job (or no such step) has the given id (cancel, retry, signal)
+    ├── JobConflict            the job is not in a state that allows the request (cancel,
+    │                          retry, signal)
     ├── BrokerError            RabbitMQ cannot be reached or refused an operation
     │   └── Unroutable         a published message reached no queue (the queue does not exist)
     ├── JournalError           the journal (SQLite or PostgreSQL) cannot be opened or written

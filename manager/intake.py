@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from manager.engine import JobSubmitted, StepReplied
+from manager.engine import JobSubmitted, SignalReceived, StepReplied
+from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_json
 from manager.engine.state import MAX_PRIORITY
 from manager.starttimes import StartTimeError, start_time
@@ -21,13 +22,22 @@ from manager.transport.naming import (
     HEADER_ATTEMPT,
     HEADER_DELAY,
     HEADER_ERROR,
+    HEADER_META,
+    HEADER_META_PATCH,
     HEADER_NOT_BEFORE,
     HEADER_PRIORITY,
     HEADER_TRACEPARENT,
     TRIGGER_WORKFLOW_HEADER,
 )
 
-__all__ = ["Undeliverable", "reply_event", "trigger_event", "trigger_priority"]
+__all__ = [
+    "Undeliverable",
+    "reply_event",
+    "trigger_event",
+    "trigger_meta",
+    "trigger_priority",
+    "signal_event",
+]
 
 _MAX_ATTEMPT = 2**31  # far beyond any retry policy; larger values are noise, not attempts
 
@@ -95,7 +105,22 @@ def reply_event(delivery: Delivery, at: float, max_bytes: int) -> StepReplied | 
         at=at,
         error=error,
         attempt=_header_int(headers, HEADER_ATTEMPT),
+        meta_patch=header_text(headers, HEADER_META_PATCH),
     )
+
+
+def trigger_meta(text: str | None, what: str) -> dict[str, Any] | None | Undeliverable:
+    """Job metadata given as JSON text (`what` names where: a header, a query parameter): a
+    JSON object, None when absent, else why not."""
+    if text is None:
+        return None
+    try:
+        meta = decode_json(text.encode(), what)
+    except ReplyError as exc:
+        return Undeliverable(str(exc).replace(f"{what} body is", f"{what} is", 1))
+    if not isinstance(meta, dict):
+        return Undeliverable(f"{what} must be a JSON object, got {json_type(meta)}")
+    return meta
 
 
 def trigger_event(
@@ -131,6 +156,9 @@ def trigger_event(
     priority = trigger_priority(headers)
     if isinstance(priority, Undeliverable):
         return priority
+    meta = trigger_meta(header_text(headers, HEADER_META), f"trigger header '{HEADER_META}'")
+    if isinstance(meta, Undeliverable):
+        return meta
     trace = submitter_trace(delivery.headers.get(HEADER_TRACEPARENT), "trigger")
     return JobSubmitted(
         job_id=delivery.correlation_id or new_id,
@@ -142,4 +170,25 @@ def trigger_event(
         trace_parent=trace.span_id if trace else None,
         not_before=not_before,
         priority=priority,
+        meta=meta,
     )
+
+
+def signal_event(delivery: Delivery, at: float, max_bytes: int) -> SignalReceived | Undeliverable:
+    """A message of the signals queue as a signal: correlation id `<job-uuid>:<step>`, and a
+    JSON object body (empty counts as `{}`) that becomes the waiting step's output."""
+    parts = split_correlation_id(delivery.correlation_id or "")
+    if parts is None:
+        return Undeliverable(
+            f"signal has correlation id {delivery.correlation_id!r}; "
+            "expected '<job-uuid>:<step-name>' (the job and its waiting step)"
+        )
+    if len(delivery.body) > max_bytes:
+        return Undeliverable(f"signal body is {len(delivery.body)} bytes; the limit is {max_bytes}")
+    try:
+        payload = decode_json(delivery.body, "signal") if delivery.body.strip() else {}
+    except ReplyError as exc:
+        return Undeliverable(str(exc))
+    if not isinstance(payload, dict):
+        return Undeliverable(f"signal body must be a JSON object, got {json_type(payload)}")
+    return SignalReceived(job_id=parts[0], step=parts[1], payload=payload, at=at)

@@ -37,6 +37,8 @@ from manager.engine import (
     JobStatus,
     StepCompensation,
     StepFinished,
+    StepStatus,
+    StepWaiting,
 )
 
 __all__ = ["Metrics", "Watched", "METRIC_NAMES"]
@@ -65,6 +67,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_running": "gauge",
     f"{_P}jobs_queued": "gauge",
     f"{_P}jobs_scheduled": "gauge",
+    f"{_P}steps_waiting": "gauge",
     f"{_P}job_duration_seconds": "histogram",
     f"{_P}step_requests_total": "counter",
     f"{_P}step_failures_total": "counter",
@@ -156,6 +159,10 @@ class Metrics:
             f"{_P}steps_skipped", "Steps skipped by their `when` (no request sent).", step,
             registry=r,
         )  # fmt: skip
+        self._steps_waiting = Gauge(
+            f"{_P}steps_waiting", "Steps waiting for a signal (wait: true), child jobs' too.", step,
+            registry=r,
+        )  # fmt: skip
         self._steps_recovered = Counter(
             f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
             step, registry=r,
@@ -167,7 +174,7 @@ class Metrics:
         self._dead_letters = Counter(
             f"{_P}dead_letters",
             "Messages dead-lettered, by reason (bad_reply, invalid_trigger, unknown_workflow, "
-            "invalid_id, invalid_payload).",
+            "invalid_id, invalid_payload, bad_signal).",
             ["reason"], registry=r,
         )  # fmt: skip
         self._commit_seconds = Histogram(
@@ -187,15 +194,19 @@ class Metrics:
         self._skipped = _Children(self._steps_skipped)
         self._recovered = _Children(self._steps_recovered)
         self._undone = _Children(self._compensations)
+        self._waits = _Children(self._steps_waiting)
+        # Each job's steps waiting for a signal: the gauge goes down when one ends, or its job.
+        self._waiting: dict[str, set[str]] = {}
         self._finished = _Children(self._jobs_finished)
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
         self._started_at: dict[str, float] = {}
         # Top-level jobs waiting to start (scheduled, or queued), and the gauge each counts in.
-        self._waiting: dict[str, Any] = {}
+        self._unstarted: dict[str, Any] = {}
         self._handlers: dict[type, Callable[[Any], None]] = {
             JobScheduled: self._job_scheduled,
             JobQueued: self._job_queued,
+            StepWaiting: self._step_waiting,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
             StepCompensation: self._step_compensation,
@@ -222,7 +233,7 @@ class Metrics:
     def recovered(self, jobs: Iterable[Job]) -> None:
         """Set the running and scheduled gauges from the jobs recovery brought back (top-level)."""
         running: collections.Counter[str] = collections.Counter()
-        self._waiting.clear()
+        self._unstarted.clear()
         for series in self._workflows.values():
             series.running.set(0)
             series.scheduled.set(0)
@@ -234,12 +245,24 @@ class Metrics:
                 series = self._workflow(job.workflow.name)
                 gauge = series.scheduled if job.status is JobStatus.SCHEDULED else series.queued
                 gauge.inc()
-                self._waiting[job.id] = gauge
+                self._unstarted[job.id] = gauge
             elif not job.is_settled:
                 # A failed job still running its on_error steps has not ended yet.
                 running[job.workflow.name] += 1
         for name, count in running.items():
             self._workflow(name).running.set(count)
+        self._recover_waits(jobs)
+
+    def _recover_waits(self, jobs: Iterable[Job]) -> None:
+        """Set the waiting-steps gauge from the recovered jobs (children too)."""
+        self._waiting.clear()
+        for child in self._waits.values():
+            child.set(0)
+        for job in jobs:
+            for run in job.steps.values():
+                if run.status is StepStatus.WAITING and job.is_live(run.name):
+                    self._waiting.setdefault(job.id, set()).add(run.name)
+                    self._waits(job.workflow.name, run.name).inc()
 
     def observe(self, commands: Sequence[Command]) -> None:
         """Count one committed event's commands."""
@@ -262,7 +285,25 @@ class Metrics:
     def _dispatched(self, command: Dispatch) -> None:
         self._requests(command.workflow, command.step).inc()
 
+    def _step_waiting(self, command: StepWaiting) -> None:
+        self._waiting.setdefault(command.job_id, set()).add(command.step)
+        self._waits(command.workflow, command.step).inc()
+
+    def _wait_ended(self, job_id: str, workflow: str, step: str | None) -> None:
+        """A waiting step ended (or, `step` None, every one of its job's: the job ended)."""
+        steps = self._waiting.get(job_id)
+        if not steps:
+            return
+        ended = list(steps) if step is None else [step] if step in steps else []
+        for name in ended:
+            steps.discard(name)
+            self._waits(workflow, name).dec()
+        if not steps:
+            del self._waiting[job_id]
+
     def _step_finished(self, command: StepFinished) -> None:
+        if self._waiting:
+            self._wait_ended(command.job_id, command.workflow, command.step)
         if command.outcome == "skipped":
             self._skipped(command.workflow, command.step).inc()
             return
@@ -277,20 +318,20 @@ class Metrics:
             self._failures(command.workflow, command.step, command.reason or "error").inc()
 
     def _job_scheduled(self, command: JobScheduled) -> None:
-        self._wait(command.job_id, self._workflow(command.workflow).scheduled)
+        self._join_unstarted(command.job_id, self._workflow(command.workflow).scheduled)
 
     def _job_queued(self, command: JobQueued) -> None:
-        self._wait(command.job_id, self._workflow(command.workflow).queued)
+        self._join_unstarted(command.job_id, self._workflow(command.workflow).queued)
 
-    def _wait(self, job_id: str, gauge: Any) -> None:
+    def _join_unstarted(self, job_id: str, gauge: Any) -> None:
         """The job waits to start, counted in `gauge` (a scheduled job may queue next)."""
-        self._stop_waiting(job_id)
+        self._leave_unstarted(job_id)
         gauge.inc()
-        self._waiting[job_id] = gauge
+        self._unstarted[job_id] = gauge
 
-    def _stop_waiting(self, job_id: str) -> bool:
+    def _leave_unstarted(self, job_id: str) -> bool:
         """The job no longer waits to start; True if it was waiting."""
-        gauge = self._waiting.pop(job_id, None)
+        gauge = self._unstarted.pop(job_id, None)
         if gauge is None:
             return False
         gauge.dec()
@@ -304,17 +345,19 @@ class Metrics:
         if command.parent_id is not None:
             return  # a child job counts in its steps, under its top-level workflow
         series = self._workflow(command.workflow)
-        self._stop_waiting(command.job_id)
+        self._leave_unstarted(command.job_id)
         series.started.inc()
         series.running.inc()
         self._started_at[command.job_id] = command.at
 
     def _job_finished(self, command: JobFinished) -> None:
+        if self._waiting:
+            self._wait_ended(command.job_id, command.workflow, None)
         if command.parent_id is not None:
             return
         series = self._workflow(command.workflow)
         self._finished(command.workflow, str(command.status)).inc()
-        if self._stop_waiting(command.job_id):
+        if self._leave_unstarted(command.job_id):
             return  # cancelled before it started: it never ran
         series.running.dec()
         started_at = self._started_at.pop(command.job_id, command.submitted_at)
@@ -346,6 +389,10 @@ class _Children:
     def __init__(self, metric: Any) -> None:
         self._metric = metric
         self._made: dict[tuple[str, ...], Any] = {}
+
+    def values(self) -> list[Any]:
+        """The children made so far."""
+        return list(self._made.values())
 
     def __len__(self) -> int:
         return len(self._made)

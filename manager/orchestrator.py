@@ -37,7 +37,9 @@ from manager.engine import (
     JobStarted,
     JobSubmitted,
     RetryRequested,
+    SignalReceived,
     StartTimer,
+    StepStatus,
     TimerFired,
     apply,
     canonical_uuid,
@@ -70,7 +72,14 @@ from manager.recorder import (
 from manager.settings import ManagerSettings, step_queues
 from manager.timekeeper import Timekeeper
 from manager.traces import TraceParent, new_trace_id
-from manager.transport import Delivery, Outbound, Transport, dead_letter_queue, trigger_queue
+from manager.transport import (
+    Delivery,
+    Outbound,
+    Transport,
+    dead_letter_queue,
+    signal_queue,
+    trigger_queue,
+)
 
 __all__ = ["ManagerSettings", "Orchestrator", "step_queues"]
 
@@ -164,6 +173,7 @@ class Orchestrator:
             [
                 queue,
                 trigger_queue(queue),
+                signal_queue(queue),
                 dead_letter_queue(queue),
                 *step_queues(self.workflows.values()),
             ]
@@ -174,6 +184,7 @@ class Orchestrator:
             self._timers.arm(key, due_at)
         await self.transport.consume(queue, self._tracked(self.on_reply))
         await self.transport.consume(trigger_queue(queue), self._tracked(self.on_trigger))
+        await self.transport.consume(signal_queue(queue), self._tracked(self.on_signal))
         self._retention = asyncio.create_task(self._keep_retention(), name="retention")
         log.info(
             "consuming replies on '%s' and triggers on '%s' (%d running jobs recovered, "
@@ -295,6 +306,32 @@ class Orchestrator:
         self.transport.ack(delivery)
         await asyncio.shield(sending)  # as in on_reply
 
+    async def on_signal(self, delivery: Delivery) -> None:
+        """A signal for a waiting step: apply it, or dead-letter it with why it cannot be."""
+        event = intake.signal_event(delivery, self.now(), self.settings.max_message_bytes)
+        if isinstance(event, intake.Undeliverable):
+            reason = event.reason
+        else:
+            reason = await self._finished_reason(event.job_id)
+            if reason is None:
+                result, sending = await self._process(event)
+                reason = result.refused.reason if result.refused is not None else None
+        if reason is not None:
+            log.warning(
+                "signal refused: %s reason=%s", delivery.correlation_id, reason,
+                extra={"job": delivery.correlation_id or None},
+            )  # fmt: skip
+            await self._dead_letter(delivery, reason, "bad_signal")
+            self.transport.ack(delivery)
+            return
+        self.transport.ack(delivery)
+        await asyncio.shield(sending)
+
+    async def _finished_reason(self, job_id: str) -> str | None:
+        """Why a signal cannot be for `job_id`: it ended and left memory; None when it did not."""
+        row = await self.finished_row(job_id)
+        return None if row is None else f"job {row.id} is already {row.status}"
+
     async def _answer_finished(self, event: JobSubmitted) -> bool:
         """A trigger for a job that ended and left memory: answer from the journal, once more."""
         row = await self.finished_row(event.job_id)
@@ -402,8 +439,11 @@ class Orchestrator:
         priority: int = 0,
         *,
         not_before: float | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> str:
         """Start a job (the HTTP API's way in); returns its id or raises a SubmitError.
+
+        `meta` is the job's metadata (sent on each of its requests as `x-meta`).
 
         The job joins `trace` (the caller's trace context), else it starts a trace of its own.
         `priority` (0-9, higher first) orders it wherever the manager holds work back.
@@ -427,6 +467,7 @@ class Orchestrator:
             job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
             priority=priority,
             not_before=not_before,
+            meta=meta,
         )  # fmt: skip
         result, sending = await self._process(self.pinned(submitted))
         if result.rejected is not None:
@@ -482,6 +523,23 @@ class Orchestrator:
             if row.root_id not in self._state.jobs:
                 replay(self._state, map(to_event, rows))
         return await self._control(RetryRequested(canonical, self.now()))
+
+    async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
+        """Signal a waiting step; returns "completed" (it was waiting) or "kept" (it will be,
+        and completes when reached). JobNotFound or JobConflict (with why) otherwise."""
+        canonical = canonical_uuid(job_id) or job_id
+        reason = await self._finished_reason(canonical)
+        if reason is not None:
+            raise JobConflict(reason)
+        job = self._state.jobs.get(canonical)  # before: a job that completes leaves memory
+        result, sending = await self._process(SignalReceived(canonical, step, payload, self.now()))
+        refused = result.refused
+        if refused is not None or job is None:
+            reason = refused.reason if refused else f"no job {canonical}"
+            kind = refused.kind if refused else "not-found"
+            raise (JobNotFound if kind == "not-found" else JobConflict)(reason)
+        await sending
+        return "kept" if job.steps[step].status is StepStatus.PENDING else "completed"
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
         job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory

@@ -29,6 +29,7 @@ from manager.engine import (
     NotifyOutcome,
     Refused,
     RetryRequested,
+    SignalReceived,
     StepReplied,
     Subject,
     TimerFired,
@@ -119,27 +120,16 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
     job_id, root_id = subject.job_id, subject.root_id
     if isinstance(event, StepReplied):
         meta: dict[str, Any] = {} if event.error is None else {"error": event.error}
+        if event.meta_patch is not None:
+            meta["meta_patch"] = event.meta_patch
         return EventRow(
             at=event.at, kind=EventKind.REPLIED, job_id=event.job_id, root_id=root_id,
             step=event.step, attempt=event.attempt, body=event.body, meta=meta,
         )  # fmt: skip
     if isinstance(event, JobSubmitted):
-        meta = {"id": event.job_id, "workflow": event.workflow}
-        if event.reply_to:
-            meta["reply_to"] = event.reply_to
-        if event.definition:
-            meta["definition"] = event.definition
-        if event.trace_id:
-            meta["trace"] = event.trace_id
-        if event.trace_parent:
-            meta["trace_parent"] = event.trace_parent
-        if event.not_before is not None:
-            meta["not_before"] = event.not_before
-        if event.priority:
-            meta["priority"] = event.priority
         return EventRow(
             at=event.at, kind=EventKind.SUBMITTED, job_id=job_id, root_id=root_id,
-            body=jsontext.dumps(event.payload), meta=meta,
+            body=jsontext.dumps(event.payload), meta=_submission(event),
         )  # fmt: skip
     if isinstance(event, TimerFired):
         step, attempt = _timer_step(event.key)
@@ -147,11 +137,32 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
             at=event.at, kind=EventKind.TIMER, job_id=job_id, root_id=root_id, step=step,
             attempt=attempt, meta={"key": event.key},
         )  # fmt: skip
+    if isinstance(event, SignalReceived):
+        return EventRow(
+            at=event.at, kind=EventKind.SIGNAL, job_id=job_id, root_id=root_id, step=event.step,
+            body=jsontext.dumps(event.payload), meta={"id": event.job_id},
+        )  # fmt: skip
     if isinstance(event, CancelRequested | RetryRequested):
         kind = EventKind.CANCEL if isinstance(event, CancelRequested) else EventKind.RETRY
         meta = {"id": event.job_id}
         return EventRow(at=event.at, kind=kind, job_id=job_id, root_id=root_id, meta=meta)
     raise TypeError(f"{type(event).__name__} is not journaled")
+
+
+def _submission(event: JobSubmitted) -> dict[str, Any]:
+    """What a submission row keeps besides the payload: only what was given."""
+    meta: dict[str, Any] = {"id": event.job_id, "workflow": event.workflow}
+    optional = {
+        "reply_to": event.reply_to or None,
+        "definition": event.definition or None,
+        "trace": event.trace_id or None,
+        "trace_parent": event.trace_parent or None,
+        "not_before": event.not_before,
+        "priority": event.priority or None,
+        "meta": event.meta,
+    }
+    meta.update((key, value) for key, value in optional.items() if value is not None)
+    return meta
 
 
 def _timer_step(key: str) -> tuple[str | None, int | None]:
@@ -167,7 +178,7 @@ def _dispatch(at: float, command: Dispatch, reply_queue: str) -> tuple[EventRow,
         trace = traceparent(command.trace_id, span)
     message = step_request(
         command.queue, body, command.correlation_id, reply_queue, command.workflow,
-        command.attempt, command.message_id, trace, command.priority,
+        command.attempt, command.message_id, trace, command.priority, command.meta,
     )  # fmt: skip
     row = EventRow(
         at=at, kind=EventKind.DISPATCHED, job_id=command.job_id, root_id=command.root_id,
@@ -299,6 +310,7 @@ def to_event(row: EventRow) -> Event:
             trace_parent=meta.get("trace_parent"),
             not_before=meta.get("not_before"),
             priority=meta.get("priority", 0),
+            meta=meta.get("meta"),
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:
         return StepReplied(
@@ -308,6 +320,7 @@ def to_event(row: EventRow) -> Event:
             at=row.at,
             error=meta.get("error"),
             attempt=row.attempt,
+            meta_patch=meta.get("meta_patch"),
         )
     if row.kind == EventKind.TIMER:
         return TimerFired(key=meta["key"], at=row.at)
@@ -315,4 +328,7 @@ def to_event(row: EventRow) -> Event:
         return CancelRequested(job_id=meta["id"], at=row.at)
     if row.kind == EventKind.RETRY:
         return RetryRequested(job_id=meta["id"], at=row.at)
+    if row.kind == EventKind.SIGNAL and row.step:
+        payload = jsontext.loads(row.body or b"{}")
+        return SignalReceived(job_id=meta["id"], step=row.step, payload=payload, at=row.at)
     raise ValueError(f"journal row {row.seq} of kind '{row.kind}' is not an engine event")

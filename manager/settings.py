@@ -36,11 +36,13 @@ def step_queues(workflows: Iterable[Workflow]) -> list[str]:
     """Every queue a step of these workflows (their tasks and branches too) sends requests to.
 
     A step's compensation's queue too: it gets requests when the step's job fails later.
+    A waiting step (`wait: true`) has none.
     """
     queues: dict[str, None] = {}
     for workflow in workflows:
         for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
-            queues.update((step.queue_name, None) for step in flow.steps if step.task is None)
+            sent = (step for step in flow.steps if step.task is None and not step.wait)
+            queues.update((step.queue_name, None) for step in sent)
             queues.update(
                 (step.compensate.queue_name, None) for step in flow.steps if step.compensate
             )

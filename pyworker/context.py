@@ -9,10 +9,12 @@ from typing import Any
 
 from pyworker.protocol import (
     HEADER_ATTEMPT,
+    HEADER_META,
     HEADER_TRACEPARENT,
     HEADER_WORKFLOW,
     header_text,
     parse_attempt,
+    parse_meta,
     split_correlation_id,
 )
 
@@ -35,6 +37,8 @@ class StepContext:
         redelivered: True when RabbitMQ delivered this request before (e.g. a worker died).
         traceparent: The W3C `traceparent` header naming this attempt's span in the job's
             trace, or None; make it your span's parent (pyworker does, with OpenTelemetry).
+        meta: The job's metadata from the `x-meta` header (a JSON object; {} when none),
+            read-only. Add to it with `patch_meta`.
     """
 
     job_id: str
@@ -47,6 +51,18 @@ class StepContext:
     queue: str = ""
     redelivered: bool = False
     traceparent: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # What the handler adds to the job's metadata; sent with a successful reply.
+    meta_patch: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def patch_meta(self, patch: Mapping[str, Any]) -> None:
+        """Add `patch` to the job's metadata: sent as `x-meta-patch` with a successful reply,
+        deep-merged by the manager (later wins), so later requests of the job carry it.
+
+        Args:
+            patch: A JSON object, e.g. `{"tenant": {"plan": "pro"}}`.
+        """
+        self.meta_patch.update(patch)
 
     @classmethod
     def from_properties(
@@ -72,6 +88,7 @@ class StepContext:
             queue=queue,
             redelivered=redelivered,
             traceparent=header_text(headers.get(HEADER_TRACEPARENT)),
+            meta=MappingProxyType(parse_meta(headers.get(HEADER_META))),
         )
 
     @property

@@ -63,7 +63,8 @@ async def _outcome(
     try:
         with spans.span(ctx):  # a failure is recorded on the span, then answered below
             data = decode_request(body)
-            reply = result_reply(await handler.invoke(data, ctx, executor), ctx.attempt)
+            result = await handler.invoke(data, ctx, executor)
+            reply = result_reply(result, ctx.attempt, ctx.meta_patch)
     except Exception as exc:  # every failure of a step is reported to the manager, never raised
         reply = error_reply(exc, ctx.attempt)
         expected = isinstance(exc, ProtocolError | StepError | ValidationError)

@@ -19,6 +19,8 @@ __all__ = [
     "HEADER_ATTEMPT",
     "HEADER_ERROR",
     "HEADER_ERROR_TYPE",
+    "HEADER_META",
+    "HEADER_META_PATCH",
     "HEADER_TRACEPARENT",
     "HEADER_WORKFLOW",
     "Reply",
@@ -26,6 +28,7 @@ __all__ = [
     "error_reply",
     "header_text",
     "parse_attempt",
+    "parse_meta",
     "result_reply",
     "split_correlation_id",
 ]
@@ -36,6 +39,8 @@ HEADER_WORKFLOW = "x-workflow"
 HEADER_ERROR = "x-error"
 HEADER_ERROR_TYPE = "x-error-type"
 HEADER_TRACEPARENT = "traceparent"  # W3C trace context: the span of this step attempt
+HEADER_META = "x-meta"  # the job's metadata, a JSON object
+HEADER_META_PATCH = "x-meta-patch"  # a reply's addition to it, deep-merged by the manager
 _MAX_ERROR_CHARS = 4000  # keep x-error headers (and log lines) a readable size
 
 
@@ -66,8 +71,12 @@ def decode_request(body: bytes) -> dict[str, Any]:
     return data
 
 
-def result_reply(result: object, attempt: int) -> Reply:
-    """The reply for a handler's return value; InvalidResult unless it is a JSON object or None."""
+def result_reply(
+    result: object, attempt: int, meta_patch: Mapping[str, Any] | None = None
+) -> Reply:
+    """The reply for a handler's return value; InvalidResult unless it is a JSON object or None.
+
+    A non-empty `meta_patch` goes in the `x-meta-patch` header."""
     if result is None:
         result = {}
     if not isinstance(result, Mapping):
@@ -79,7 +88,13 @@ def result_reply(result: object, attempt: int) -> Reply:
         body = json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise InvalidResult(f"a step's result is not JSON-serialisable: {exc}") from exc
-    return Reply(body=body, headers={HEADER_ATTEMPT: attempt})
+    headers: dict[str, Any] = {HEADER_ATTEMPT: attempt}
+    if meta_patch:
+        try:
+            headers[HEADER_META_PATCH] = json.dumps(meta_patch, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidResult(f"a metadata patch is not JSON-serialisable: {exc}") from exc
+    return Reply(body=body, headers=headers)
 
 
 def error_reply(exc: BaseException, attempt: int) -> Reply:
@@ -101,6 +116,18 @@ def header_text(value: object) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return str(value)
+
+
+def parse_meta(value: object) -> dict[str, Any]:
+    """The job metadata in an `x-meta` header: a JSON object; {} when absent or not one."""
+    text = header_text(value)
+    if text is None:
+        return {}
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def parse_attempt(value: object) -> int | None:

@@ -35,7 +35,17 @@ export class StepContext {
     // Echoed only when the request carried a valid one: without it the manager counts the reply
     // for the step's current attempt, which is right; a made-up 1 could be wrong.
     Object.defineProperty(this, 'echoAttempt', { value: attempt, enumerable: false });
+    // What the handler adds to the job's metadata (patchMeta), sent with a successful reply.
+    Object.defineProperty(this, 'metaPatch', { value: {}, enumerable: false });
     Object.freeze(this);
+  }
+
+  /**
+   * Add `patch` (a plain object) to the job's metadata: sent as `x-meta-patch` with a successful
+   * reply and deep-merged by the manager (later wins), so later requests of the job carry it.
+   */
+  patchMeta(patch) {
+    Object.assign(this.metaPatch, patch);
   }
 
   /** The context of a message delivered by amqplib on `queue`. */

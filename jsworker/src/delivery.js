@@ -17,7 +17,7 @@ export const REFUSED_REPLY_DELAY_MS = 1000;
 export async function outcome(handler, body, ctx, logger) {
   try {
     const data = decodeRequest(body);
-    return resultReply(await handler(data, ctx), ctx.echoAttempt);
+    return resultReply(await handler(data, ctx), ctx.echoAttempt, ctx.metaPatch);
   } catch (err) {
     const reply = errorReply(err, ctx.echoAttempt);
     // A protocol error is the sender's or the handler's contract broken, not a bug with a stack.

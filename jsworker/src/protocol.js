@@ -12,6 +12,7 @@ export const HEADER_ERROR = 'x-error';
 export const HEADER_ERROR_TYPE = 'x-error-type';
 export const HEADER_TRACEPARENT = 'traceparent';
 export const HEADER_META = 'x-meta';
+export const HEADER_META_PATCH = 'x-meta-patch';
 /** Longest `x-error` text: headers must fit in one AMQP frame, and log lines stay readable. */
 export const MAX_ERROR_CHARS = 4000;
 
@@ -49,7 +50,7 @@ function attemptHeaders(attempt) {
 }
 
 /** The reply for a handler's return value; throws InvalidResult unless it is a JSON object. */
-export function resultReply(result, attempt) {
+export function resultReply(result, attempt, metaPatch = {}) {
   const output = result ?? {};
   if (!isPlainObject(output)) {
     throw new InvalidResult(
@@ -63,7 +64,15 @@ export function resultReply(result, attempt) {
   } catch (err) {
     throw new InvalidResult(`a step's result is not JSON-serialisable: ${err.message}`, { cause: err });
   }
-  return { body: Buffer.from(body, 'utf8'), headers: attemptHeaders(attempt), isError: false };
+  const headers = attemptHeaders(attempt);
+  if (Object.keys(metaPatch).length > 0) {
+    try {
+      headers[HEADER_META_PATCH] = JSON.stringify(metaPatch);
+    } catch (err) {
+      throw new InvalidResult(`a metadata patch is not JSON-serialisable: ${err.message}`, { cause: err });
+    }
+  }
+  return { body: Buffer.from(body, 'utf8'), headers, isError: false };
 }
 
 /** The name to report for a thrown value: its class name (`TypeError`, `InvalidInput`, ...). */

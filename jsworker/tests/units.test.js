@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SettingsError, StepDefinitionError, Worker, WorkerStateError } from '../index.js';
+import { StepContext } from '../src/context.js';
 import { errorReply, parseAttempt, parseMeta, resultReply, splitCorrelationId } from '../src/protocol.js';
 import { maskUrl, resolveAmqpUrl } from '../src/settings.js';
 
@@ -31,6 +32,22 @@ test('parseAttempt accepts positive integers (also as text) and nothing else', (
     [undefined, undefined],
   ];
   for (const [input, expected] of table) assert.equal(parseAttempt(input), expected, String(input));
+});
+
+test('a metadata patch rides on a result reply as x-meta-patch, and only when not empty', () => {
+  const reply = resultReply({ ok: true }, 2, { tenant: { plan: 'pro' } });
+  assert.deepEqual(JSON.parse(reply.headers['x-meta-patch']), { tenant: { plan: 'pro' } });
+  assert.equal(resultReply({}, 2, {}).headers['x-meta-patch'], undefined);
+  assert.equal(resultReply({}, 2).headers['x-meta-patch'], undefined);
+});
+
+test('ctx.patchMeta collects the patch on a frozen context', () => {
+  const ctx = new StepContext({ queue: 'q', correlationId: 'j:s', headers: { 'x-meta': '{"a": 1}' } });
+  ctx.patchMeta({ b: 2 });
+  ctx.patchMeta({ c: 3 });
+  assert.deepEqual(ctx.meta, { a: 1 });
+  assert.deepEqual(ctx.metaPatch, { b: 2, c: 3 });
+  assert.ok(Object.isFrozen(ctx));
 });
 
 test('parseMeta reads a JSON-object string or a table, and ignores anything else', () => {

@@ -22,6 +22,7 @@ from manager.api.routes import router
 from manager.api.scrape import MetricsSource
 from manager.api.scrape import router as metrics_router
 from manager.api.service import Clock, JobService
+from manager.api.signals import router as signals_router
 from manager.api.ui import UiHeaders
 from manager.api.ui import router as ui_router
 from manager.deadletters import DeadLetterQueue
@@ -85,6 +86,7 @@ def create_app(
     routes = [*router.routes, *browse_router.routes, *login_router.routes, *ui_router.routes]
     install_error_handlers(app, routes)
     app.include_router(router)
+    app.include_router(signals_router)
     app.include_router(browse_router)
     app.include_router(ui_router)  # the web UI (manager.api.ui), left out of the OpenAPI doc
     if events is not None:

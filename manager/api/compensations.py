@@ -11,7 +11,7 @@ __all__ = ["COMPENSATION_STATUSES", "compensation_view"]
 
 COMPENSATION_STATUSES = ("pending", "running", "retrying", "compensated", "failed")
 _STATUS = {
-    StepStatus.WAITING: "pending",
+    StepStatus.PENDING: "pending",
     StepStatus.RUNNING: "running",
     StepStatus.RETRYING: "retrying",
     StepStatus.COMPLETED: "compensated",

@@ -12,9 +12,10 @@ from fastapi import HTTPException
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_json
+from manager.intake import Undeliverable, trigger_meta
 from manager.starttimes import StartTimeError, start_time
 
-__all__ = ["parse_payload", "parse_job_id", "resolve_job_id", "parse_start_time"]
+__all__ = ["parse_meta", "parse_payload", "parse_job_id", "resolve_job_id", "parse_start_time"]
 
 _EXAMPLE_ID = "3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"
 
@@ -23,10 +24,25 @@ def _bad_request(message: str) -> HTTPException:
     return HTTPException(status_code=400, detail=message)
 
 
-def parse_payload(raw: bytes) -> dict[str, Any]:
-    """The job payload a request body holds: it must be a JSON object."""
+def parse_meta(query: str | None, header: str | None) -> dict[str, Any] | None:
+    """Job metadata from the `meta` query parameter or the `x-meta` header (a JSON object)."""
+    if query is not None and header is not None:
+        raise _bad_request(
+            "give job metadata once: the 'meta' query parameter or the 'x-meta' header"
+        )
+    if query is not None:
+        meta = trigger_meta(query, "query parameter 'meta'")
+    else:
+        meta = trigger_meta(header, "header 'x-meta'")
+    if isinstance(meta, Undeliverable):
+        raise _bad_request(f"{meta.reason}; e.g. {{\"tenant\": \"acme\"}}")
+    return meta
+
+
+def parse_payload(raw: bytes, what: str = "the job payload") -> dict[str, Any]:
+    """The JSON object a request body holds (`what` says what it is, for the error)."""
     if not raw.strip():
-        raise _bad_request("request body is empty; send the job payload as a JSON object, e.g. {}")
+        raise _bad_request(f"request body is empty; send {what} as a JSON object, e.g. {{}}")
     try:
         value = decode_json(raw, "request")
     except ReplyError as exc:
@@ -34,7 +50,7 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         kind = json_type(value)
         raise _bad_request(
-            f"request body must be a JSON object (the job payload), got {kind}; "
+            f"request body must be a JSON object ({what}), got {kind}; "
             'wrap it in an object, e.g. {"items": [...]}'
         )
     return value

@@ -20,13 +20,15 @@ from manager.engine.replies import ReplyError, decode_output
 from manager.journal import EventKind, EventRow
 from manager.textline import iso_utc
 
-_CANCELLABLE = (JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.RUNNING)
+__all__ = ["CHILD_STATUSES", "job_page", "child_status", "attempt_history", "step_route"]
 
-__all__ = ["CHILD_STATUSES", "job_page", "child_status", "attempt_history"]
+_CANCELLABLE = (JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.RUNNING)
+_UNFINISHED_STEP = (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING, StepStatus.QUEUED)
 
 CHILD_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 _STEP_STATUS = {
-    StepStatus.WAITING: "pending",
+    StepStatus.PENDING: "pending",
+    StepStatus.WAITING: "waiting",
     StepStatus.QUEUED: "queued",
     StepStatus.RUNNING: "running",
     StepStatus.RETRYING: "retrying",
@@ -145,9 +147,19 @@ def _status(job: Job, run: StepRun | None) -> str:
     if run is None:
         return "pending"
     ended = job.status is not JobStatus.RUNNING and not job.is_live(run.name)
-    if ended and run.status in (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.QUEUED):
+    if ended and run.status in _UNFINISHED_STEP:
         return "cancelled"
     return _STEP_STATUS[run.status]
+
+
+def step_route(spec: Step) -> dict[str, Any]:
+    """Where a step's work goes: `http` (its URL), `wait` (a signal) or `queue`; a task step's
+    goes to child jobs (nothing here)."""
+    if spec.http is not None:
+        return {"http": spec.http.url}
+    if spec.wait:
+        return {"wait": True}
+    return {} if spec.task else {"queue": spec.queue_name}
 
 
 def _shape(spec: Step) -> dict[str, str]:
@@ -165,11 +177,10 @@ def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
     history = context.history.get(spec.name, _StepHistory())
     entry: dict[str, Any] = {"name": spec.name, "kind": _kind(job, spec), "depends": spec.depends}
     entry.update(_shape(spec))
-    if spec.http is not None:
-        entry["http"] = spec.http.url
-    elif not spec.task:
-        entry["queue"] = spec.queue_name
+    entry.update(step_route(spec))
     entry["status"] = _status(job, run)
+    if entry["status"] == "waiting" and run is not None and run.started_at is not None:
+        entry["waiting_since"] = iso_utc(run.started_at)
     entry["attempts"] = run.attempt if run is not None else 0
     if run is not None and run.started_at is not None:
         end = next(t for t in (run.finished_at, job.finished_at, context.now) if t is not None)
@@ -231,6 +242,8 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     if (trace_id := getattr(job, "trace_id", None)) is not None:
         body["trace_id"] = trace_id
     body["priority"] = job.priority
+    if job.meta is not None:
+        body["meta"] = job.meta
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None

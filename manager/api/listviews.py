@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from manager.api.jobview import CHILD_STATUSES, child_status
+from manager.api.jobview import CHILD_STATUSES, child_status, step_route
 from manager.config.models import Flow, Step, Workflow
 from manager.engine import Job, JobStatus, StepRun
 from manager.journal.history import ChildRow, JobListing
@@ -151,13 +151,11 @@ def overview(
 def _step_definition(workflow: Workflow, flow: Flow, step: Step, kind: str) -> dict[str, Any]:
     policy = workflow.policy(flow, step.name)
     entry: dict[str, Any] = {"name": step.name, "kind": kind, "depends": list(step.depends)}
-    if step.http is not None:
-        entry["http"] = step.http.url
-    elif not step.task:
-        entry["queue"] = step.queue_name
-    entry["retries"] = policy.retries
-    if policy.timeout_s is not None:
-        entry["timeout"] = policy.timeout_s
+    entry.update(step_route(step))
+    entry["retries"] = 0 if step.wait else policy.retries
+    timeout_s = step.timeout if step.wait else policy.timeout_s
+    if timeout_s is not None:
+        entry["timeout"] = timeout_s
     entry["retry_backoff"] = policy.retry_backoff.model_dump()
     if step.when is not None:
         entry["when"] = step.when

@@ -165,12 +165,22 @@ class JobDetail(BaseModel):
         description="Starts with __start__; ends with __end__ once the job has completed."
     )
     failed: list[StepEntry] = Field(description="Extra: steps that failed.")
+    waiting: list[StepEntry] | None = Field(
+        default=None,
+        description="Extra: steps waiting for a signal (wait: true); `startTime` is when the "
+        "step began to wait.",
+    )
     progress: Progress
     trace_id: str = Field(
         description="Extra: the W3C trace id (32 hex digits) of the job, its children's too."
     )
     priority: int = Field(
         default=0, description="Extra: 0-9, higher first (a child's is its top-level job's)."
+    )
+    meta: dict[str, Any] | None = Field(
+        default=None,
+        description="Extra, top-level jobs: the job's metadata (x-meta) with every reply's "
+        "x-meta-patch merged in; its requests and its children's carry it.",
     )
     result: dict[str, Any] | None = Field(default=None, description="Once completed.")
     error: dict[str, Any] | None = Field(
@@ -200,6 +210,7 @@ class Readiness(BaseModel):
 StepStatusName = Literal[
     "pending",
     "queued",
+    "waiting",
     "running",
     "retrying",
     "completed",
@@ -259,7 +270,12 @@ class StepView(BaseModel):
         description="cancelled: in flight when its job ended (a late reply is dropped); "
         "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
         "fallback's output became its own (its error is kept); compensating / compensated: "
-        "it completed, then its job failed or was cancelled and its compensation undoes it."
+        "it completed, then its job failed or was cancelled and its compensation undoes it; "
+        "waiting: a `wait: true` step waiting for its signal."
+    )
+    wait: bool | None = Field(default=None, description="True for a step that waits for a signal.")
+    waiting_since: str | None = Field(
+        default=None, description="While waiting: when the step began to wait for its signal."
     )
     compensate: str | None = Field(
         default=None, description="The name of the step's compensation, if it has one."
@@ -299,6 +315,10 @@ class JobPage(BaseModel):
     error: dict[str, Any] | None = None
     trace_id: str | None = None
     priority: int = Field(default=0, description="0-9, higher first; children inherit it.")
+    meta: dict[str, Any] | None = Field(
+        default=None,
+        description="Top-level jobs: the job's metadata (x-meta, patches merged in).",
+    )
     definition: str = Field(description="The content hash of the definition the job runs.")
     branch: Literal["on_error", "on_cancel"] | None = None
     can_cancel: bool
@@ -378,6 +398,7 @@ class StepDefinition(BaseModel):
     depends: list[str]
     queue: str | None = None
     http: str | None = None
+    wait: bool | None = Field(default=None, description="True for a step that waits for a signal.")
     retries: int
     timeout: float | None = None
     retry_backoff: dict[str, float]

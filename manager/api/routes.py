@@ -14,7 +14,13 @@ from fastapi.responses import JSONResponse
 
 from manager.api import views
 from manager.api.errors import unknown_workflow
-from manager.api.inputs import parse_job_id, parse_payload, parse_start_time, resolve_job_id
+from manager.api.inputs import (
+    parse_job_id,
+    parse_meta,
+    parse_payload,
+    parse_start_time,
+    resolve_job_id,
+)
 from manager.api.models import (
     ErrorBody,
     Health,
@@ -41,6 +47,11 @@ _TRACEPARENT_DOC = (
 _PRIORITY_DOC = (
     "The job's priority, 0 to 9 (higher goes first wherever the manager holds work back; "
     "step requests carry it as their AMQP priority). Default 0."
+)
+_META_DOC = (
+    "Job metadata: a JSON object (as the `meta` parameter or the `x-meta` header, not both) "
+    "kept with the job and sent on every request of it and its children as `x-meta`, "
+    'e.g. {"tenant": "acme"}.'
 )
 _DISCONNECTED = "not connected to RabbitMQ, so no job can start now; try again shortly"
 
@@ -150,6 +161,8 @@ async def submit_job(
     not_before: Annotated[str | None, Query(include_in_schema=False)] = None,
     traceparent: Annotated[str | None, Header(description=_TRACEPARENT_DOC)] = None,
     priority: Annotated[int, Query(ge=0, le=MAX_PRIORITY, description=_PRIORITY_DOC)] = 0,
+    meta: Annotated[str | None, Query(description=_META_DOC)] = None,
+    x_meta: Annotated[str | None, Header(alias="x-meta", description=_META_DOC)] = None,
 ) -> dict[str, Any]:
     """Start a job of workflow `name` (now, or later with `delay` / `not_before`); the JSON
     object body is its payload."""
@@ -160,11 +173,13 @@ async def submit_job(
         raise HTTPException(status_code=503, detail=_DISCONNECTED)
     start_at = parse_start_time(delay, not_before, now())
     payload = parse_payload(await request.body())
+    job_meta = parse_meta(meta, x_meta)
     trace = submitter_trace(traceparent, "POST /api/workflow")
     chosen_id = resolve_job_id(job_id, payload)
     new_id = await service.submit(
-        name, payload, chosen_id, trace, priority=priority, not_before=start_at
-    )
+        name, payload, chosen_id, trace, priority=priority, not_before=start_at,
+        **({"meta": job_meta} if job_meta is not None else {}),
+    )  # fmt: skip
     return {"id": new_id}
 
 

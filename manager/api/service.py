@@ -58,9 +58,10 @@ class JobService(Protocol):
         priority: int = 0,
         *,
         not_before: float | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> str:
-        """Start a job (in `trace`, if given; at `not_before`, if later) and return its id;
-        raise a `SubmitError` if not."""
+        """Start a job (in `trace`, if given; at `not_before`, if later; with metadata `meta`)
+        and return its id; raise a `SubmitError` if not."""
         ...
 
     async def find_job(self, job_id: str) -> Job | None:
@@ -73,6 +74,10 @@ class JobService(Protocol):
 
     async def cancel(self, job_id: str) -> Job:
         """Cancel a scheduled or running job; raise JobNotFound or JobConflict when it cannot be."""
+        ...
+
+    async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
+        """Signal a waiting step: "completed" or "kept"; JobNotFound or JobConflict if not."""
         ...
 
     async def retry(self, job_id: str) -> Job:

@@ -120,6 +120,7 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
         StepStatus.RUNNING: [],
         StepStatus.COMPLETED: [_pseudo_step(START, job.submitted_at, job.payload)],
         StepStatus.FAILED: [],
+        StepStatus.WAITING: [],
     }
     for run in job.steps.values():
         status = StepStatus.RUNNING if run.status is StepStatus.RETRYING else run.status
@@ -140,9 +141,13 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
     detail["running"] = lists[StepStatus.RUNNING]
     detail["completed"] = lists[StepStatus.COMPLETED]
     detail["failed"] = lists[StepStatus.FAILED]
+    if lists[StepStatus.WAITING]:
+        detail["waiting"] = lists[StepStatus.WAITING]
     detail["progress"] = progress(job)
     detail["trace_id"] = job.trace_id
     detail["priority"] = job.priority
+    if job.meta is not None:
+        detail["meta"] = job.meta
     if job.result is not None:
         detail["result"] = job.result
     if job.error is not None:

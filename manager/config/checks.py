@@ -196,6 +196,17 @@ def _check_flow(
         for step_path, step in steps
         if step.get("task") is not None and step.get("http") is not None
     ]
+    problems += [
+        Problem(
+            (*step_path, key),
+            f"a step with 'wait: true' sends no request and is never retried, so '{key}' "
+            "makes no sense with it (a 'timeout' may end the wait)",
+        )
+        for step_path, step in steps
+        if step.get("wait") is True
+        for key in _NOT_WITH_WAIT
+        if step.get(key) is not None
+    ]
     first: dict[str, Path] = {}
     for step_path, step in steps:
         if (name := _name(step)) is not None:
@@ -216,6 +227,14 @@ def _check_flow(
         message = f"dependency cycle: {' -> '.join(cycle)} (each step needs the one before it)"
         problems.append(Problem((*first[cycle[0]], "depends"), message))
     return problems
+
+
+# What a waiting step (wait: true) has no use for: it sends no request and is not retried
+# (its signal is not checked against a schema, and it has no fallback).
+_NOT_WITH_WAIT = (
+    "queue", "task", "http", "retries", "retry_backoff", "compensate", "fallback",
+    "input_schema", "output_schema", "concurrency",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

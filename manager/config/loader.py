@@ -348,6 +348,17 @@ def describe_workflows(workflows: dict[str, Workflow]) -> str:
     return "\n\n".join(blocks)
 
 
+def _describe_route(step: Step) -> list[str]:
+    """Where a step's work goes, as `validate` tells it: its URL, its queue, or a signal."""
+    parts = [f"http {step.http.method} {quote(step.http.url)}"] if step.http else []
+    if step.wait:
+        timeout = f"; fails after {step.timeout:g}s" if step.timeout is not None else ""
+        parts.append(f"waits for a signal{timeout}")
+    elif step.queue or not step.task:
+        parts.append(f"queue {quote(step.queue_name)}")
+    return parts
+
+
 def _describe_steps(
     workflow: Workflow, flow: Flow, indent: str, terminals: bool = True
 ) -> list[str]:
@@ -356,10 +367,7 @@ def _describe_steps(
         parts = [f"depends on {', '.join(step.depends)}"] if step.depends else []
         if step.task:
             parts.append(f"task {quote(step.task)}")
-        if step.http:
-            parts.append(f"http {step.http.method} {quote(step.http.url)}")
-        if step.queue or not step.task:
-            parts.append(f"queue {quote(step.queue_name)}")
+        parts += _describe_route(step)
         if step.when is not None:
             parts.append(f"runs when {quote(step.when)} (else skipped)")
         for key, schema in (("input", step.input_schema), ("output", step.output_schema)):
@@ -370,7 +378,7 @@ def _describe_steps(
             policy = describe_policy(workflow.policy(flow, fallback.name))
             detail = f"queue {quote(fallback.queue_name)}" + (f", {policy}" if policy else "")
             parts.append(f"fallback {quote(fallback.name)} ({detail})")
-        if policy := describe_policy(workflow.policy(flow, step.name)):
+        if not step.wait and (policy := describe_policy(workflow.policy(flow, step.name))):
             parts.append(policy)
         if step.compensate is not None:
             parts.append(_describe_compensation(workflow, flow, step.compensate))

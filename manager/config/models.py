@@ -185,6 +185,9 @@ class Step(_Model):
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     when: ExpressionText | None = None
+    # No request: the step waits for a signal (HTTP, `<queue>.signals`, CLI) and its JSON
+    # object becomes the output. Only its own `timeout` applies (not the flow's defaults).
+    wait: bool = Field(default=False, strict=True)
     # Checked before a request is sent (a mismatch fails the step), and on each reply (a
     # mismatch fails that attempt, like an x-error).
     input_schema: JsonSchema | None = None

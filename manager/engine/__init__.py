@@ -19,6 +19,8 @@ from manager.engine.commands import (
     StartTimer,
     StepCompensation,
     StepFinished,
+    StepSignalled,
+    StepWaiting,
     Subject,
 )
 from manager.engine.engine import apply, replay
@@ -28,6 +30,7 @@ from manager.engine.events import (
     JobArchived,
     JobSubmitted,
     RetryRequested,
+    SignalReceived,
     StepReplied,
     TimerFired,
 )
@@ -68,9 +71,12 @@ __all__ = [
     "ParentLink",
     "Refused",
     "RetryRequested",
+    "SignalReceived",
     "StartTimer",
     "StepCompensation",
     "StepFinished",
+    "StepSignalled",
+    "StepWaiting",
     "StepReplied",
     "StepRun",
     "StepStatus",

@@ -21,6 +21,8 @@ __all__ = [
     "JobStarted",
     "JobScheduled",
     "JobQueued",
+    "StepWaiting",
+    "StepSignalled",
     "JobFinished",
     "NotifyOutcome",
     "JobRejected",
@@ -62,6 +64,7 @@ class Dispatch:
     attempt: int
     trace_id: str = ""
     priority: int = 0
+    meta: dict[str, Any] | None = None  # the job's metadata, sent as the `x-meta` header
 
     @property
     def message_id(self) -> str:
@@ -112,6 +115,32 @@ class JobStarted:
     at: float
     trace_id: str = ""
     trace_parent: str | None = None
+
+
+@dataclass(slots=True)
+class StepWaiting:
+    """A waiting step (`wait: true`) was reached: it waits for its signal (until `timeout_at`,
+    if it has a timeout). For events and metrics; nothing is journaled for it."""
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    at: float
+    timeout_at: float | None = None
+
+
+@dataclass(slots=True)
+class StepSignalled:
+    """A signal for a waiting step arrived: it completes the step, or (`kept`) is kept until
+    the step is reached. For events and metrics."""
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    at: float
+    kept: bool = False
 
 
 @dataclass(slots=True)
@@ -222,7 +251,8 @@ class CancelTimer:
 
 @dataclass(slots=True)
 class Refused:
-    """A cancel or retry request cannot be done; `kind` is "not-found" or "conflict"."""
+    """A cancel, retry or signal request cannot be done; `kind` is "not-found", "conflict" or
+    "invalid" (a signal whose payload is no JSON object)."""
 
     job_id: str
     action: str
@@ -272,6 +302,8 @@ Command = (
     | JobStarted
     | JobScheduled
     | JobQueued
+    | StepWaiting
+    | StepSignalled
     | JobFinished
     | NotifyOutcome
     | JobRejected

@@ -160,6 +160,7 @@ class CompensationRules:
                 workflow=job.workflow.name,
                 attempt=comp.attempt,
                 trace_id=job.trace_id,
+                meta=self._job_meta(job),
             )
         )
         if comp.policy.timeout_s is not None:

@@ -99,7 +99,7 @@ class JobControl:
         job.steps_left = sum(not r.status.is_done for r in runs)
         for run in job.steps.values():
             run.waiting_on = sum(not job.steps[d].status.is_done for d in set(run.spec.depends))
-            if run.status is StepStatus.WAITING and run.waiting_on == 0:
+            if run.status is StepStatus.PENDING and run.waiting_on == 0:
                 self.ready.append((job, run))
 
     def _revive_step(self: Work, job: Job, run: StepRun) -> None:
@@ -121,5 +121,5 @@ class JobControl:
             run.children_left = left
             self._start_children(job, run, job.workflow.task_by_name[run.spec.task or ""])
             return
-        run.status = StepStatus.WAITING
+        run.status = StepStatus.PENDING
         run.children, run.child_results, run.children_left = None, None, 0

@@ -15,6 +15,7 @@ from manager.engine.events import (
     JobArchived,
     JobSubmitted,
     RetryRequested,
+    SignalReceived,
     StepReplied,
     TimerFired,
 )
@@ -23,7 +24,15 @@ from manager.engine.transition import Transition
 
 __all__ = ["apply", "replay"]
 
-_EVENTS = (JobSubmitted, StepReplied, TimerFired, CancelRequested, RetryRequested, JobArchived)
+_EVENTS = (
+    JobSubmitted,
+    StepReplied,
+    TimerFired,
+    CancelRequested,
+    RetryRequested,
+    SignalReceived,
+    JobArchived,
+)
 
 
 def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]:
@@ -44,6 +53,8 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
         transition.cancel(event.job_id)
     elif isinstance(event, RetryRequested):
         transition.retry(event.job_id)
+    elif isinstance(event, SignalReceived):
+        transition.signal(event)
     else:
         transition.archive(event.job_id)
         return state, transition.commands

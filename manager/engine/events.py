@@ -12,6 +12,7 @@ __all__ = [
     "TimerFired",
     "CancelRequested",
     "RetryRequested",
+    "SignalReceived",
     "JobArchived",
 ]
 
@@ -38,6 +39,7 @@ class JobSubmitted:
     trace_parent: str | None = None
     not_before: float | None = None
     priority: int = 0
+    meta: dict[str, Any] | None = None  # the trigger's `x-meta`: context for every request
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,7 @@ class StepReplied:
     at: float
     error: str | None = None
     attempt: int | None = None
+    meta_patch: str | None = None  # the reply's `x-meta-patch` header, as sent (JSON text)
 
     @property
     def correlation_id(self) -> str:
@@ -85,6 +88,17 @@ class RetryRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class SignalReceived:
+    """A signal for `step` of `job_id` (HTTP, the signals queue, the CLI): its JSON object
+    `payload` completes a waiting step (`wait: true`), or is kept until the step is reached."""
+
+    job_id: str
+    step: str
+    payload: Any
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class JobArchived:
     """A settled top-level job's final snapshot is in the journal: memory may let it go.
 
@@ -95,4 +109,12 @@ class JobArchived:
     at: float
 
 
-Event = JobSubmitted | StepReplied | TimerFired | CancelRequested | RetryRequested | JobArchived
+Event = (
+    JobSubmitted
+    | StepReplied
+    | TimerFired
+    | CancelRequested
+    | RetryRequested
+    | SignalReceived
+    | JobArchived
+)

@@ -71,7 +71,9 @@ class FailureRules:
         run = job.steps.get(parsed.step or "")
         if run is None:
             return
-        if parsed.is_step_timeout and run.status is StepStatus.RUNNING:
+        if parsed.is_step_timeout and run.status is StepStatus.WAITING:
+            self._wait_timed_out(job, run)
+        elif parsed.is_step_timeout and run.status is StepStatus.RUNNING:
             seconds = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s or 0
             message = f"no reply within {seconds:g}s (attempt {run.attempt})"
             self._attempt_failed(job, run, message, "timeout")
@@ -166,7 +168,7 @@ class FailureRules:
 
     def _stop_step(self: Work, job: Job, run: StepRun) -> None:
         """Drop a step's timers and cancel its running children."""
-        if run.status in (StepStatus.RUNNING, StepStatus.RETRYING):
+        if run.status in (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING):
             self._clear_step_timers(job, run)
         if run.spec.concurrency is not None:
             self._gate_release(job, run)

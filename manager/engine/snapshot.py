@@ -87,6 +87,7 @@ def snapshot(job: Job) -> dict[str, Any]:
         "trace_parent": job.trace_parent,
         **({"start_at": job.start_at} if job.start_at is not None else {}),
         "priority": job.priority,
+        "meta": job.meta,
         **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
     }
 
@@ -115,13 +116,21 @@ def _restore_compensation(data: Mapping[str, Any], workflow: Workflow) -> Compen
         runs.append(
             CompensationRun(
                 entry["job"], entry["task"], entry["step"], spec,
-                workflow.policy(flow, spec.name), {}, {}, StepStatus(entry["status"]),
+                workflow.policy(flow, spec.name), {}, {}, _status(entry["status"], False),
                 entry["attempt"], entry.get("error"), entry.get("started_at"),
                 entry.get("finished_at"),
             )  # fmt: skip
         )
     done = sum(run.status in (StepStatus.COMPLETED, StepStatus.FAILED) for run in runs)
     return Compensation(runs, data["reason"], data["error"], "", {}, done)
+
+
+def _status(saved: str, waits: bool) -> StepStatus:
+    """A saved step status; "waiting" meant "not reached yet" before steps could wait for a
+    signal (`waits`: a `wait: true` step), so a snapshot from then reads as pending."""
+    if saved == StepStatus.WAITING and not waits:
+        return StepStatus.PENDING
+    return StepStatus(saved)
 
 
 def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
@@ -146,7 +155,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         steps[spec.name] = StepRun(
             spec=spec,
             waiting_on=0,
-            status=StepStatus(saved.get("status", "waiting")),
+            status=_status(saved.get("status", "pending"), spec.wait),
             attempt=saved.get("attempt", 0),
             output=saved.get("output"),
             error=saved.get("error"),
@@ -180,6 +189,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         trace_parent=data.get("trace_parent"),
         start_at=data.get("start_at"),
         priority=data.get("priority", 0),
+        meta=data.get("meta"),
         compensation=(
             _restore_compensation(data["compensation"], workflow)
             if data.get("compensation")

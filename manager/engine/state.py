@@ -51,7 +51,8 @@ ENDED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CAN
 class StepStatus(StrEnum):
     """Where one step of a job is in its life."""
 
-    WAITING = "waiting"
+    PENDING = "pending"  # not reached yet: waiting on its depends (or its job's start)
+    WAITING = "waiting"  # a `wait: true` step, reached: waiting for its signal
     QUEUED = "queued"  # ready, held back by the step's concurrency limit
     RUNNING = "running"
     RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
@@ -117,7 +118,7 @@ class StepRun:
 
     spec: Step
     waiting_on: int
-    status: StepStatus = StepStatus.WAITING
+    status: StepStatus = StepStatus.PENDING
     attempt: int = 0
     # Attempts made before the current round: a job retry starts a new round with the step's
     # full retry budget, while attempt numbers keep counting up.
@@ -173,7 +174,7 @@ class CompensationRun:
     policy: StepPolicy
     input: dict[str, Any]
     output: dict[str, Any]
-    status: StepStatus = StepStatus.WAITING
+    status: StepStatus = StepStatus.PENDING
     attempt: int = 0
     error: str | None = None
     started_at: float | None = None
@@ -245,12 +246,16 @@ class Job:
     # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
     # started when it was submitted.
     start_at: float | None = None
+    # Signals for waiting steps not reached yet, by step: each completes its step when reached.
+    signals: dict[str, dict[str, Any]] | None = None
     # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
     priority: int = 0
     # The concurrency limits a top-level job counts against (`EngineState.scopes` keys), and
     # since when it has been queued for them.
     scopes: tuple[str, ...] = ()
     queued_at: float | None = None
+    # The job's metadata (a top-level job's: its children read it from there), or None.
+    meta: dict[str, Any] | None = None
     # Workflows with `compensate` only: main steps in the order they completed, and, once the
     # job failed or was cancelled with completed steps to undo, its compensations.
     done_order: list[str] | None = None

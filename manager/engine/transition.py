@@ -38,10 +38,12 @@ from manager.engine.fanout import FanOutError, child_ids, child_payload, gather,
 from manager.engine.gates import StepGates
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
+from manager.engine.metadata import MetadataRules
 from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
+from manager.engine.waiting import WaitingSteps
 
 __all__ = ["Transition"]
 
@@ -66,9 +68,11 @@ class Transition(
     ConditionRules,
     FallbackRules,
     ContractRules,
+    MetadataRules,
     DelayedStarts,
     Admission,
     StepGates,
+    WaitingSteps,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -181,6 +185,7 @@ class Transition(
             not (delayed or scopes), scopes,
         )  # fmt: skip
         self.concerns(job)
+        job.meta = event.meta
         if event.reply_to:
             job.reply_to.append(event.reply_to)
         if delayed:
@@ -287,6 +292,9 @@ class Transition(
         if error is None and run.spec.output_schema is not None:
             if (error := output_problem(run, output)) is not None:
                 reason = "invalid_reply"
+        if error is None and event.meta_patch is not None:
+            if (error := self._patch_meta(job, event.meta_patch)) is not None:
+                reason = "invalid_reply"
         if error is None:
             # The first good reply wins, even one for an earlier attempt than the latest.
             self._clear_step_timers(job, run)
@@ -338,7 +346,7 @@ class Transition(
         """Start every ready step, including those that become ready while doing so."""
         while self.ready:
             job, run = self.ready.popleft()
-            if run.status is not StepStatus.WAITING:
+            if run.status is not StepStatus.PENDING:
                 continue
             if job.is_live(run.name):
                 self._start_step(job, run)
@@ -361,6 +369,9 @@ class Transition(
         if run.spec.task is not None:
             run.status = StepStatus.RUNNING
             self._fan_out(job, run, data)
+            return
+        if run.spec.wait:
+            self._wait(job, run)
             return
         self._dispatch(job, run)
 
@@ -387,6 +398,7 @@ class Transition(
                 attempt=run.attempt,
                 trace_id=job.trace_id,
                 priority=job.priority,
+                meta=self._job_meta(job),
             )
         )
         timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s

@@ -4,6 +4,8 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
 
     JobScheduled           job.scheduled                    status scheduled, start_at
     JobQueued              job.queued                       status queued (a concurrency limit)
+    StepWaiting            step.waiting                     status waiting
+    StepSignalled          step.signalled                   status completed, or kept (early)
     JobStarted             job.started                      status running
     JobFinished            job.completed|failed|cancelled   status as the job ended
     Dispatch               step.dispatched                  status running, attempt
@@ -33,6 +35,8 @@ from manager.engine import (
     JobStarted,
     StepCompensation,
     StepFinished,
+    StepSignalled,
+    StepWaiting,
 )
 
 __all__ = ["RunEvent", "EVENT_TYPES", "run_events"]
@@ -54,6 +58,8 @@ EVENT_TYPES = (
     "step.compensating",
     "step.compensated",
     "step.compensation_failed",
+    "step.waiting",
+    "step.signalled",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
 _COMPENSATION_TYPES = {
@@ -181,6 +187,14 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                     command.at,
                     status="scheduled",
                     start_at=command.start_at,
+                )  # fmt: skip
+            )
+        elif kind is StepWaiting or kind is StepSignalled:
+            status = "waiting" if kind is StepWaiting else "kept" if command.kept else "completed"
+            out.append(
+                RunEvent(
+                    "step.waiting" if kind is StepWaiting else "step.signalled", command.job_id,
+                    command.root_id, command.workflow, command.at, command.step, status=status,
                 )  # fmt: skip
             )
         elif kind is JobCompensating:

@@ -23,6 +23,7 @@ class EventKind:
     TIMER = "timer"  # a timer came due (retry wait, reply deadline, job deadline): replayed
     CANCEL = "cancel"  # a cancel request: replayed
     RETRY = "retry"  # a retry request: replayed
+    SIGNAL = "signal"  # a signal for a waiting step (its payload in the body): replayed
 
 
 REPLAYED_KINDS = (
@@ -31,6 +32,7 @@ REPLAYED_KINDS = (
     EventKind.TIMER,
     EventKind.CANCEL,
     EventKind.RETRY,
+    EventKind.SIGNAL,
 )
 
 

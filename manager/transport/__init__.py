@@ -28,6 +28,7 @@ from manager.transport.naming import (
     dead_letter_queue,
     event_routing_key,
     events_exchange,
+    signal_queue,
     trigger_queue,
 )
 from manager.transport.protocol import Handler, Transport
@@ -59,5 +60,6 @@ __all__ = [
     "outcome_notice",
     "split_correlation_id",
     "step_request",
+    "signal_queue",
     "trigger_queue",
 ]

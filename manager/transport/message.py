@@ -6,12 +6,14 @@ request and an outcome notice carry, and the shape of a correlation id.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from manager.transport.naming import (
     HEADER_ATTEMPT,
+    HEADER_META,
     HEADER_STATUS,
     HEADER_TRACEPARENT,
     HEADER_WORKFLOW,
@@ -73,14 +75,18 @@ def step_request(
     message_id: str,
     traceparent: str | None = None,
     priority: int = 0,
+    meta: Mapping[str, Any] | None = None,
 ) -> Outbound:
     """A step request as docs/protocol.md describes it; `traceparent` names the attempt's span.
 
-    `priority` is the job's: the message's AMQP priority.
+    `priority` is the job's: the message's AMQP priority. `meta` is the job's metadata, sent as
+    the `x-meta` header (JSON text).
     """
     headers: dict[str, Any] = {HEADER_WORKFLOW: workflow, HEADER_ATTEMPT: attempt}
     if traceparent is not None:
         headers[HEADER_TRACEPARENT] = traceparent
+    if meta is not None:
+        headers[HEADER_META] = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
     return Outbound(
         queue, body, correlation_id, reply_to, headers, message_id, step_request=True,
         priority=priority,

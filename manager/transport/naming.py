@@ -16,6 +16,7 @@ __all__ = [
     "HEADER_NOT_BEFORE",
     "HEADER_PRIORITY",
     "trigger_queue",
+    "signal_queue",
     "dead_letter_queue",
     "events_exchange",
     "event_routing_key",
@@ -38,11 +39,20 @@ HEADER_DELAY = "x-delay"
 HEADER_NOT_BEFORE = "x-not-before"
 # A trigger's priority (0-9, higher first); step requests carry it as the AMQP `priority`.
 HEADER_PRIORITY = "x-priority"
+# Job metadata: a JSON object on a trigger and on every request of the job (and its children);
+# a reply may add to it with a JSON object patch (deep-merged, later wins).
+HEADER_META = "x-meta"
+HEADER_META_PATCH = "x-meta-patch"
 
 
 def trigger_queue(queue: str) -> str:
     """The queue other systems publish job triggers to."""
     return f"{queue}.jobs"
+
+
+def signal_queue(queue: str) -> str:
+    """The queue other systems publish signals for waiting steps to."""
+    return f"{queue}.signals"
 
 
 def dead_letter_queue(queue: str) -> str:

@@ -5,6 +5,7 @@ import { h, s } from "./dom.js";
 export const EVENT_TYPES = [
   "job.scheduled", "job.queued", "job.started", "job.completed", "job.failed", "job.cancelled",
   "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
+  "step.waiting", "step.signalled",
   "step.recovered", "job.compensating", "step.compensating", "step.compensated",
   "step.compensation_failed",
 ];
@@ -18,6 +19,10 @@ const ICONS = {
   scheduled: [
     ["circle", { cx: 8, cy: 8, r: 6, fill: "none", "stroke-width": 2 }],
     ["path", { d: "M8 4.5V8l2.5 1.5", fill: "none", "stroke-width": 2 }],
+  ],
+  // An hourglass: waits for a signal.
+  waiting: [
+    ["path", { d: "M4 2h8M4 14h8M5 2c0 4 6 4 6 6s-6 2-6 6M11 2c0 4-6 4-6 6s6 2 6 6", fill: "none", "stroke-width": 1.6 }],
   ],
   pending: [["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2 }]],
   // A line of three: waits its turn under a concurrency limit.
@@ -63,7 +68,7 @@ const ICONS = {
 };
 
 const LABELS = {
-  scheduled: "scheduled", queued: "queued", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
+  scheduled: "scheduled", queued: "queued", waiting: "waiting for a signal", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
   skipped: "skipped", recovered: "recovered", compensating: "compensating",
   compensated: "compensated",

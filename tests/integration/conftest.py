@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -111,6 +113,16 @@ class System:
         queue = await self.reply_queue()
         await self.trigger(workflow, payload, job_id or str(uuid.uuid4()), queue.name)
         return await self.next_outcome(queue)
+
+    async def found(self, path: str, deadline_s: float = 15.0) -> Any:
+        """GET `path` once it answers 200 (a job made by a trigger appears a moment later)."""
+        end = time.monotonic() + deadline_s
+        while True:
+            response = await self.http.get(path)
+            if response.status_code == 200:
+                return response.json()
+            assert time.monotonic() < end, f"{path} never answered 200: {response.text}"
+            await asyncio.sleep(0.05)  # polling the API with a deadline
 
     async def outcome_of(self, job_id: str, workflow: str) -> Outcome:
         """Wait for a job's end by sending a duplicate trigger with a reply_to (answered at end)."""

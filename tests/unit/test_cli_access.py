@@ -51,3 +51,10 @@ def test_submit_takes_a_delay_in_seconds(capsys):
         with pytest.raises(SystemExit):
             parser.parse_args(["submit", "w", "--delay", bad])
         assert f"{bad!r} is not a delay in seconds" in capsys.readouterr().err
+
+
+def test_signal_takes_a_job_a_step_and_a_json_object(capsys):
+    args = build_parser({"WM_API_TOKEN": "t"}).parse_args(["signal", JOB, "approve"])
+    assert (args.job_id, args.step, args.payload, args.api_token) == (JOB, "approve", "{}", "t")
+    assert main(["signal", JOB, "approve", "--payload", "[1]"], env={}) == 2
+    assert "--payload must be a JSON object, got list" in capsys.readouterr().err

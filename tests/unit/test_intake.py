@@ -122,3 +122,27 @@ def test_a_bad_x_priority_header_is_undeliverable_naming_the_header(value):
     event = trigger_event(_trigger(headers=headers), 1.0, JOB, max_bytes=100)
     assert isinstance(event, Undeliverable)
     assert "'x-priority' must be an integer from 0 to 9" in event.reason
+
+
+@pytest.mark.parametrize("value", ['{"tenant": "acme"}', b'{"tenant": "acme"}'])
+def test_a_trigger_meta_comes_from_its_x_meta_header(value):
+    event = trigger_event(_trigger(headers={"workflow": "w", "x-meta": value}), 1.0, JOB, 100)
+    assert event.meta == {"tenant": "acme"}
+    assert trigger_event(_trigger(headers={"workflow": "w"}), 1.0, JOB, 100).meta is None
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [("[1]", "must be a JSON object, got a list"), ("{", "is not valid JSON"), ("7", "a number")],
+)
+def test_a_bad_x_meta_header_is_undeliverable_naming_the_header(value, fragment):
+    event = trigger_event(_trigger(headers={"workflow": "w", "x-meta": value}), 1.0, JOB, 100)
+    assert isinstance(event, Undeliverable)
+    assert event.reason.startswith("trigger header 'x-meta' ")
+    assert fragment in event.reason
+
+
+def test_a_reply_carries_its_x_meta_patch_as_sent():
+    event = reply_event(_reply(headers={"x-meta-patch": b'{"a": 1}'}), 1.0, 100)
+    assert event.meta_patch == '{"a": 1}'
+    assert reply_event(_reply(), 1.0, 100).meta_patch is None

@@ -16,6 +16,7 @@ from manager.engine import (
     JobStarted,
     JobSubmitted,
     StepFinished,
+    StepWaiting,
     apply,
 )
 from manager.metrics import METRIC_NAMES, Metrics
@@ -252,6 +253,27 @@ def test_a_skipped_step_counts_as_skipped_and_neither_timed_nor_failed():
     assert value(metrics, "step_failures_total", **labels, reason="error") is None
 
 
+def test_waiting_steps_count_until_signalled_or_their_job_ends():
+    metrics = Metrics()
+    metrics.observe([StepWaiting(ROOT, ROOT, WF, "approve", 100.0)])
+    metrics.observe([StepWaiting(CHILD, ROOT, WF, "approve", 100.0)])
+    assert value(metrics, "steps_waiting", workflow=WF, step="approve") == 2
+    metrics.observe([step_done(step="approve")])  # the signal completed ROOT's
+    assert value(metrics, "steps_waiting", workflow=WF, step="approve") == 1
+    metrics.observe([finished("cancelled", job_id=CHILD, parent=ROOT)])
+    assert value(metrics, "steps_waiting", workflow=WF, step="approve") == 0
+
+
+def test_recovery_sets_the_waiting_gauge():
+    workflows = parse_workflows(
+        "workflows:\n  - name: books\n    steps:\n      - {name: approve, wait: true}\n"
+    )
+    state = EngineState.from_workflows(workflows)
+    apply(state, JobSubmitted(ROOT, WF, {}, 50.0))
+    metrics = Metrics(workflows)
+    metrics.observe([StepWaiting(CHILD, ROOT, WF, "approve", 1.0)])  # from before the restart
+    metrics.recovered(state.jobs.values())
+    assert value(metrics, "steps_waiting", workflow=WF, step="approve") == 1
 def test_a_recovered_step_counts_as_recovered_and_is_not_timed_again():
     metrics = Metrics()
     metrics.observe([step_done("failed", "error", 100.0, 101.0)])

@@ -215,3 +215,20 @@ def test_a_delayed_job_is_written_scheduled_and_its_start_replays():
     batch = record(fired, commands, "wm").batch
     assert [(j.id, j.status) for j in batch.jobs] == [(JOB, "running")]
     assert [m.queue for m in record(fired, commands, "wm").outbound] == ["split"]
+
+
+def test_meta_is_journaled_with_the_submission_and_its_patches_with_the_replies():
+    defs = workflows(FLOW)
+    state = EngineState.from_workflows(defs)
+    submitted = JobSubmitted(JOB, "w", {}, 1.0, definition=defs["w"].content_hash, meta={"t": 1})
+    result = record(submitted, apply(state, submitted)[1], "wm")
+    (request,) = result.outbound
+    assert json.loads(request.headers["x-meta"]) == {"t": 1}
+    assert to_event(result.batch.events[0]) == submitted
+    (stored,) = [r for r in result.batch.events if r.msg_id is not None]
+    assert pending_message(stored) == request
+    replied = StepReplied(JOB, "split", b'{"items": []}', 2.0, meta_patch='{"u": 2}')
+    result = record(replied, apply(state, replied)[1], "wm")
+    assert to_event(result.batch.events[0]) == replied
+    (request,) = result.outbound
+    assert json.loads(request.headers["x-meta"]) == {"t": 1, "u": 2}

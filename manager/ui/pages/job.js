@@ -105,7 +105,7 @@ export function showJob(main, id) {
   const details = stepPanel(panel, id, () => {
     state.selected = null;
     render();
-  });
+  }, () => load());
 
   const act = async (what) => {
     const cancel = what === "cancel";
@@ -146,6 +146,7 @@ export function showJob(main, id) {
     replace(
       data,
       h("section", { class: "card" }, h("h2", {}, "Payload"), jsonBlock(job.payload, "no payload")),
+      job.meta ? h("section", { class: "card", id: "job-meta" }, h("h2", {}, "Metadata"), jsonBlock(job.meta, "none")) : null,
       job.error !== undefined && job.error !== null
         ? h("section", { class: "card error-card", id: "job-error" }, h("h2", {}, "Error"), errorBlock(job.error))
         : h("section", { class: "card", id: "job-result" }, h("h2", {}, "Result"),

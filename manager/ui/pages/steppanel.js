@@ -1,7 +1,8 @@
 // The details of the step picked in the graph: input, output, error, each attempt, and for a
 // task step a page of its child jobs (filtered by status, 50 a page) linking to each child.
 
-import { get, seg } from "../api.js";
+import { get, post, seg } from "../api.js";
+import { confirmAction } from "../dialog.js";
 import { facts, h, jsonBlock, notice, replace, table } from "../dom.js";
 import { CHILD_STATUSES, clock, duration, errorText, httpCall, shortId, statusBadge, statusLabel, time } from "../format.js";
 
@@ -29,8 +30,51 @@ function counts(children) {
   return h("p", { class: "child-counts", "data-total": children.total }, parts.join(" · "));
 }
 
-/** The panel in `box` for job `jobId`; `show(job, step)` renders a step, the × calls `onClose`. */
-export function stepPanel(box, jobId, onClose) {
+/** The Signal form of a waiting step (wait: true): a JSON object, sent after a confirmation. */
+function signalForm(jobId, step, onSignalled) {
+  const input = h("textarea", { rows: 4, spellcheck: "false", "aria-label": "Signal (a JSON object)", "data-field": "signal-body" });
+  input.value = "{}";
+  const said = h("div", { class: "signal-notice" });
+  const send = async (event) => {
+    event.preventDefault();
+    let body;
+    try {
+      body = JSON.parse(input.value);
+    } catch (error) {
+      replace(said, notice(`Not valid JSON: ${error.message}`));
+      return;
+    }
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      replace(said, notice("The signal must be a JSON object, e.g. {\"approved\": true}"));
+      return;
+    }
+    const ok = await confirmAction({
+      title: `Signal step ${step.name}?`,
+      message: step.status === "waiting"
+        ? "The step completes with this JSON object as its output, and the job goes on."
+        : "The step has not been reached yet: the signal is kept, and completes it when it is.",
+      confirm: "Send signal",
+    });
+    if (!ok) return;
+    try {
+      const answer = await post(`/api/job/${seg(jobId)}/signal/${seg(step.name)}`, body);
+      replace(said, notice(answer.status === "kept" ? "Signal kept until the step is reached." : "Signal sent: the step completed.", "ok"));
+    } catch (error) {
+      replace(said, notice(`Could not signal the step: ${error.message}`));
+    }
+    onSignalled();
+  };
+  return h("form", { class: "signal-form", "data-form": "signal", onsubmit: send },
+    h("h3", {}, "Signal"),
+    h("p", { class: "muted" }, "This step waits for a signal: a JSON object, which becomes its output."),
+    input,
+    h("div", { class: "actions" }, h("button", { type: "submit", class: "primary", "data-action": "signal" }, "Send signal…")),
+    said);
+}
+
+/** The panel in `box` for job `jobId`; `show(job, step)` renders a step, the × calls `onClose`,
+ * a signal sent from it calls `onSignalled`. */
+export function stepPanel(box, jobId, onClose, onSignalled = () => {}) {
   const paging = { step: null, status: "", offset: 0 };
   const childBox = h("div", { class: "children" });
 
@@ -101,6 +145,8 @@ export function stepPanel(box, jobId, onClose) {
           facts([
             ["Kind", step.kind],
             ["Queue", step.queue && !step.http ? h("code", {}, step.queue) : undefined],
+            ["Waits for", step.wait ? "a signal (wait: true)" : undefined],
+            ["Waiting since", step.waiting_since ? time(step.waiting_since) : undefined],
             ["HTTP", step.http ? h("code", {}, httpCall(step.http)) : undefined],
             ["Depends on", step.depends && step.depends.length ? step.depends.join(", ") : undefined],
             ["Runs when", step.when ? h("code", {}, step.when) : undefined],
@@ -114,7 +160,10 @@ export function stepPanel(box, jobId, onClose) {
             ["Duration", step.elapsed !== undefined ? duration(step.elapsed) : undefined],
           ]),
           error,
-          task ? null : [h("h3", {}, "Attempts"), attempts(step)],
+          step.wait && ["waiting", "pending"].includes(step.status) && ["running", "scheduled"].includes(job.status)
+            ? signalForm(jobId, step, onSignalled)
+            : null,
+          task || step.wait ? null : [h("h3", {}, "Attempts"), attempts(step)],
           task ? data : null),
         h("div", {},
           step.children ? [h("h3", {}, "Child jobs"), counts(step.children), childBox] : data)),

@@ -2,7 +2,8 @@
 
 What a step does depends on its name (from the correlation id), so one process serves every
 test workflow: `square`, `prep`, `pack` and `boom` do what their names say, `flaky...` fails
-its first `fail_times` (default 2) attempts; any other step returns its input plus a trace of
+its first `fail_times` (default 2) attempts, `meta...` reports the job metadata it got and
+patches it; any other step returns its input plus a trace of
 the steps that led to it.
 """
 
@@ -27,6 +28,12 @@ def handle(data: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         raise ValueError(f"boom in {ctx.step}")
     if ctx.step.startswith("flaky") and ctx.attempt <= data.get("fail_times", 2):
         raise RuntimeError(f"flaky failure on attempt {ctx.attempt}")
+    if ctx.step.startswith("meta"):
+        # Job metadata: report what arrived, and add to it for the requests after this one.
+        ctx.patch_meta({"by": {ctx.step: True}})
+        if ctx.step == "meta-leaf":
+            return {"item": {"seen": dict(ctx.meta)}}
+        return {**data, f"meta_{ctx.step}": dict(ctx.meta)}
     if ctx.step == "square":
         return {"item": data["item"] ** 2, "squared_by": ctx.step}
     if ctx.step == "prep":

@@ -3,7 +3,6 @@ once, across a manager kill -9; a cancelled scheduled job never starts."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import time
@@ -19,15 +18,9 @@ workflows:
 """
 
 
-async def _job(sys_, job_id: str, deadline_s: float = 15.0) -> dict:
+async def _job(sys_, job_id: str) -> dict:
     """GET /api/job/{id} once the manager knows the job (the trigger is asynchronous)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        response = await sys_.http.get(f"/api/job/{job_id}")
-        if response.status_code == 200:
-            return response.json()
-        assert time.monotonic() < end, f"job {job_id} never appeared: {response.text}"
-        await asyncio.sleep(0.05)  # polling the API with a deadline
+    return await sys_.found(f"/api/job/{job_id}")
 
 
 async def _publish(sys_, job_id: str, reply_to: str, headers: dict) -> None:

@@ -3,6 +3,8 @@ fails its job with both errors; a real manager and real workers."""
 
 from __future__ import annotations
 
+import json
+import signal
 import uuid
 
 from .test_conditions import events_until_end
@@ -76,3 +78,32 @@ async def test_a_failing_fallback_fails_the_job_with_both_errors_visible(system)
     assert steps["boom-invoice"]["status"] == "failed"
     assert steps["boom-invoice"]["attempts"] == 2  # its own retry
     assert steps["ship"]["status"] == "pending"
+
+
+MANUAL = """
+workflows:
+  - name: manual
+    steps:
+      - {name: charge, queue: "{p}.charge", fallback: {name: invoice, queue: "{p}.invoice"}}
+      - {name: ship, depends: [charge], queue: "{p}.ship"}
+"""
+
+
+async def test_a_fallback_in_flight_survives_a_kill_9(system):
+    sys = await system(MANUAL)
+    job_id = str(uuid.uuid4())
+    await sys.trigger("manual", {"order": 1}, job_id)
+    await sys.answer(await sys.take("charge"), b"{}", **{"x-error": "card declined"})
+    invoice = await sys.take("invoice")
+    assert invoice.correlation_id == f"{job_id}:invoice"
+    await sys.restart(signal.SIGKILL)
+    page = (await sys.http.get(f"/api/job/{job_id}/steps")).json()
+    steps = {step["name"]: step for step in page["steps"]}
+    assert steps["charge"]["status"] == "failed" and steps["invoice"]["status"] == "running"
+    await sys.answer(invoice, b'{"invoice": "I-9"}')
+    ship = await sys.take("ship")
+    assert json.loads(ship.body) == {"invoice": "I-9"}
+    await sys.answer(ship, b"{}")
+    assert (await sys.outcome_of(job_id, "manual")).status == "completed"
+    page = (await sys.http.get(f"/api/job/{job_id}/steps")).json()
+    assert next(s for s in page["steps"] if s["name"] == "charge")["status"] == "recovered"

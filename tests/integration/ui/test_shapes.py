@@ -65,3 +65,21 @@ async def test_a_fallback_is_drawn_after_its_step_and_the_recovery_shows(site, p
     assert "by fallback by-invoice" in await recovered.get_attribute("aria-label")
     await site.answer(await site.take("after"), b"{}")
     await page.wait_for_selector('[data-job-status="completed"]')
+
+
+async def test_the_job_metadata_is_shown_as_text(site, page):
+    meta = {"tenant": "acme", "note": "<b>not markup</b>"}
+    answer = await site.http.post(
+        "/api/workflow/charged", params={"meta": json.dumps(meta)}, json={}
+    )
+    assert answer.status_code == 200, answer.text
+    await open_job(page, site, answer.json()["id"])
+    block = page.locator("#job-meta")
+    await block.wait_for()
+    text = await block.text_content()
+    assert "acme" in text and "<b>not markup</b>" in text
+    assert await block.locator("b").count() == 0
+    request = await site.take("charge")
+    assert json.loads(request.headers["x-meta"]) == meta
+    await site.answer(request, b"{}")
+    await site.answer(await site.take("after"), b"{}")

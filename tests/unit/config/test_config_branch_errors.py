@@ -194,7 +194,7 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w', on_error step 'alert': unknown field 'depend' (allowed:"
-            " name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
+            " name, depends, queue, task, http, retries, retry_backoff, timeout, when, wait,"
             " input_schema, output_schema, fallback, compensate, concurrency);"
             " did you mean 'depends'?"
         ],

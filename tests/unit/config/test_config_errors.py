@@ -54,7 +54,7 @@ CASES = [
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
             " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
-            " input_schema, output_schema, fallback, compensate,"
+            " wait, input_schema, output_schema, fallback, compensate,"
             " concurrency); did you mean 'depends'?"
         ],
     ),

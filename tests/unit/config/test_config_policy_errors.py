@@ -106,7 +106,7 @@ STEP_FIELDS = [
         "misspelt retries",
         "retry: 3",
         "unknown field 'retry' (allowed: name, depends, queue, task, http, retries, retry_backoff,"
-        " timeout, when, input_schema, output_schema, fallback, compensate,"
+        " timeout, when, wait, input_schema, output_schema, fallback, compensate,"
         " concurrency); did you mean"
         " 'retries'?",
     ),
@@ -114,7 +114,7 @@ STEP_FIELDS = [
         "backoff without its prefix",
         "backoff: {initial: 1}",
         "unknown field 'backoff' (allowed: name, depends, queue, task, http, retries,"
-        " retry_backoff, timeout, when, input_schema, output_schema, fallback, compensate,"
+        " retry_backoff, timeout, when, wait, input_schema, output_schema, fallback, compensate,"
         " concurrency);"
         " did you mean 'retry_backoff'?",
     ),

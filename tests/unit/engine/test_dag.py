@@ -261,7 +261,7 @@ workflows:
     submit(state, "w")
     assert dispatches(reply(state, cid(JOB, "b"), {})) == []
     assert dispatches(reply(state, cid(JOB, "a"), {})) == []
-    assert state.jobs[JOB].steps["all"].status == "waiting"
+    assert state.jobs[JOB].steps["all"].status == "pending"
     assert dispatched_steps(reply(state, cid(JOB, "c"), {})) == ["all"]
 
 

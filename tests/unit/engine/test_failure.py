@@ -79,7 +79,7 @@ def test_a_failed_child_fails_the_task_step_and_the_job_quoting_the_childs_error
     parent = state.jobs[JOB]
     assert parent.status is JobStatus.FAILED
     assert parent.steps["fan"].status is StepStatus.FAILED
-    assert parent.steps["after"].status is StepStatus.WAITING
+    assert parent.steps["after"].status is StepStatus.PENDING
     assert dispatches(commands) == []
     assert of_type(commands, NotifyOutcome) == [
         NotifyOutcome("client-q", JOB, JOB, "failed", {"error": done.error})

@@ -3,8 +3,9 @@
 Each example builds a random workflow with random failure policies (retries, backoff,
 timeouts, a job deadline, maybe a task step with max_failed_items, maybe on_error and
 on_cancel branches, maybe `compensate` on main and task steps, steps with a `when` or a
-fallback, schemas on payloads, inputs and outputs), then applies a random mix of good, failed
-and late replies, TimerFired for pending timers, and cancel and retry requests. Then:
+fallback, schemas on payloads, inputs and outputs, job metadata), then applies a random mix of
+good, failed and late replies (some patching the metadata), TimerFired for pending timers,
+and cancel and retry requests. Then:
 
 1. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
    the same commands as the live run, and a final state equal to the live one;
@@ -18,7 +19,8 @@ and late replies, TimerFired for pending timers, and cancel and retry requests. 
    before it starts.
 
 Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
-(or cancelled before they start).
+(or cancelled before they start). Some steps wait for a signal (`wait: true`): signals come
+for them (early, on time, late, twice, for unknown steps), and their timeouts fire.
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ from manager.engine import (
     NotifyOutcome,
     Refused,
     RetryRequested,
+    SignalReceived,
     StartTimer,
     StepFinished,
     StepReplied,
+    StepSignalled,
     Subject,
     TimerFired,
     apply,
@@ -61,7 +65,10 @@ from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
 MAX_EVENTS = 30
 # Good replies carry v in 0..3 and maybe a short list: some match, some do not.
 SCHEMA = {"properties": {"v": {"maximum": 2}, "items": {"maxItems": 1}}}
-ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3
+SCHEMA_KEYS = ["input_schema", "output_schema"]
+ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3 + ["signal"] * 2
+# Mostly main steps (those that may wait), a task's, a branch's, and an unknown one.
+SIGNALLED = ["s0", "s0", "s1", "s1", "s2", "s3", "c0", "e0", "zz"]
 
 
 # -- random workflows --------------------------------------------------------------------
@@ -97,15 +104,23 @@ def _steps(
         if prefix in ("s", "c") and draw(st.integers(0, 2)) == 0:
             step["fallback"] = {"name": f"{name}-fb", **_policy(draw)}  # not on branch steps
         if draw(st.integers(0, 3)) == 0:
-            step[draw(st.sampled_from(["input_schema", "output_schema"]))] = SCHEMA
+            step[draw(st.sampled_from(SCHEMA_KEYS))] = SCHEMA
         if draw(st.integers(0, 3)) == 0:
             step["concurrency"] = 1  # all jobs together: the two jobs take turns
+        if draw(st.integers(0, 2)) == 0:
+            # A waiting step: no request, no retries, fallback, schemas or concurrency; only
+            # its own timeout ends the wait.
+            for key in (
+                "retries", "retry_backoff", "compensate", "fallback", "concurrency", *SCHEMA_KEYS
+            ):  # fmt: skip
+                step.pop(key, None)
+            step["wait"] = True
         steps.append(step)
     return steps
 
 
 def _task_step(step: dict[str, Any]) -> None:
-    step["task"] = "t"
+    step.update(task="t", wait=False)
     step.pop("concurrency", None)  # a task step sends no requests to bound
 
 
@@ -194,7 +209,10 @@ def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
     attempt = draw(st.sampled_from([None, request.attempt, request.attempt - 1, 99]))
     body: bytes = b"{}"
     error = None
+    patch = None
     if how == "good":
+        # Metadata patches: objects deep-merged into the job's, or no object (a failed attempt).
+        patch = draw(st.sampled_from([None, None, '{"k": 1}', '{"t": {"x": 2}}', "[1]"]))
         output: dict[str, Any] = {"v": draw(st.integers(0, 3))}
         if draw(st.booleans()):
             output["items"] = list(range(draw(st.integers(0, 2))))
@@ -204,7 +222,10 @@ def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
     else:
         body = draw(st.sampled_from([b"[]", b"null", b"{"]))
     run.do(
-        StepReplied(request.job_id, request.step, body, run.tick(), error=error, attempt=attempt)
+        StepReplied(
+            request.job_id, request.step, body, run.tick(), error=error, attempt=attempt,
+            meta_patch=patch,
+        )  # fmt: skip
     )
 
 
@@ -227,6 +248,20 @@ def _step(draw: st.DrawFn, run: Run) -> str:
         run.do(CancelRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
     elif kind == "retry":
         run.do(RetryRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
+    elif kind == "signal":
+        payload = draw(st.sampled_from([{"sig": 1}, {"sig": 2}, {}, [1]]))
+        waits = sorted(
+            (job.id, step.name)
+            for job in run.state.jobs.values()
+            for step in job.steps.values()
+            if step.spec.wait
+        )
+        if waits and draw(st.booleans()):
+            job_id, step_name = draw(st.sampled_from(waits))
+        else:
+            job_id = draw(st.sampled_from(_job_ids(run)))
+            step_name = draw(st.sampled_from(SIGNALLED))
+        run.do(SignalReceived(job_id, step_name, payload, run.tick()))
     else:
         return "skipped"
     return kind
@@ -244,9 +279,11 @@ def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
         # Some jobs start later (a delayed start: scheduled, then started by their timer).
         not_before = draw(st.sampled_from([None, None, at - 1.0, at + 2.0, at + 6.0]))
         priority = draw(st.integers(0, 2))
+        meta = draw(st.sampled_from([None, {"t": {"x": 1, "y": 1}}]))
         run.do(
             JobSubmitted(
-                job_id, "w", payload, at, reply_to="q1", not_before=not_before, priority=priority
+                job_id, "w", payload, at, reply_to="q1", not_before=not_before, meta=meta,
+                priority=priority,
             )
         )
     for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
@@ -293,14 +330,23 @@ def _check_lives(run: Run) -> None:
 
 def _check_attempts(run: Run) -> None:
     last: dict[str, int] = defaultdict(int)
-    for request in run.sent:
-        job = run.state.jobs.get(request.job_id)
-        # A branch runs afresh after a job retry; a fallback's attempts go on counting.
-        fallback = request.step.endswith("-fb")
-        in_branch = job is not None and request.step not in job.flow.step_index and not fallback
-        expected = {last[request.correlation_id] + 1} | ({1} if in_branch else set())
-        assert request.attempt in expected, (request, last[request.correlation_id])
-        last[request.correlation_id] = request.attempt
+    made_again: set[str] = set()  # child jobs started (again): their steps may start at 1
+    for commands in run.commands:
+        for command in commands:
+            if isinstance(command, JobStarted) and command.parent_id is not None:
+                # An on_error task step's children, forgotten by a job retry, are made again
+                # with the same ids when the branch runs again.
+                made_again.add(command.job_id)
+            if not isinstance(command, Dispatch):
+                continue
+            job = run.state.jobs.get(command.job_id)
+            # A branch runs afresh after a job retry; a fallback's attempts go on counting.
+            fallback = command.step.endswith("-fb")
+            in_branch = job is not None and command.step not in job.flow.step_index
+            restart = (in_branch and not fallback) or command.job_id in made_again
+            expected = {last[command.correlation_id] + 1} | ({1} if restart else set())
+            assert command.attempt in expected, (command, last[command.correlation_id])
+            last[command.correlation_id] = command.attempt
 
 
 @settings(
@@ -329,6 +375,9 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     event(f"a job queued: {queued}")
     held = any("release:" in getattr(e, "key", "") for e in run.events)
     event(f"a step held by its concurrency: {held}")
+    signalled = [c for cs in run.commands for c in cs if isinstance(c, StepSignalled)]
+    kept = any(c.kept for c in signalled)
+    event(f"signals: completed {any(not c.kept for c in signalled)}, kept {kept}")
     event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
     contracts = [c for commands in run.commands for c in commands if isinstance(c, StepFinished)]
     broken = any("does not match" in (c.message or "") for c in contracts)

@@ -176,7 +176,7 @@ def test_a_body_that_is_not_a_json_object_fails_the_step_and_the_job(body, says)
     assert job.error == done.error
     assert job.steps["a"].status is StepStatus.FAILED
     assert job.steps["a"].error == done.error["message"]
-    assert job.steps["b"].status is StepStatus.WAITING
+    assert job.steps["b"].status is StepStatus.PENDING
 
 
 def test_a_bad_body_message_quotes_a_preview_of_the_body():

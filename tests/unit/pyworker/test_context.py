@@ -36,3 +36,22 @@ def test_context_headers_are_read_only():
 
     with pytest.raises(TypeError):
         ctx.headers["a"] = 2  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("value", "meta"),
+    [(b'{"tenant": "acme"}', {"tenant": "acme"}), ("[1]", {}), ("{", {}), (None, {})],
+)
+def test_the_job_meta_comes_from_the_x_meta_header(value, meta):
+    headers = {} if value is None else {"x-meta": value}
+    ctx = StepContext.from_properties(queue="q", correlation_id="j:s", headers=headers)
+    assert dict(ctx.meta) == meta
+    with pytest.raises(TypeError):
+        ctx.meta["x"] = 1  # type: ignore[index]
+
+
+def test_patch_meta_collects_the_patch_for_the_reply():
+    ctx = StepContext.from_properties(queue="q", correlation_id="j:s", headers={})
+    ctx.patch_meta({"a": 1})
+    ctx.patch_meta({"b": {"c": 2}})
+    assert ctx.meta_patch == {"a": 1, "b": {"c": 2}}

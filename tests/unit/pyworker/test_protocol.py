@@ -128,3 +128,11 @@ def test_parse_attempt(value, expected):
 )
 def test_split_correlation_id(correlation_id, expected):
     assert split_correlation_id(correlation_id) == expected
+
+
+def test_a_meta_patch_rides_on_the_result_reply_as_json():
+    reply = result_reply({"ok": True}, attempt=1, meta_patch={"tenant": {"plan": "pro"}})
+    assert json.loads(reply.headers["x-meta-patch"]) == {"tenant": {"plan": "pro"}}
+    assert "x-meta-patch" not in result_reply({}, attempt=1, meta_patch={}).headers
+    with pytest.raises(InvalidResult, match="metadata patch is not JSON-serialisable"):
+        result_reply({}, attempt=1, meta_patch={"x": object()})
