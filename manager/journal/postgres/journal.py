@@ -26,6 +26,15 @@ log = logging.getLogger(__name__)
 _SAVE_DEFINITION = pg_sql(SAVE_DEFINITION)
 
 
+async def _plan_each_time(conn: psycopg.AsyncConnection) -> None:
+    """Plan every statement with the table as it is now, not as it was when first prepared.
+
+    psycopg prepares a statement run often; PostgreSQL then may reuse one generic plan, made
+    while a fresh journal was tiny: a sequential scan per sent mark, slower as the table grows.
+    """
+    await conn.execute("SET plan_cache_mode = force_custom_plan")
+
+
 async def open_pg_journal(url: str, *, create: bool = True) -> PgJournal:
     """Open the journal in the database at `url`, creating its tables if needed (`create`).
 
@@ -38,6 +47,7 @@ async def open_pg_journal(url: str, *, create: bool = True) -> PgJournal:
     except psycopg.Error as exc:
         raise open_failure(exc, where) from exc
     try:
+        await _plan_each_time(conn)
         old = await prepare(conn, where, create=create)
         pool = AsyncConnectionPool(
             where.conninfo,
@@ -47,6 +57,7 @@ async def open_pg_journal(url: str, *, create: bool = True) -> PgJournal:
             timeout=POOL_TIMEOUT_S,
             # A connection the server dropped (a restart) is replaced, not handed to a read.
             check=AsyncConnectionPool.check_connection,
+            configure=_plan_each_time,
             open=False,
             name="journal-reads",
         )

@@ -40,7 +40,8 @@ CREATE TABLE events (
 );
 CREATE INDEX events_root ON events (root_id, seq);
 CREATE INDEX events_job ON events (job_id, seq);
-CREATE INDEX events_msg ON events (msg_id) WHERE msg_id IS NOT NULL;
+-- Only unsent rows: a sent mark finds its row by msg_id in a small index (SQLite's covers all).
+CREATE INDEX events_msg ON events (msg_id) WHERE sent_at IS NULL;
 CREATE INDEX events_pending ON events (seq) WHERE sent_at IS NULL AND msg_id IS NOT NULL;
 CREATE INDEX events_orphan ON events (at) WHERE root_id IS NULL;
 

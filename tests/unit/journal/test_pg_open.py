@@ -13,9 +13,11 @@ import pytest
 
 from manager.errors import JournalError
 from manager.journal import Batch, open_journal
+from manager.journal.postgres.reads import pg_sql
 from manager.journal.postgres.schema import SCHEMA_VERSION
+from manager.journal.statements import MARK_SENT
 from tests.pgdatabase import fresh_database, skip_without_postgres
-from tests.unit.journal.helpers import job, submitted
+from tests.unit.journal.helpers import T0, dispatched, job, submitted
 
 
 @pytest.fixture
@@ -118,3 +120,26 @@ def test_a_manager_on_sqlite_never_loads_psycopg():
     code = "import sys, manager.server, manager.journal; print('psycopg' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+async def test_sent_marks_find_their_row_through_the_unsent_index(pg_url):
+    journal = await open_journal(pg_url)
+    await journal.append(Batch(events=[dispatched(f"j{i}", f"m{i}") for i in range(2_000)]))
+    await journal.append(Batch(sent=[(f"m{i}", T0) for i in range(1_000)]))
+    await journal.close()
+
+    mark = pg_sql(MARK_SENT).replace("%s", "1", 1).replace("%s", "'m1500'", 1)
+    plan = _execute(pg_url, f"EXPLAIN {mark}")
+    assert "events_msg" in " ".join(line for (line,) in plan), plan
+
+
+async def test_every_connection_plans_each_statement_afresh(pg_url):
+    # A generic plan cached while the journal was empty would scan the whole table per mark.
+    journal = await open_journal(pg_url)
+    try:
+        rows = await journal._reads.execute_fetchall("SHOW plan_cache_mode")
+        written = await journal._writer.run(lambda conn: conn.execute("SHOW plan_cache_mode"))
+        assert list(rows) == [("force_custom_plan",)]
+        assert await written.fetchall() == [("force_custom_plan",)]
+    finally:
+        await journal.close()
