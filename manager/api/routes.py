@@ -216,6 +216,7 @@ async def workflow_jobs(
         raise unknown_workflow(name, service.workflows)
     return {
         "running": found.get("running", []),
+        "queued": found.get("queued", []),
         "completed": found.get("completed", []),
         "failed": found.get("failed", []) + found.get("cancelled", []),
     }

@@ -47,12 +47,12 @@ class UniqueJobs:
             return None
         return key
 
-    def _hold(self: Work, job: Job, key: str) -> None:
+    def _hold_key(self: Work, job: Job, key: str) -> None:
         """`job` holds `key` until it settles (a retried job takes it again if it is free)."""
         job.unique_key = key
         self.state.unique.setdefault((job.workflow.name, key), job.id)
 
-    def _release(self: Work, job: Job) -> None:
+    def _release_key(self: Work, job: Job) -> None:
         """A job that held a key settled: another job of that key may start now."""
         index = (job.workflow.name, job.unique_key or "")
         if self.state.unique.get(index) == job.id:
