@@ -118,7 +118,9 @@ class Orchestrator:
         self.new_id = new_id
         self.failed = asyncio.Event()
         self.failure: BaseException | None = None
-        self._state = EngineState.from_workflows(self.workflows)
+        self._state = EngineState.from_workflows(
+            self.workflows, max_running_jobs=settings.max_running_jobs
+        )
         self._outbox = Outbox(transport, journal, clock, self._fail, settings.publish_retry_s)
         self._timers = Timekeeper(clock, self._timer_due)
         self._ignored = IgnoredLog(log)
@@ -222,7 +224,9 @@ class Orchestrator:
         )
         stored = await self.journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
-        self._state = EngineState.from_workflows(self.workflows, pinned)
+        self._state = EngineState.from_workflows(
+            self.workflows, pinned, self.settings.max_running_jobs
+        )
         roots = await self.journal.running_roots()
         replay(self._state, map(to_event, await self.journal.replay_rows(roots)))
         for observer in self._observers:

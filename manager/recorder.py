@@ -21,6 +21,7 @@ from manager.engine import (
     Event,
     Ignored,
     JobFinished,
+    JobQueued,
     JobRejected,
     JobScheduled,
     JobStarted,
@@ -85,8 +86,8 @@ def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Recor
             outbound.append(message)
         elif isinstance(command, JobStarted):
             _started(command, result.batch)
-        elif isinstance(command, JobScheduled):
-            _scheduled(command, result.batch)
+        elif isinstance(command, JobScheduled | JobQueued):
+            _waiting(command, result.batch)
         elif isinstance(command, JobFinished):
             result.ended.append(_finished(command, result.batch))
         elif isinstance(command, Subject):
@@ -234,32 +235,31 @@ def _started(command: JobStarted, batch: Batch) -> None:
         # and while it runs it is in memory, where the API reads it.
         return
     batch.jobs.append(_open_row(command, command.root_id, "running"))
+    _job_event(batch, command, EventKind.STARTED, {"flow": command.flow})
+
+
+def _waiting(command: JobScheduled | JobQueued, batch: Batch) -> None:
+    """The row of a job waiting to start (scheduled or queued: recovery brings it back), and
+    its event: when it starts, or which concurrency limits it waits for."""
+    if isinstance(command, JobScheduled):
+        batch.jobs.append(_open_row(command, command.job_id, "scheduled"))
+        _job_event(batch, command, EventKind.SCHEDULED, {"start_at": command.start_at})
+        return
+    batch.jobs.append(_open_row(command, command.job_id, "queued"))
+    meta = {"scopes": list(command.scopes), "priority": command.priority}
+    _job_event(batch, command, EventKind.QUEUED, meta)
+
+
+def _job_event(
+    batch: Batch, command: JobStarted | JobScheduled | JobQueued, kind: str, meta: dict[str, Any]
+) -> None:
+    """A top-level job's journal row saying what happened to it (read, never replayed)."""
     batch.events.append(
-        EventRow(
-            at=command.at,
-            kind=EventKind.STARTED,
-            job_id=command.job_id,
-            root_id=command.root_id,
-            meta={"flow": command.flow},
-        )  # fmt: skip
+        EventRow(at=command.at, kind=kind, job_id=command.job_id, root_id=command.job_id, meta=meta)
     )
 
 
-def _scheduled(command: JobScheduled, batch: Batch) -> None:
-    """A delayed job's row (status scheduled: recovery brings it back) and its event."""
-    batch.jobs.append(_open_row(command, command.job_id, "scheduled"))
-    batch.events.append(
-        EventRow(
-            at=command.at,
-            kind=EventKind.SCHEDULED,
-            job_id=command.job_id,
-            root_id=command.job_id,
-            meta={"start_at": command.start_at},
-        )  # fmt: skip
-    )
-
-
-def _open_row(command: JobStarted | JobScheduled, root_id: str, status: str) -> JobRow:
+def _open_row(command: JobStarted | JobScheduled | JobQueued, root_id: str, status: str) -> JobRow:
     """The row of a top-level job that has not ended (it is replaced when it ends)."""
     return JobRow(
         id=command.job_id, root_id=root_id, parent_id=None, workflow=command.workflow,

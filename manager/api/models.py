@@ -63,6 +63,9 @@ class WorkflowJobs(BaseModel):
     """Top-level jobs of one workflow: running ones, and those that finished within the interval."""
 
     running: list[str]
+    queued: list[str] = Field(
+        default_factory=list, description="Extra: waiting under a concurrency limit."
+    )
     completed: list[str] = Field(description="Finished with status completed.")
     failed: list[str] = Field(description="Extra: finished with status failed or cancelled.")
 
@@ -150,6 +153,9 @@ class JobDetail(BaseModel):
     task: str | None = Field(default=None, description="Extra, child jobs only: the task's name.")
     parent: str | None = Field(default=None, description="Extra, child jobs only: the parent id.")
     status: JobStatus
+    queued_at: str | None = Field(
+        default=None, description="Extra, while queued: when it entered its concurrency queue."
+    )
     start_at: str | None = Field(
         default=None,
         description="Extra, delayed starts only: when the job starts (scheduled) or started.",
@@ -203,6 +209,7 @@ class Readiness(BaseModel):
 
 StepStatusName = Literal[
     "pending",
+    "queued",
     "waiting",
     "running",
     "retrying",
@@ -215,7 +222,7 @@ StepStatusName = Literal[
     "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
-JobStatusName = Literal["scheduled", "running", "completed", "failed", "cancelled"]
+JobStatusName = Literal["scheduled", "queued", "running", "completed", "failed", "cancelled"]
 _START_AT_DOC = "Delayed starts only: when the job starts (while scheduled) or started."
 
 
@@ -297,6 +304,9 @@ class JobPage(BaseModel):
     root: str = Field(description="The top-level job's id (the job's own, for a top-level job).")
     status: JobStatusName
     submitted_at: str
+    queued_at: str | None = Field(
+        default=None, description="While queued: when the job entered its concurrency queue."
+    )
     start_at: str | None = Field(default=None, description=_START_AT_DOC)
     finished_at: str | None = None
     elapsed: float

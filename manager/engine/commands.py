@@ -20,6 +20,7 @@ __all__ = [
     "StepFinished",
     "JobStarted",
     "JobScheduled",
+    "JobQueued",
     "StepWaiting",
     "StepSignalled",
     "JobFinished",
@@ -161,6 +162,25 @@ class JobScheduled:
 
 
 @dataclass(slots=True)
+class JobQueued:
+    """A top-level job waits for a slot under its concurrency limits (status `queued`).
+
+    `scopes` names the limits it waits for (`workflow:<name>:<key JSON>`, `all`).
+    """
+
+    job_id: str
+    workflow: str
+    definition: str
+    flow: str
+    payload: dict[str, Any]
+    submitted_at: float
+    at: float
+    priority: int
+    scopes: tuple[str, ...]
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
 class JobFinished:
     """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
@@ -281,6 +301,7 @@ Command = (
     | StepFinished
     | JobStarted
     | JobScheduled
+    | JobQueued
     | StepWaiting
     | StepSignalled
     | JobFinished
