@@ -23,10 +23,12 @@ type Handler func(ctx context.Context, data map[string]any, info StepInfo) (map[
 // panicked" becomes what is sent.
 func (w *Worker) outcome(ctx context.Context, handler Handler, d amqp.Delivery, info StepInfo) reply {
 	started := time.Now()
+	patch := map[string]any{}
+	ctx = context.WithValue(ctx, metaPatchKey{}, patch)
 	result, err := w.invoke(ctx, handler, d.Body, info)
 	var r reply
 	if err == nil {
-		r, err = resultReply(result, info.Attempt)
+		r, err = resultReply(result, info.Attempt, patch)
 	}
 	if err != nil {
 		r = errorReply(err, info.Attempt)

@@ -2,6 +2,7 @@ package goworker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -18,6 +19,7 @@ const (
 	HeaderErrorType   = "x-error-type"
 	HeaderTraceparent = "traceparent"
 	HeaderMeta        = "x-meta"
+	HeaderMetaPatch   = "x-meta-patch"
 )
 
 // maxErrorChars keeps x-error headers (and log lines) a readable size, as pyworker does.
@@ -85,7 +87,8 @@ func jsonKind(value any) string {
 }
 
 // resultReply encodes a handler's result (nil is {}); InvalidResultError if it is not JSON.
-func resultReply(result map[string]any, attempt int) (reply, error) {
+// A non-empty metaPatch goes in the x-meta-patch header.
+func resultReply(result map[string]any, attempt int, metaPatch map[string]any) (reply, error) {
 	if result == nil {
 		result = map[string]any{}
 	}
@@ -94,7 +97,30 @@ func resultReply(result map[string]any, attempt int) (reply, error) {
 		return reply{}, &InvalidResultError{fmt.Sprintf(
 			"a step's result is not JSON-serialisable: %v", err)}
 	}
-	return reply{body: body, headers: map[string]any{HeaderAttempt: int32(attempt)}}, nil
+	headers := map[string]any{HeaderAttempt: int32(attempt)}
+	if len(metaPatch) > 0 {
+		patch, err := encodeJSON(metaPatch)
+		if err != nil {
+			return reply{}, &InvalidResultError{fmt.Sprintf(
+				"a metadata patch is not JSON-serialisable: %v", err)}
+		}
+		headers[HeaderMetaPatch] = string(patch)
+	}
+	return reply{body: body, headers: headers}, nil
+}
+
+// metaPatchKey keys, in a handler's context, the patch PatchMeta adds to.
+type metaPatchKey struct{}
+
+// PatchMeta adds patch to the job's metadata (StepInfo.Meta): it is sent as x-meta-patch with
+// the step's successful reply and deep-merged by the manager (later wins), so the job's later
+// requests carry it. ctx is the handler's own; call it from the handler's goroutine.
+func PatchMeta(ctx context.Context, patch map[string]any) {
+	if into, ok := ctx.Value(metaPatchKey{}).(map[string]any); ok {
+		for key, value := range patch {
+			into[key] = value
+		}
+	}
 }
 
 // errorReply is the x-error reply for err: x-error "Type: message", x-error-type the type name,

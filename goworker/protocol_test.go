@@ -1,6 +1,7 @@
 package goworker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,15 +53,15 @@ func TestDecodeRequestUseNumberKeepsBigIntegers(t *testing.T) {
 }
 
 func TestResultReply(t *testing.T) {
-	r, err := resultReply(nil, 2)
+	r, err := resultReply(nil, 2, nil)
 	if err != nil || string(r.body) != `{}` || r.headers[HeaderAttempt] != int32(2) || r.isError() {
 		t.Fatalf("nil result: %s %v %v", r.body, r.headers, err)
 	}
-	r, err = resultReply(map[string]any{"html": "<a&b>", "word": "café"}, 1)
+	r, err = resultReply(map[string]any{"html": "<a&b>", "word": "café"}, 1, nil)
 	if err != nil || string(r.body) != `{"html":"<a&b>","word":"café"}` {
 		t.Fatalf("want unescaped UTF-8 JSON, got %s (%v)", r.body, err)
 	}
-	_, err = resultReply(map[string]any{"x": math.NaN()}, 1)
+	_, err = resultReply(map[string]any{"x": math.NaN()}, 1, nil)
 	var invalid *InvalidResultError
 	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "not JSON-serialisable") {
 		t.Fatalf("NaN: want InvalidResultError, got %v", err)
@@ -193,5 +194,30 @@ func TestResolveOptions(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("the password leaked: %v", err)
 		}
+	}
+}
+
+func TestPatchMetaRidesOnTheResultReply(t *testing.T) {
+	patch := map[string]any{}
+	ctx := context.WithValue(context.Background(), metaPatchKey{}, patch)
+	PatchMeta(ctx, map[string]any{"tenant": map[string]any{"plan": "pro"}})
+	PatchMeta(context.Background(), map[string]any{"ignored": true}) // not a handler's context
+	r, err := resultReply(map[string]any{}, 1, patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent map[string]any
+	if err := json.Unmarshal([]byte(r.headers[HeaderMetaPatch].(string)), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sent) != "map[tenant:map[plan:pro]]" {
+		t.Fatalf("x-meta-patch = %v", sent)
+	}
+	r, _ = resultReply(map[string]any{}, 1, map[string]any{})
+	if _, ok := r.headers[HeaderMetaPatch]; ok {
+		t.Fatal("an empty patch must send no x-meta-patch")
+	}
+	if _, err := resultReply(nil, 1, map[string]any{"x": math.NaN()}); err == nil {
+		t.Fatal("a patch that is no JSON must fail the reply")
 	}
 }

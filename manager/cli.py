@@ -61,6 +61,7 @@ environment:
   WM_RETENTION               serve's --retention in days (default 7)
   WM_EVENTS                  serve's --events: jobs, steps or off (default jobs)
   WM_PARTITIONS              serve's --partitions: several managers on one PostgreSQL journal
+  WM_MAX_RUNNING_JOBS        serve's --max-running-jobs (default: no bound)
   WM_API_URL                 status's and watch's --api-url (default http://127.0.0.1:8080)
   WM_API_TOKEN               serve's --api-token: the API asks every client for it; the
                              commands that call the API send it
@@ -176,6 +177,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="run events published to the exchange QUEUE.events: jobs (job.* of top-level "
         "jobs), steps (step.* and child jobs' too) or off; GET /api/events streams them all "
         "either way (env WM_EVENTS; default: %(default)s)",
+    )
+    serve.add_argument(
+        "--max-running-jobs",
+        default=env.get("WM_MAX_RUNNING_JOBS") or None,
+        metavar="N",
+        help="at most N top-level jobs run at once, all workflows together; the others wait "
+        "with status queued, highest priority first, then oldest (env WM_MAX_RUNNING_JOBS; "
+        "default: no bound)",
     )
     serve.add_argument(
         "--log-format",
@@ -378,6 +387,14 @@ def _serve(args: argparse.Namespace) -> int:
         return _usage(f"WM_LOG_FORMAT must be text or json, got {args.log_format!r}")
     if args.api_token == "":  # the env's empty value is None: this one was typed
         return _usage("--api-token is empty; give the token, or leave the option out")
+    max_running_jobs = args.max_running_jobs
+    if max_running_jobs is not None:
+        if not str(max_running_jobs).strip().isdigit() or int(max_running_jobs) < 1:
+            return _usage(
+                "--max-running-jobs (or WM_MAX_RUNNING_JOBS) must be a whole number of jobs "
+                f"above 0, got {max_running_jobs!r}"
+            )
+        max_running_jobs = int(max_running_jobs)
     configure_logging(args.log_level, args.log_format)
     api_token = ApiToken(args.api_token) if args.api_token else None
     workflows = load_workflows(args.config)
@@ -389,7 +406,8 @@ def _serve(args: argparse.Namespace) -> int:
         return _usage(f"--partitions must be 1 to 1024, got {args.partitions}")
     settings = ManagerSettings(
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
-        events=args.events, partitions=args.partitions,
+        events=args.events, max_running_jobs=max_running_jobs,
+        partitions=args.partitions,
     )  # fmt: skip
     run(serve(workflows, settings, args.db, args.host, args.port, api_token=api_token), args.loop)
     return EXIT_OK

@@ -6,7 +6,8 @@
     │   ├── UnknownWorkflow    no workflow of that name
     │   ├── InvalidPayload     the payload is not a JSON object
     │   ├── InvalidJobId       the job id is not a UUID
-    │   └── DuplicateJob       a job with that id already exists
+    │   ├── DuplicateJob       a job with that id already exists
+    │   └── DuplicateKey       an unfinished job of the workflow has the same unique key
     ├── JobNotFound            no job (or no such step) has the given id (cancel, retry, signal)
     ├── JobConflict            the job is not in a state that allows the request (cancel,
     │                          retry, signal)
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidPayload",
     "InvalidJobId",
     "DuplicateJob",
+    "DuplicateKey",
     "JobNotFound",
     "JobConflict",
     "NotOwner",
@@ -72,6 +74,14 @@ class InvalidJobId(SubmitError):
 
 class DuplicateJob(SubmitError):
     """A job with the requested id already exists."""
+
+
+class DuplicateKey(SubmitError):
+    """An unfinished job of the workflow (`job_id`) has the submission's unique key."""
+
+    def __init__(self, message: str, job_id: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
 
 
 class JobNotFound(ManagerError):

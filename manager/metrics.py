@@ -31,6 +31,7 @@ from manager.engine import (
     Dispatch,
     Job,
     JobFinished,
+    JobQueued,
     JobScheduled,
     JobStarted,
     JobStatus,
@@ -64,6 +65,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_started_total": "counter",
     f"{_P}jobs_finished_total": "counter",
     f"{_P}jobs_running": "gauge",
+    f"{_P}jobs_queued": "gauge",
     f"{_P}jobs_scheduled": "gauge",
     f"{_P}steps_waiting": "gauge",
     f"{_P}job_duration_seconds": "histogram",
@@ -102,6 +104,7 @@ class _WorkflowSeries:
     started: Any
     running: Any
     duration: Any
+    queued: Any
     scheduled: Any
 
 
@@ -125,6 +128,10 @@ class Metrics:
         )  # fmt: skip
         self._jobs_running = Gauge(
             f"{_P}jobs_running", "Top-level jobs running now (their on_error steps too).", wf,
+            registry=r,
+        )  # fmt: skip
+        self._jobs_queued = Gauge(
+            f"{_P}jobs_queued", "Top-level jobs waiting under a concurrency limit now.", wf,
             registry=r,
         )  # fmt: skip
         self._jobs_scheduled = Gauge(
@@ -194,9 +201,11 @@ class Metrics:
         self._dead = _Children(self._dead_letters)
         # When each running top-level job (re)started; a recovered one counts from submission.
         self._started_at: dict[str, float] = {}
-        self._scheduled: set[str] = set()  # top-level jobs waiting for their delayed start
+        # Top-level jobs waiting to start (scheduled, or queued), and the gauge each counts in.
+        self._unstarted: dict[str, Any] = {}
         self._handlers: dict[type, Callable[[Any], None]] = {
             JobScheduled: self._job_scheduled,
+            JobQueued: self._job_queued,
             StepWaiting: self._step_waiting,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
@@ -224,24 +233,24 @@ class Metrics:
     def recovered(self, jobs: Iterable[Job]) -> None:
         """Set the running and scheduled gauges from the jobs recovery brought back (top-level)."""
         running: collections.Counter[str] = collections.Counter()
-        scheduled: collections.Counter[str] = collections.Counter()
-        self._scheduled.clear()
-        for job in jobs:
-            if job.parent is not None:
-                continue
-            if job.status is JobStatus.SCHEDULED:
-                scheduled[job.workflow.name] += 1
-                self._scheduled.add(job.id)
-            elif not job.is_settled:
-                # A failed job still running its on_error steps has not ended yet.
-                running[job.workflow.name] += 1
+        self._unstarted.clear()
         for series in self._workflows.values():
             series.running.set(0)
             series.scheduled.set(0)
+            series.queued.set(0)
+        for job in jobs:
+            if job.parent is not None:
+                continue
+            if job.status in (JobStatus.SCHEDULED, JobStatus.QUEUED):
+                series = self._workflow(job.workflow.name)
+                gauge = series.scheduled if job.status is JobStatus.SCHEDULED else series.queued
+                gauge.inc()
+                self._unstarted[job.id] = gauge
+            elif not job.is_settled:
+                # A failed job still running its on_error steps has not ended yet.
+                running[job.workflow.name] += 1
         for name, count in running.items():
             self._workflow(name).running.set(count)
-        for name, count in scheduled.items():
-            self._workflow(name).scheduled.set(count)
         self._recover_waits(jobs)
 
     def _recover_waits(self, jobs: Iterable[Job]) -> None:
@@ -309,8 +318,24 @@ class Metrics:
             self._failures(command.workflow, command.step, command.reason or "error").inc()
 
     def _job_scheduled(self, command: JobScheduled) -> None:
-        self._scheduled.add(command.job_id)
-        self._workflow(command.workflow).scheduled.inc()
+        self._join_unstarted(command.job_id, self._workflow(command.workflow).scheduled)
+
+    def _job_queued(self, command: JobQueued) -> None:
+        self._join_unstarted(command.job_id, self._workflow(command.workflow).queued)
+
+    def _join_unstarted(self, job_id: str, gauge: Any) -> None:
+        """The job waits to start, counted in `gauge` (a scheduled job may queue next)."""
+        self._leave_unstarted(job_id)
+        gauge.inc()
+        self._unstarted[job_id] = gauge
+
+    def _leave_unstarted(self, job_id: str) -> bool:
+        """The job no longer waits to start; True if it was waiting."""
+        gauge = self._unstarted.pop(job_id, None)
+        if gauge is None:
+            return False
+        gauge.dec()
+        return True
 
     def _step_compensation(self, command: StepCompensation) -> None:
         if command.outcome != "compensating":
@@ -320,9 +345,7 @@ class Metrics:
         if command.parent_id is not None:
             return  # a child job counts in its steps, under its top-level workflow
         series = self._workflow(command.workflow)
-        if command.job_id in self._scheduled:
-            self._scheduled.discard(command.job_id)
-            series.scheduled.dec()
+        self._leave_unstarted(command.job_id)
         series.started.inc()
         series.running.inc()
         self._started_at[command.job_id] = command.at
@@ -334,11 +357,8 @@ class Metrics:
             return
         series = self._workflow(command.workflow)
         self._finished(command.workflow, str(command.status)).inc()
-        if command.job_id in self._scheduled:
-            # Cancelled before its delayed start: it never ran.
-            self._scheduled.discard(command.job_id)
-            series.scheduled.dec()
-            return
+        if self._leave_unstarted(command.job_id):
+            return  # cancelled before it started: it never ran
         series.running.dec()
         started_at = self._started_at.pop(command.job_id, command.submitted_at)
         series.duration.observe(max(0.0, command.at - started_at))
@@ -352,6 +372,7 @@ class Metrics:
                 self._jobs_started.labels(name),
                 self._jobs_running.labels(name),
                 self._job_duration.labels(name),
+                self._jobs_queued.labels(name),
                 self._jobs_scheduled.labels(name),
             )
         return series

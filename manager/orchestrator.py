@@ -51,6 +51,7 @@ from manager.engine import timers as timer_keys
 from manager.engine.snapshot import restore
 from manager.errors import (
     DuplicateJob,
+    DuplicateKey,
     FencedOut,
     InvalidJobId,
     InvalidPayload,
@@ -67,6 +68,7 @@ from manager.observers import DeadLetterWatcher, Observer
 from manager.outbox import Outbox
 from manager.recorder import (
     Record,
+    duplicate_reason,
     finished_notice,
     pending_message,
     record,
@@ -131,7 +133,9 @@ class Orchestrator:
         self.new_id = new_id
         self.failed = asyncio.Event()
         self.failure: BaseException | None = None
-        self._state = EngineState.from_workflows(self.workflows)
+        self._state = EngineState.from_workflows(
+            self.workflows, max_running_jobs=settings.max_running_jobs
+        )
         self._outbox = Outbox(transport, journal, clock, self._fail, settings.publish_retry_s)
         self._timers = Timekeeper(clock, self._timer_due)
         self._ignored = IgnoredLog(log)
@@ -241,7 +245,9 @@ class Orchestrator:
         )
         stored = await self.journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
-        self._state = EngineState.from_workflows(self.workflows, pinned)
+        self._state = EngineState.from_workflows(
+            self.workflows, pinned, self.settings.max_running_jobs
+        )
         roots = [root for root in await self.journal.running_roots() if self._owns(root)]
         replay(self._state, map(to_event, await self.journal.replay_rows(roots)))
         for observer in self._observers:
@@ -412,6 +418,11 @@ class Orchestrator:
         if result.rejected is not None:
             rejected = result.rejected  # its answer is in `sending`
             await self._reject(delivery, rejected.reason, rejected.kind.replace("-", "_"))
+        elif result.duplicate is not None:
+            log.info(
+                "duplicate trigger: %s", duplicate_reason(result.duplicate),
+                extra={"job": result.duplicate.existing},
+            )  # fmt: skip
         self.transport.ack(delivery)
         await asyncio.shield(sending)  # as in on_reply
 
@@ -498,7 +509,7 @@ class Orchestrator:
         """
         _, commands = apply(self._state, event)
         result = record(event, commands, self._reply_queue)
-        if result.rejected is not None or result.refused is not None:
+        if result.rejected is not None or result.refused is not None or result.duplicate:
             return result, self._send(result.outbound)  # nothing to journal
         committed = self.journal.append(result.batch)
         for row in result.ended:
@@ -600,6 +611,8 @@ class Orchestrator:
         if result.rejected is not None:
             rejected = result.rejected
             raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
+        if result.duplicate is not None:
+            raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
         await sending
         return canonical or job_id
 

@@ -20,7 +20,9 @@ from manager.engine import (
     Dispatch,
     Event,
     Ignored,
+    JobDuplicate,
     JobFinished,
+    JobQueued,
     JobRejected,
     JobScheduled,
     JobStarted,
@@ -38,7 +40,7 @@ from manager.engine import (
 )
 from manager.engine.traceids import step_span_id, traceparent
 from manager.journal import Batch, EventKind, EventRow, JobRow
-from manager.transport.message import Outbound, outcome_notice, step_request
+from manager.transport.message import Outbound, duplicate_notice, outcome_notice, step_request
 
 __all__ = [
     "Record",
@@ -47,6 +49,7 @@ __all__ = [
     "pending_message",
     "finished_notice",
     "rejection_notice",
+    "duplicate_reason",
 ]
 
 _REJECTED = "rejected"
@@ -64,6 +67,7 @@ class Record:
     outbound: list[Outbound] = field(default_factory=list)
     rejected: JobRejected | None = None
     refused: Refused | None = None
+    duplicate: JobDuplicate | None = None
     ended: list[JobRow] = field(default_factory=list)
 
 
@@ -91,8 +95,8 @@ def record(
             outbound.append(message)
         elif isinstance(command, JobStarted):
             _started(command, result.batch)
-        elif isinstance(command, JobScheduled):
-            _scheduled(command, result.batch)
+        elif isinstance(command, JobScheduled | JobQueued):
+            _waiting(command, result.batch)
         elif isinstance(command, JobFinished):
             result.ended.append(_finished(command, result.batch))
         elif isinstance(command, Subject):
@@ -100,13 +104,38 @@ def record(
         elif isinstance(command, Ignored):
             meta = {"subject": command.subject, "reason": command.reason}
             events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
-        elif isinstance(command, JobRejected):
-            result.rejected = command
-            if command.reply_to:
-                outbound.append(rejection_notice(command.reply_to, command.job_id, command.reason))
-        elif isinstance(command, Refused):
-            result.refused = command
+        elif isinstance(command, JobRejected | Refused | JobDuplicate):
+            _refusal(command, result)
     return result
+
+
+def _refusal(command: JobRejected | Refused | JobDuplicate, result: Record) -> None:
+    """An event the engine did not take: nothing is journaled; a trigger's sender is told."""
+    if isinstance(command, JobRejected):
+        result.rejected = command
+        if command.reply_to:
+            notice = rejection_notice(command.reply_to, command.job_id, command.reason)
+            result.outbound.append(notice)
+    elif isinstance(command, Refused):
+        result.refused = command
+    else:
+        result.duplicate = command
+        if command.reply_to:
+            result.outbound.append(_duplicate(command, command.reply_to))
+
+
+def duplicate_reason(command: JobDuplicate) -> str:
+    """Why a trigger started no job: which unfinished job has its unique key."""
+    return (
+        f"job {command.existing} of workflow '{command.workflow}' has the unique key "
+        f"{command.key} and has not finished; no second job starts until it has"
+    )
+
+
+def _duplicate(command: JobDuplicate, reply_to: str) -> Outbound:
+    """The `duplicate` answer to a trigger: the reason, and the job that has the key."""
+    body = jsontext.dumps({"error": duplicate_reason(command), "job": command.existing})
+    return duplicate_notice(reply_to, command.job_id, command.existing, body)
 
 
 def rejection_notice(reply_to: str, job_id: str | None, reason: str) -> Outbound:
@@ -244,32 +273,31 @@ def _started(command: JobStarted, batch: Batch) -> None:
         # and while it runs it is in memory, where the API reads it.
         return
     batch.jobs.append(_open_row(command, command.root_id, "running"))
+    _job_event(batch, command, EventKind.STARTED, {"flow": command.flow})
+
+
+def _waiting(command: JobScheduled | JobQueued, batch: Batch) -> None:
+    """The row of a job waiting to start (scheduled or queued: recovery brings it back), and
+    its event: when it starts, or which concurrency limits it waits for."""
+    if isinstance(command, JobScheduled):
+        batch.jobs.append(_open_row(command, command.job_id, "scheduled"))
+        _job_event(batch, command, EventKind.SCHEDULED, {"start_at": command.start_at})
+        return
+    batch.jobs.append(_open_row(command, command.job_id, "queued"))
+    meta = {"scopes": list(command.scopes), "priority": command.priority}
+    _job_event(batch, command, EventKind.QUEUED, meta)
+
+
+def _job_event(
+    batch: Batch, command: JobStarted | JobScheduled | JobQueued, kind: str, meta: dict[str, Any]
+) -> None:
+    """A top-level job's journal row saying what happened to it (read, never replayed)."""
     batch.events.append(
-        EventRow(
-            at=command.at,
-            kind=EventKind.STARTED,
-            job_id=command.job_id,
-            root_id=command.root_id,
-            meta={"flow": command.flow},
-        )  # fmt: skip
+        EventRow(at=command.at, kind=kind, job_id=command.job_id, root_id=command.job_id, meta=meta)
     )
 
 
-def _scheduled(command: JobScheduled, batch: Batch) -> None:
-    """A delayed job's row (status scheduled: recovery brings it back) and its event."""
-    batch.jobs.append(_open_row(command, command.job_id, "scheduled"))
-    batch.events.append(
-        EventRow(
-            at=command.at,
-            kind=EventKind.SCHEDULED,
-            job_id=command.job_id,
-            root_id=command.job_id,
-            meta={"start_at": command.start_at},
-        )  # fmt: skip
-    )
-
-
-def _open_row(command: JobStarted | JobScheduled, root_id: str, status: str) -> JobRow:
+def _open_row(command: JobStarted | JobScheduled | JobQueued, root_id: str, status: str) -> JobRow:
     """The row of a top-level job that has not ended (it is replaced when it ends)."""
     return JobRow(
         id=command.job_id, root_id=root_id, parent_id=None, workflow=command.workflow,

@@ -28,6 +28,8 @@ class ManagerSettings(BaseModel):
     retention_every_s: float = Field(default=3600.0, gt=0)
     # Run events on the broker's `<queue>.events` exchange: job.* only, step.* too, or none.
     events: Literal["jobs", "steps", "off"] = "jobs"
+    # All top-level jobs running at once, every workflow together; None: no bound.
+    max_running_jobs: int | None = Field(default=None, ge=1)
     # Several managers on one PostgreSQL journal: its number of partitions (None: one manager).
     partitions: int | None = Field(default=None, ge=1, le=1024)
     # A partition's lease lasts this long unless renewed (every lease_renew_s): a dead

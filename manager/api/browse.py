@@ -116,7 +116,7 @@ async def recent_jobs(
     now: Now,
     workflow: Annotated[str, Query(description="Only jobs of this workflow.")] = None,  # type: ignore[assignment]
     status: Annotated[
-        Literal["running", "completed", "failed", "cancelled"],
+        Literal["queued", "running", "completed", "failed", "cancelled"],
         Query(description="Only jobs with this status."),
     ] = None,  # type: ignore[assignment]
     id: Annotated[

@@ -28,6 +28,7 @@ from starlette.types import ExceptionHandler
 from manager.errors import (
     BrokerError,
     DuplicateJob,
+    DuplicateKey,
     JobConflict,
     JobNotFound,
     NotOwner,
@@ -37,7 +38,11 @@ from manager.errors import (
 
 __all__ = ["install_error_handlers", "unknown_workflow", "error_response", "validation_message"]
 
-_SUBMIT_STATUS: dict[type[SubmitError], int] = {UnknownWorkflow: 404, DuplicateJob: 409}
+_SUBMIT_STATUS: dict[type[SubmitError], int] = {
+    UnknownWorkflow: 404,
+    DuplicateJob: 409,
+    DuplicateKey: 409,
+}
 
 
 def error_response(status_code: int, message: str, headers: Any = None) -> JSONResponse:
@@ -103,6 +108,9 @@ async def _on_validation_error(request: Request, exc: RequestValidationError) ->
 
 async def _on_submit_error(request: Request, exc: SubmitError) -> JSONResponse:
     status = next((s for t, s in _SUBMIT_STATUS.items() if isinstance(exc, t)), 400)
+    if isinstance(exc, DuplicateKey):
+        # Which job has the key, so the caller can follow that one instead.
+        return JSONResponse({"error": str(exc), "job": exc.job_id}, status_code=status)
     return error_response(status, str(exc))
 
 

@@ -22,10 +22,14 @@ from manager.textline import iso_utc
 
 __all__ = ["CHILD_STATUSES", "job_page", "child_status", "attempt_history", "step_route"]
 
+_CANCELLABLE = (JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.RUNNING)
+_UNFINISHED_STEP = (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING, StepStatus.QUEUED)
+
 CHILD_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 _STEP_STATUS = {
     StepStatus.PENDING: "pending",
     StepStatus.WAITING: "waiting",
+    StepStatus.QUEUED: "queued",
     StepStatus.RUNNING: "running",
     StepStatus.RETRYING: "retrying",
     StepStatus.COMPLETED: "completed",
@@ -143,7 +147,7 @@ def _status(job: Job, run: StepRun | None) -> str:
     if run is None:
         return "pending"
     ended = job.status is not JobStatus.RUNNING and not job.is_live(run.name)
-    if ended and run.status in (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING):
+    if ended and run.status in _UNFINISHED_STEP:
         return "cancelled"
     return _STEP_STATUS[run.status]
 
@@ -223,8 +227,12 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["root"] = job.root_id or job.id
     body["status"] = str(job.status)
     body["submitted_at"] = iso_utc(job.submitted_at)
+    if job.queued_at is not None and job.status is JobStatus.QUEUED:
+        body["queued_at"] = iso_utc(job.queued_at)
     if job.start_at is not None:
         body["start_at"] = iso_utc(job.start_at)
+    if job.unique_key is not None:
+        body["unique_key"] = job.unique_key
     if job.finished_at is not None:
         body["finished_at"] = iso_utc(job.finished_at)
     body["elapsed"] = _seconds(job.submitted_at, job.finished_at or now)
@@ -241,7 +249,7 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
     top_level = job.parent is None
-    body["can_cancel"] = top_level and job.status in (JobStatus.SCHEDULED, JobStatus.RUNNING)
+    body["can_cancel"] = top_level and job.status in _CANCELLABLE
     body["can_retry"] = (
         top_level
         and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)

@@ -20,6 +20,7 @@ __all__ = [
     "CompensationEntry",
     "Compensations",
     "ErrorBody",
+    "DuplicateBody",
     "Health",
     "JobDetail",
     "JobIds",
@@ -45,6 +46,15 @@ class ErrorBody(BaseModel):
     error: str = Field(examples=["no job 3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"])
 
 
+class DuplicateBody(ErrorBody):
+    """409 for a submission: the job id is taken, or (with `job`) an unfinished job of the
+    workflow has the same unique key."""
+
+    job: str | None = Field(
+        default=None, description="The unfinished job that has the unique key, if that is why."
+    )
+
+
 class WorkflowSummary(BaseModel):
     """One workflow (one entry per vhost when it lists vhosts) and its running top-level jobs."""
 
@@ -63,6 +73,9 @@ class WorkflowJobs(BaseModel):
     """Top-level jobs of one workflow: running ones, and those that finished within the interval."""
 
     running: list[str]
+    queued: list[str] = Field(
+        default_factory=list, description="Extra: waiting under a concurrency limit."
+    )
     completed: list[str] = Field(description="Finished with status completed.")
     failed: list[str] = Field(description="Extra: finished with status failed or cancelled.")
 
@@ -150,6 +163,9 @@ class JobDetail(BaseModel):
     task: str | None = Field(default=None, description="Extra, child jobs only: the task's name.")
     parent: str | None = Field(default=None, description="Extra, child jobs only: the parent id.")
     status: JobStatus
+    queued_at: str | None = Field(
+        default=None, description="Extra, while queued: when it entered its concurrency queue."
+    )
     start_at: str | None = Field(
         default=None,
         description="Extra, delayed starts only: when the job starts (scheduled) or started.",
@@ -203,6 +219,7 @@ class Readiness(BaseModel):
 
 StepStatusName = Literal[
     "pending",
+    "queued",
     "waiting",
     "running",
     "retrying",
@@ -215,7 +232,7 @@ StepStatusName = Literal[
     "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
-JobStatusName = Literal["scheduled", "running", "completed", "failed", "cancelled"]
+JobStatusName = Literal["scheduled", "queued", "running", "completed", "failed", "cancelled"]
 _START_AT_DOC = "Delayed starts only: when the job starts (while scheduled) or started."
 
 
@@ -297,7 +314,14 @@ class JobPage(BaseModel):
     root: str = Field(description="The top-level job's id (the job's own, for a top-level job).")
     status: JobStatusName
     submitted_at: str
+    queued_at: str | None = Field(
+        default=None, description="While queued: when the job entered its concurrency queue."
+    )
     start_at: str | None = Field(default=None, description=_START_AT_DOC)
+    unique_key: str | None = Field(
+        default=None,
+        description="Workflows with `unique` only: the job's key (JSON), held until it ends.",
+    )
     finished_at: str | None = None
     elapsed: float
     payload: dict[str, Any]

@@ -22,6 +22,7 @@ from manager.api.inputs import (
     resolve_job_id,
 )
 from manager.api.models import (
+    DuplicateBody,
     ErrorBody,
     Health,
     JobDetail,
@@ -47,11 +48,6 @@ _TRACEPARENT_DOC = (
 _PRIORITY_DOC = (
     "The job's priority, 0 to 9 (higher goes first wherever the manager holds work back; "
     "step requests carry it as their AMQP priority). Default 0."
-)
-_META_DOC = (
-    "Job metadata: a JSON object (as the `meta` parameter or the `x-meta` header, not both) "
-    "kept with the job and sent on every request of it and its children as `x-meta`, "
-    'e.g. {"tenant": "acme"}.'
 )
 _DISCONNECTED = "not connected to RabbitMQ, so no job can start now; try again shortly"
 
@@ -117,6 +113,15 @@ _PAYLOAD_DOC: dict[str, Any] = {
                 ]
             },
         },
+        {
+            "name": "meta",
+            "in": "query",
+            "required": False,
+            "description": "Job metadata: a JSON object kept with the job and sent on every "
+            "request of it and its children as the `x-meta` header (the `x-meta` request header "
+            "works too, not both).",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
     ],
     "requestBody": {
         "required": True,
@@ -148,7 +153,7 @@ async def list_workflows(service: Service) -> list[dict[str, Any]]:
     "/api/workflow/{name}",
     tags=["workflows"],
     response_model=SubmitResponse,
-    responses=_errors(400, 404, 409, 503),
+    responses={**_errors(400, 404, 503), 409: {"model": DuplicateBody}},
     openapi_extra=_PAYLOAD_DOC,
 )
 async def submit_job(
@@ -161,11 +166,13 @@ async def submit_job(
     not_before: Annotated[str | None, Query(include_in_schema=False)] = None,
     traceparent: Annotated[str | None, Header(description=_TRACEPARENT_DOC)] = None,
     priority: Annotated[int, Query(ge=0, le=MAX_PRIORITY, description=_PRIORITY_DOC)] = 0,
-    meta: Annotated[str | None, Query(description=_META_DOC)] = None,
-    x_meta: Annotated[str | None, Header(alias="x-meta", description=_META_DOC)] = None,
+    # Declared in _PAYLOAD_DOC as JSON content; the header is the trigger's way, kept aside.
+    meta: Annotated[str | None, Query(include_in_schema=False)] = None,
+    x_meta: Annotated[str | None, Header(alias="x-meta", include_in_schema=False)] = None,
 ) -> dict[str, Any]:
     """Start a job of workflow `name` (now, or later with `delay` / `not_before`); the JSON
-    object body is its payload."""
+    object body is its payload, and `meta` (query) or `x-meta` (header) its metadata: a JSON
+    object sent with each of its requests."""
     if name not in service.workflows:
         raise unknown_workflow(name, service.workflows)
     if not service.connected:
@@ -209,6 +216,7 @@ async def workflow_jobs(
         raise unknown_workflow(name, service.workflows)
     return {
         "running": found.get("running", []),
+        "queued": found.get("queued", []),
         "completed": found.get("completed", []),
         "failed": found.get("failed", []) + found.get("cancelled", []),
     }

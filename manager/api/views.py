@@ -134,6 +134,8 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
         detail["task"] = job.flow.name
         detail["parent"] = job.parent.job_id
     detail["status"] = str(job.status)
+    if job.status is JobStatus.QUEUED and job.queued_at is not None:
+        detail["queued_at"] = iso_utc(job.queued_at)
     if job.start_at is not None:
         detail["start_at"] = iso_utc(job.start_at)
     detail["running"] = lists[StepStatus.RUNNING]

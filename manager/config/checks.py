@@ -233,7 +233,7 @@ def _check_flow(
 # (its signal is not checked against a schema, and it has no fallback).
 _NOT_WITH_WAIT = (
     "queue", "task", "http", "retries", "retry_backoff", "compensate", "fallback",
-    "input_schema", "output_schema",
+    "input_schema", "output_schema", "concurrency",
 )  # fmt: skip
 
 

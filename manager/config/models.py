@@ -14,9 +14,17 @@ from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
-from manager.config.expressions import Expression, compile_expression
+from manager.config.expressions import Expression, ExpressionError, compile_expression
 from manager.config.schemas import JsonSchema
 
 __all__ = [
@@ -29,8 +37,10 @@ __all__ = [
     "ENV_REFERENCE",
     "HandlerStep",
     "Step",
+    "Concurrency",
     "Flow",
     "Task",
+    "UniqueKey",
     "Workflow",
     "WorkflowFile",
     "singular",
@@ -53,6 +63,15 @@ def singular(plural: str) -> str:
         return plural  # inflect raises IndexError on blank text
     result = _inflect_engine().singular_noun(plural)
     return result if isinstance(result, str) and result else plural
+
+
+def _compiles(text: str) -> str:
+    compile_expression(text)  # ExpressionError is a ValueError: reported with its line
+    return text
+
+
+ExpressionText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_compiles)]
+"""A JMESPath expression (a step's `when`, a concurrency `key`), checked when loaded."""
 
 
 class _Model(BaseModel):
@@ -166,7 +185,7 @@ class Step(_Model):
     retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
     retry_backoff: Backoff | None = None
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
-    when: str | None = Field(default=None, min_length=1)
+    when: ExpressionText | None = None
     # No request: the step waits for a signal (HTTP, `<queue>.signals`, CLI) and its JSON
     # object becomes the output. Only its own `timeout` applies (not the flow's defaults).
     wait: bool = Field(default=False, strict=True)
@@ -176,20 +195,24 @@ class Step(_Model):
     output_schema: JsonSchema | None = None
     # Gets a request when the step fails for good; its output then becomes the step's.
     fallback: HandlerStep | None = None
-
-    @field_validator("when")
-    @classmethod
-    def _compiles(cls, when: str | None) -> str | None:
-        if when is not None:
-            compile_expression(when)  # ExpressionError is a ValueError: reported with its line
-        return when
+    # Undoes the step once it completed, when its job later fails or is cancelled.
+    compensate: HandlerStep | None = None
+    # At most this many requests of the step outstanding, all jobs and children together.
+    concurrency: int | None = Field(default=None, ge=1, strict=True)
 
     @cached_property
     def condition(self) -> Expression | None:
         """`when`, compiled (once per definition: the loader computes it at load)."""
         return compile_expression(self.when) if self.when is not None else None
-    # Undoes the step once it completed, when its job later fails or is cancelled.
-    compensate: HandlerStep | None = None
+
+    @model_validator(mode="after")
+    def _concurrency_needs_requests(self) -> Step:
+        if self.concurrency is not None and self.task is not None:
+            raise ValueError(
+                "concurrency bounds a step's outstanding requests, and a task step sends none; "
+                "bound its children with the task's max_in_flight"
+            )
+        return self
 
     @property
     def queue_name(self) -> str:
@@ -202,6 +225,35 @@ class Step(_Model):
         if self.fallback is None:
             return None
         return Step.model_validate(self.fallback.model_dump(exclude_defaults=True))
+
+
+class Concurrency(_Model):
+    """At most `limit` running top-level jobs of a workflow per value of `key`.
+
+    `key` is a JMESPath expression over the job's payload; without one, all jobs share one
+    value. A payload where the key finds nothing counts under the null key.
+    """
+
+    limit: int = Field(ge=1, strict=True)
+    key: ExpressionText | None = None
+
+    @cached_property
+    def expression(self) -> Expression | None:
+        """`key`, compiled once per definition."""
+        return compile_expression(self.key) if self.key is not None else None
+
+    def key_of(self, payload: dict[str, Any]) -> str:
+        """The key's value for `payload` as canonical JSON text.
+
+        `null` when there is no key, it finds nothing, or it cannot be evaluated on this payload.
+        """
+        if self.expression is None:
+            return "null"
+        try:
+            value = self.expression.search(payload)
+        except ExpressionError:
+            value = None
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 class Flow(_Model):
@@ -249,6 +301,24 @@ class Task(Flow):
         return self.item_key_override or singular(self.item_list_key)
 
 
+class UniqueKey(_Model):
+    """`unique: {key: ...}`: at most one unfinished job of the workflow per value of `key`, a
+    JMESPath expression over the job's payload (a null value is a key like any other)."""
+
+    key: str = Field(min_length=1)
+
+    @field_validator("key")
+    @classmethod
+    def _compiles(cls, key: str) -> str:
+        compile_expression(key)  # ExpressionError is a ValueError: reported with its line
+        return key
+
+    @cached_property
+    def expression(self) -> Expression:
+        """`key`, compiled once. (A later `meta.<field>` reads the job's metadata here.)"""
+        return compile_expression(self.key)
+
+
 class Workflow(Flow):
     """A named workflow: top-level steps plus the tasks its task steps refer to."""
 
@@ -258,6 +328,8 @@ class Workflow(Flow):
     on_error: tuple[Step, ...] = ()
     on_cancel: tuple[Step, ...] = ()
     payload_schema: JsonSchema | None = None  # a trigger's payload, checked at submission
+    unique: UniqueKey | None = None  # refuse a job whose key an unfinished job already has
+    concurrency: Concurrency | None = None
 
     @cached_property
     def branches(self) -> dict[str, Flow]:

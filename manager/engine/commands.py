@@ -20,11 +20,13 @@ __all__ = [
     "StepFinished",
     "JobStarted",
     "JobScheduled",
+    "JobQueued",
     "StepWaiting",
     "StepSignalled",
     "JobFinished",
     "NotifyOutcome",
     "JobRejected",
+    "JobDuplicate",
     "Ignored",
     "StartTimer",
     "CancelTimer",
@@ -161,6 +163,25 @@ class JobScheduled:
 
 
 @dataclass(slots=True)
+class JobQueued:
+    """A top-level job waits for a slot under its concurrency limits (status `queued`).
+
+    `scopes` names the limits it waits for (`workflow:<name>:<key JSON>`, `all`).
+    """
+
+    job_id: str
+    workflow: str
+    definition: str
+    flow: str
+    payload: dict[str, Any]
+    submitted_at: float
+    at: float
+    priority: int
+    scopes: tuple[str, ...]
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
 class JobFinished:
     """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
@@ -204,6 +225,18 @@ class JobRejected:
     reason: str
     reply_to: str | None
     kind: str = "invalid-payload"
+
+
+@dataclass(slots=True)
+class JobDuplicate:
+    """A submission was not started: `existing`, an unfinished job of the same workflow, has
+    its unique `key` (canonical JSON). Nothing is journaled; `reply_to` is told."""
+
+    job_id: str
+    workflow: str
+    existing: str
+    key: str
+    reply_to: str | None
 
 
 @dataclass(slots=True)
@@ -281,11 +314,13 @@ Command = (
     | StepFinished
     | JobStarted
     | JobScheduled
+    | JobQueued
     | StepWaiting
     | StepSignalled
     | JobFinished
     | NotifyOutcome
     | JobRejected
+    | JobDuplicate
     | Ignored
     | StartTimer
     | CancelTimer

@@ -41,13 +41,16 @@ class JobControl:
         job = self._control_target(job_id, "cancel")
         if job is None:
             return
+        if job.status is JobStatus.QUEUED:
+            self._cancel_queued(job)
+            return
         if job.status is JobStatus.SCHEDULED:
             self._cancel_scheduled(job)
             return
         if not job.is_running:
             reason = (
                 f"job {job.id} is already {job.status}; "
-                "only a scheduled or running job can be cancelled"
+                "only a scheduled, queued or running job can be cancelled"
             )
             self.commands.append(Refused(job.id, "cancel", reason, "conflict"))
             return
@@ -70,6 +73,8 @@ class JobControl:
             self.commands.append(Refused(job.id, "retry", reason, "conflict"))
             return
         self._revive(job)
+        if job.scopes:
+            self._hold_again(job)
         if job.workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job.id), self.at + job.workflow.timeout)
 
@@ -86,6 +91,8 @@ class JobControl:
                     forget(self.state, child)
         job.branch, job.branch_input, job.branch_left = None, None, 0
         job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
+        if job.unique_key is not None:
+            self._hold_key(job, job.unique_key)
         self.commands.append(self.started(job))
         runs = [run for run in job.steps.values() if run.recovers is None]
         for run in runs:

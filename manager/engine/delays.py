@@ -41,6 +41,9 @@ class DelayedStarts:
         """The start time of a scheduled job has come: it runs from now."""
         if job.status is not JobStatus.SCHEDULED:
             return
+        if job.scopes:
+            self._enqueue(job)  # under a concurrency limit: it queues from now
+            return
         job.status = JobStatus.RUNNING
         self.commands.append(self.started(job))
         self.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)

@@ -49,6 +49,9 @@ class FailureRules:
         parsed = timers.parse(key)
         job = self.state.jobs.get(parsed.job_id) if parsed else None
         self.concerns(job, parsed.job_id if parsed else None)
+        if parsed is not None and parsed.is_held_work:
+            self._held_work_due(key, parsed, job)
+            return
         if self.state.timers.pop(key, None) is None:
             self.commands.append(Ignored(key, "timer was cancelled or already handled"))
             return
@@ -77,12 +80,29 @@ class FailureRules:
         elif parsed.is_retry and run.status is StepStatus.RETRYING:
             self._dispatch(job, run)
 
+    def _held_work_due(self: Work, key: str, parsed: timers.TimerKey, job: Job | None) -> None:
+        """A queued job's start or a held step's release: obeyed even when this state has no
+        such timer (a replay of only the running jobs may not have reserved that slot)."""
+        self.state.timers.pop(key, None)
+        run = job.steps.get(parsed.step or "") if job is not None else None
+        if job is not None and parsed.step is None and job.status is JobStatus.QUEUED:
+            self._job_start_due(job)
+        elif (
+            job is not None and run is not None and run.status is StepStatus.QUEUED
+            and parsed.attempt == run.attempt + 1 and job.is_live(run.name)
+        ):  # fmt: skip
+            self._release_due(job, run)
+        else:
+            self.commands.append(Ignored(key, "the job or step no longer waits for a slot"))
+
     # -- failed attempts and steps -----------------------------------------------------
 
     def _attempt_failed(
         self: Work, job: Job, run: StepRun, message: str, reason: str = "error"
     ) -> None:
         """One attempt failed: wait and try again if the step's policy allows, else fail it."""
+        if run.spec.concurrency is not None:
+            self._gate_release(job, run)
         self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
         policy = job.workflow.policy(job.flow_of(run.name), run.name)
         retry = run.attempt - run.round_start  # this round's retry number, if it gets one
@@ -150,6 +170,8 @@ class FailureRules:
         """Drop a step's timers and cancel its running children."""
         if run.status in (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING):
             self._clear_step_timers(job, run)
+        if run.spec.concurrency is not None:
+            self._gate_release(job, run)
         for child_id in run.children or ():
             child = self.state.jobs.get(child_id)
             if child is not None and child.is_running:
@@ -179,6 +201,10 @@ class FailureRules:
 
     def _settle(self: Work, job: Job) -> None:
         """The job is over, branch included: report it, notify its senders, tell its parent."""
+        if job.unique_key is not None:
+            self._release_key(job)
+        if job.scopes:
+            self._release_job(job)
         self.commands.append(self.finished(job))
         if job.reply_to:
             root_id = root_of(self.state, job)

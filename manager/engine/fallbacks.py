@@ -23,7 +23,12 @@ class FallbackRules:
         """The step failed for good: stop it, and send its fallback a request."""
         spec = run.spec.fallback_step
         assert spec is not None  # called only for a step with a fallback
-        self._stop_step(job, run)  # a task step's children still running
+        self._clear_step_timers(job, run)
+        stopped = f"task step '{run.name}' of job {job.id} failed; its fallback runs"
+        for child_id in run.children or ():  # a task step's children still running
+            child = self.state.jobs.get(child_id)
+            if child is not None and child.is_running:
+                self._cancel_job(child, stopped, False)
         run.status = StepStatus.FAILED
         run.error = message
         run.finished_at = self.at

@@ -6,6 +6,7 @@ rather than a copy of the world. Two states built from the same events compare e
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -16,6 +17,8 @@ from manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
 __all__ = [
     "ENDED_STATUSES",
     "MAX_PRIORITY",
+    "Rank",
+    "Slots",
     "JobStatus",
     "StepStatus",
     "StepRun",
@@ -33,6 +36,7 @@ MAX_PRIORITY = 9
 class JobStatus(StrEnum):
     """Where a job is in its life."""
 
+    QUEUED = "queued"  # held back by a concurrency limit until a slot is free
     SCHEDULED = "scheduled"  # a delayed start: it exists, and starts at its `start_at`
     RUNNING = "running"
     COMPLETED = "completed"
@@ -49,6 +53,7 @@ class StepStatus(StrEnum):
 
     PENDING = "pending"  # not reached yet: waiting on its depends (or its job's start)
     WAITING = "waiting"  # a `wait: true` step, reached: waiting for its signal
+    QUEUED = "queued"  # ready, held back by the step's concurrency limit
     RUNNING = "running"
     RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
     COMPLETED = "completed"
@@ -75,6 +80,38 @@ _DONE = frozenset(
 )
 
 
+Rank = tuple[int, float, str]
+"""The order held-back work starts in: higher priority first, then oldest, then by id."""
+
+
+@dataclass(slots=True)
+class Slots:
+    """One concurrency limit: who holds its slots, and who waits for one, best first.
+
+    A holder is a job id (job limits) or `<job id>:<step>` (step limits); a holder still
+    queued has a slot reserved and its start timer running.
+    """
+
+    limit: int
+    holders: set[str] = field(default_factory=set)
+    waiting: list[Rank] = field(default_factory=list)
+
+    @property
+    def free(self) -> int:
+        """Slots neither held nor reserved."""
+        return self.limit - len(self.holders)
+
+    def wait(self, rank: Rank) -> None:
+        """Join the waiting list in rank order."""
+        bisect.insort(self.waiting, rank)
+
+    def leave(self, rank: Rank) -> None:
+        """Leave the waiting list, if on it."""
+        index = bisect.bisect_left(self.waiting, rank)
+        if index < len(self.waiting) and self.waiting[index] == rank:
+            del self.waiting[index]
+
+
 @dataclass(slots=True)
 class StepRun:
     """One step of one job: its input, output and, for a task step, its children."""
@@ -92,6 +129,7 @@ class StepRun:
     started_at: float | None = None
     finished_at: float | None = None
     dispatched_at: float | None = None  # when the latest attempt was sent
+    queued_at: float | None = None  # when the step's concurrency limit last held it back
     # Task steps only: child ids in element order, their results as they finish, and how
     # many are still out, so that each child's completion is O(1).
     children: list[str] | None = None
@@ -208,10 +246,16 @@ class Job:
     # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
     # started when it was submitted.
     start_at: float | None = None
+    # Workflows with `unique`: the key this job holds (canonical JSON of the key's value).
+    unique_key: str | None = None
     # Signals for waiting steps not reached yet, by step: each completes its step when reached.
     signals: dict[str, dict[str, Any]] | None = None
     # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
     priority: int = 0
+    # The concurrency limits a top-level job counts against (`EngineState.scopes` keys), and
+    # since when it has been queued for them.
+    scopes: tuple[str, ...] = ()
+    queued_at: float | None = None
     # The job's metadata (a top-level job's: its children read it from there), or None.
     meta: dict[str, Any] | None = None
     # Workflows with `compensate` only: main steps in the order they completed, and, once the
@@ -262,19 +306,29 @@ class EngineState:
     # forgets them too.
     gone: dict[str, str] = field(default_factory=dict)
     gone_by_root: dict[str, list[str]] = field(default_factory=dict)
+    # Workflows with `unique`: (workflow name, key) -> the unfinished job that holds the key.
+    unique: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Concurrency limits: of top-level jobs, by scope (`manager.engine.admission`), and of
+    # steps' outstanding requests, by step (`manager.engine.gates`); created on first use.
+    scopes: dict[str, Slots] = field(default_factory=dict)
+    gates: dict[str, Slots] = field(default_factory=dict)
+    max_running_jobs: int | None = None  # all top-level jobs together (serve --max-running-jobs)
     # The correlation id of each compensation in flight -> the job compensating: its reply may
     # name a completed child that has left memory.
     compensating: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_workflows(
-        cls, workflows: Mapping[str, Workflow], pinned: Iterable[Workflow] = ()
+        cls,
+        workflows: Mapping[str, Workflow],
+        pinned: Iterable[Workflow] = (),
+        max_running_jobs: int | None = None,
     ) -> EngineState:
         """A fresh state serving `workflows`; `pinned` adds older versions running jobs use."""
         definitions = {wf.content_hash: wf for wf in pinned}
         definitions.update({wf.content_hash: wf for wf in workflows.values()})
         current = {name: wf.content_hash for name, wf in workflows.items()}
-        return cls(definitions=definitions, current=current)
+        return cls(definitions=definitions, current=current, max_running_jobs=max_running_jobs)
 
     def workflow(self, name: str, definition: str | None = None) -> Workflow | None:
         """The definition a job of `name` runs: the pinned hash if given, else the current one."""

@@ -18,6 +18,8 @@ __all__ = [
     "retry_due",
     "job_timeout",
     "job_start",
+    "job_admit",
+    "step_release",
     "compensation_timeout",
     "compensation_retry",
     "parse",
@@ -28,11 +30,15 @@ _STEP_TIMEOUT = "timeout"
 _RETRY = "retry"
 _JOB_TIMEOUT = "job-timeout"
 _JOB_START = "start"
+# Held-back work given a slot: due at once, but journaled when it fires, under the job it
+# starts, so a replay of only the running jobs follows what was decided (admission, gates).
+_JOB_ADMIT = "admit"
+_STEP_RELEASE = "release"
 # A compensation's timers name it by its place in its job's compensations: its name alone
 # may repeat (the same task step's compensation, once per child).
 _COMPENSATION_TIMEOUT = "compensation-timeout"
 _COMPENSATION_RETRY = "compensation-retry"
-_WITH_STEP = (_STEP_TIMEOUT, _RETRY, _COMPENSATION_TIMEOUT, _COMPENSATION_RETRY)
+_WITH_STEP = (_STEP_TIMEOUT, _RETRY, _COMPENSATION_TIMEOUT, _COMPENSATION_RETRY, _STEP_RELEASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,11 @@ class TimerKey:
     def is_job_timeout(self) -> bool:
         """The whole job's deadline."""
         return self.kind == _JOB_TIMEOUT
+
+    @property
+    def is_held_work(self) -> bool:
+        """A queued job or a step held by its concurrency limit, given its slot."""
+        return self.kind in (_JOB_ADMIT, _STEP_RELEASE)
 
     @property
     def is_job_start(self) -> bool:
@@ -95,6 +106,16 @@ def job_start(job_id: str) -> str:
     return f"{_JOB_START}:{job_id}"
 
 
+def job_admit(job_id: str) -> str:
+    """The key of a queued job's start, once a slot is reserved for it."""
+    return f"{_JOB_ADMIT}:{job_id}"
+
+
+def step_release(job_id: str, step: str, attempt: int) -> str:
+    """The key of `attempt` of a step held by its concurrency limit, once a slot is reserved."""
+    return f"{_STEP_RELEASE}:{job_id}:{step}:{attempt}"
+
+
 def compensation_timeout(job_id: str, index: int, attempt: int) -> str:
     """The key of the reply deadline of compensation number `index` of a job."""
     return f"{_COMPENSATION_TIMEOUT}:{job_id}:{index}:{attempt}"
@@ -108,7 +129,7 @@ def compensation_retry(job_id: str, index: int, attempt: int) -> str:
 def parse(key: str) -> TimerKey | None:
     """A key back into its parts, or None when it is not one of ours."""
     kind, _, rest = key.partition(":")
-    if kind in (_JOB_TIMEOUT, _JOB_START) and rest:
+    if kind in (_JOB_TIMEOUT, _JOB_START, _JOB_ADMIT) and rest:
         return TimerKey(kind, rest)
     parts = rest.split(":")
     if kind in _WITH_STEP and len(parts) == 3 and parts[2].isdigit():

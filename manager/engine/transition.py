@@ -14,6 +14,7 @@ from typing import Any
 
 from manager.config.models import Flow, Task, Workflow
 from manager.engine import timers
+from manager.engine.admission import Admission
 from manager.engine.commands import (
     Command,
     Dispatch,
@@ -34,6 +35,7 @@ from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
 from manager.engine.fallbacks import FallbackRules
 from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
+from manager.engine.gates import StepGates
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
 from manager.engine.metadata import MetadataRules
@@ -41,9 +43,14 @@ from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
+from manager.engine.uniqueness import UniqueJobs
 from manager.engine.waiting import WaitingSteps
 
 __all__ = ["Transition"]
+
+# Steps a reply may still complete: a good reply for an earlier attempt wins, even while the
+# next attempt waits for its backoff (retrying) or for a slot under the step's limit (queued).
+_ANSWERABLE = (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.QUEUED)
 
 
 def _merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
@@ -64,7 +71,10 @@ class Transition(
     ContractRules,
     MetadataRules,
     DelayedStarts,
+    Admission,
+    StepGates,
     WaitingSteps,
+    UniqueJobs,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -168,17 +178,27 @@ class Transition(
                 JobRejected(event.job_id, event.workflow, problem, event.reply_to)
             )
             return
+        key = self._claim(workflow, event) if workflow.unique is not None else None
+        if workflow.unique is not None and key is None:
+            return  # refused: a duplicate of an unfinished job, or a key that cannot be read
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
+        limited = workflow.concurrency is not None or self.state.max_running_jobs is not None
+        scopes = self._scopes_of(workflow, event.payload) if limited else ()
         job = self._create_job(
-            workflow, workflow, job_id, event.payload, None, trace, event.priority, not delayed
-        )
+            workflow, workflow, job_id, event.payload, None, trace, event.priority,
+            not (delayed or scopes), scopes,
+        )  # fmt: skip
         self.concerns(job)
         job.meta = event.meta
+        if key is not None:
+            self._hold_key(job, key)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
         if delayed:
-            self._schedule(job, event.not_before or self.at)
+            self._schedule(job, event.not_before or self.at)  # then queued, if limited
+        elif scopes:
+            self._enqueue(job)  # it starts when its admit timer fires, maybe at once
         elif workflow.timeout is not None:
             self._start_timer(timers.job_timeout(job_id), self.at + workflow.timeout)
 
@@ -231,11 +251,13 @@ class Transition(
         trace: tuple[str, str | None],
         priority: int = 0,
         start: bool = True,
+        scopes: tuple[str, ...] = (),
     ) -> Job:
         """A new job, started unless `start` is False: `trace` is its trace id and the span its
         own span hangs from.
 
-        A child takes its parent's priority (`priority` is a top-level job's own).
+        A child takes its parent's priority (`priority` is a top-level job's own). `scopes`
+        are the concurrency limits a top-level job counts against.
         """
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
@@ -248,6 +270,8 @@ class Transition(
         if workflow.compensates:
             job.done_order = []
         self.state.jobs[job_id] = job
+        if scopes:
+            job.scopes = scopes
         if not start:
             return job
         self.commands.append(self.started(job))
@@ -286,7 +310,7 @@ class Transition(
             self._ignore(
                 event.correlation_id, f"failed reply for superseded attempt {event.attempt}"
             )
-        elif run.status is StepStatus.RETRYING:
+        elif run.status in (StepStatus.RETRYING, StepStatus.QUEUED):
             self._ignore(event.correlation_id, "failed reply for an attempt that already failed")
         else:
             self._attempt_failed(job, run, error or "worker reported an error", reason)
@@ -311,7 +335,7 @@ class Transition(
             return self._ignore(cid, f"job {job_id} ({job.flow.name}) has no step '{step}'")
         if run.spec.task is not None:
             return self._ignore(cid, f"step '{step}' is a task step; no worker answers it")
-        if run.status not in (StepStatus.RUNNING, StepStatus.RETRYING):
+        if run.status not in _ANSWERABLE or run.attempt == 0:
             return self._ignore(cid, f"step '{step}' is {run.status}; duplicate or late reply")
         if event.attempt is not None and not 1 <= event.attempt <= run.attempt:
             return self._ignore(
@@ -358,8 +382,14 @@ class Transition(
             return
         self._dispatch(job, run)
 
-    def _dispatch(self, job: Job, run: StepRun) -> None:
-        """Send the next attempt of a step to its queue, with a reply deadline if it has one."""
+    def _dispatch(self, job: Job, run: StepRun, released: bool = False) -> None:
+        """Send the next attempt of a step to its queue, with a reply deadline if it has one.
+
+        A step with `concurrency` waits for a slot first, unless `released` (it has one).
+        """
+        if run.spec.concurrency is not None and not released:
+            self._hold(job, run)
+            return
         run.status = StepStatus.RUNNING
         run.attempt += 1
         run.dispatched_at = self.at
@@ -440,6 +470,8 @@ class Transition(
         status: StepStatus = StepStatus.COMPLETED,
     ) -> None:
         """The step is done (completed, skipped or recovered): its dependents may go on."""
+        if run.spec.concurrency is not None:
+            self._gate_release(job, run)
         if run.recovers is not None:
             self._fallback_done(job, run, output)  # a fallback: its output goes to its step
             return

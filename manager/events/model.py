@@ -3,6 +3,7 @@
 Each committed event's commands become zero or more `RunEvent`s, in the engine's order:
 
     JobScheduled           job.scheduled                    status scheduled, start_at
+    JobQueued              job.queued                       status queued (a concurrency limit)
     StepWaiting            step.waiting                     status waiting
     StepSignalled          step.signalled                   status completed, or kept (early)
     JobStarted             job.started                      status running
@@ -29,6 +30,7 @@ from manager.engine import (
     Dispatch,
     JobCompensating,
     JobFinished,
+    JobQueued,
     JobScheduled,
     JobStarted,
     StepCompensation,
@@ -41,6 +43,7 @@ __all__ = ["RunEvent", "EVENT_TYPES", "run_events"]
 
 EVENT_TYPES = (
     "job.scheduled",
+    "job.queued",
     "job.started",
     "job.completed",
     "job.failed",
@@ -208,6 +211,17 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                     command.workflow, command.at, command.step, status=command.outcome,
                     reason=command.message,
                 )  # fmt: skip
+            )
+        elif kind is JobQueued:
+            out.append(
+                RunEvent(
+                    "job.queued",
+                    command.job_id,
+                    command.job_id,
+                    command.workflow,
+                    command.at,
+                    status="queued",
+                )
             )
         elif kind is JobFinished:
             status = str(command.status)

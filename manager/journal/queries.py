@@ -114,11 +114,13 @@ async def workflow_jobs(
     rows = await conn.execute_fetchall(
         "SELECT id, status FROM jobs"
         " WHERE workflow = ? AND parent_id IS NULL"
-        " AND (status = 'running' OR finished_at >= ?)"
+        " AND (finished_at IS NULL OR finished_at >= ?)"
         " ORDER BY submitted_at, id",
         (name, finished_since),
     )
-    buckets: dict[str, list[str]] = {"running": [], **{status: [] for status in FINISHED_STATUSES}}
+    buckets: dict[str, list[str]] = {
+        "running": [], "queued": [], **{status: [] for status in FINISHED_STATUSES}
+    }  # fmt: skip
     for id_, status in rows:
         buckets.setdefault(status, []).append(id_)
     return buckets

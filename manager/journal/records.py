@@ -16,6 +16,7 @@ class EventKind:
     DISPATCHED = "dispatched"  # a step request published (outbound, pending until confirmed)
     NOTIFIED = "notified"  # an outcome notice to a trigger's reply_to (outbound, likewise)
     STARTED = "started"  # a job started (for reading the journal; derived, not replayed)
+    QUEUED = "queued"  # a job waits under its concurrency limits (likewise)
     SCHEDULED = "scheduled"  # a job was made to start later (likewise), with its start_at
     FINISHED = "finished"  # a job ended (likewise)
     IGNORED = "ignored"  # an event that changed nothing, with the reason

@@ -3,14 +3,14 @@
 import { h, s } from "./dom.js";
 
 export const EVENT_TYPES = [
-  "job.scheduled", "job.started", "job.completed", "job.failed", "job.cancelled",
+  "job.scheduled", "job.queued", "job.started", "job.completed", "job.failed", "job.cancelled",
   "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
   "step.waiting", "step.signalled",
   "step.recovered", "job.compensating", "step.compensating", "step.compensated",
   "step.compensation_failed",
 ];
 
-export const JOB_STATUSES = ["scheduled", "running", "completed", "failed", "cancelled"];
+export const JOB_STATUSES = ["scheduled", "queued", "running", "completed", "failed", "cancelled"];
 export const CHILD_STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 
 // Each icon is drawn in a 16x16 box; the shapes differ, so statuses read without colour.
@@ -25,6 +25,10 @@ const ICONS = {
     ["path", { d: "M4 2h8M4 14h8M5 2c0 4 6 4 6 6s-6 2-6 6M11 2c0 4-6 4-6 6s6 2 6 6", fill: "none", "stroke-width": 1.6 }],
   ],
   pending: [["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2 }]],
+  // A line of three: waits its turn under a concurrency limit.
+  queued: [
+    ["path", { d: "M2.5 4h11M2.5 8h11M2.5 12h6", fill: "none", "stroke-width": 2 }],
+  ],
   running: [
     ["circle", { cx: 8, cy: 8, r: 5.5, fill: "none", "stroke-width": 2, opacity: 0.3 }],
     ["path", { d: "M8 2.5a5.5 5.5 0 0 1 5.5 5.5", fill: "none", "stroke-width": 2, class: "spin" }],
@@ -64,7 +68,7 @@ const ICONS = {
 };
 
 const LABELS = {
-  scheduled: "scheduled", waiting: "waiting for a signal", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
+  scheduled: "scheduled", queued: "queued", waiting: "waiting for a signal", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
   skipped: "skipped", recovered: "recovered", compensating: "compensating",
   compensated: "compensated",

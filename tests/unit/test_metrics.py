@@ -11,6 +11,7 @@ from manager.engine import (
     Dispatch,
     EngineState,
     JobFinished,
+    JobQueued,
     JobScheduled,
     JobStarted,
     JobSubmitted,
@@ -82,6 +83,23 @@ def test_a_top_level_job_counts_once_started_running_and_ended_with_its_duration
     assert value(metrics, "jobs_finished_total", workflow=WF, status="completed") == 1
     assert value(metrics, "job_duration_seconds_sum", workflow=WF) == 15.5
     assert value(metrics, "job_duration_seconds_bucket", workflow=WF, le="5.0") == 1
+
+
+def test_a_queued_job_counts_as_queued_until_it_starts_or_is_cancelled():
+    metrics = Metrics()
+    queued = JobQueued(ROOT, WF, "hash", WF, {}, 90.0, 90.0, 0, ("all",))
+    metrics.observe([queued])
+    assert value(metrics, "jobs_queued", workflow=WF) == 1
+    assert value(metrics, "jobs_running", workflow=WF) == 0
+    metrics.observe([started(at=100.0)])
+    assert value(metrics, "jobs_queued", workflow=WF) == 0
+    assert value(metrics, "jobs_running", workflow=WF) == 1
+    metrics.observe([finished(at=101.0)])
+    metrics.observe([JobQueued(CHILD, WF, "hash", WF, {}, 95.0, 95.0, 0, ("all",))])
+    metrics.observe([finished("cancelled", at=120.0, job_id=CHILD)])
+    assert value(metrics, "jobs_queued", workflow=WF) == 0
+    assert value(metrics, "jobs_running", workflow=WF) == 0  # it never ran
+    assert value(metrics, "jobs_finished_total", workflow=WF, status="cancelled") == 1
 
 
 def test_a_delayed_job_counts_scheduled_until_it_starts_or_is_cancelled():

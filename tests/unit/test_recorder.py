@@ -105,6 +105,25 @@ def test_a_priority_is_journaled_with_the_submission_and_rides_on_its_requests()
     assert pending_message(stored) == request
 
 
+def test_a_queued_job_gets_a_queued_row_and_its_start_timer_is_filed_under_it():
+    limit = "  - name: w\n    concurrency: {limit: 1}\n"
+    limited = workflows(FLOW.replace("  - name: w\n", limit, 1))
+    state = EngineState.from_workflows(limited)
+    submitted = JobSubmitted(JOB, "w", {}, 1.0, definition=limited["w"].content_hash)
+    result = record(submitted, apply(state, submitted)[1], "wm")
+    (row,) = result.batch.jobs
+    assert (row.id, row.status, row.finished_at) == (JOB, "queued", None)
+    (queued,) = [r for r in result.batch.events if r.kind == EventKind.QUEUED]
+    assert queued.meta == {"scopes": ["workflow:w:null"], "priority": 0}
+    assert not result.outbound
+    fired = TimerFired(f"admit:{JOB}", 1.5)
+    result = record(fired, apply(state, fired)[1], "wm")
+    timer_row = result.batch.events[0]
+    assert (timer_row.kind, timer_row.root_id) == (EventKind.TIMER, JOB)
+    assert [job.status for job in result.batch.jobs] == ["running"]
+    assert [m.queue for m in result.outbound] == ["split"]
+
+
 def test_rows_carry_the_root_job_for_child_traffic_and_none_for_strays():
     _, _, rows, _ = _run_live()
     replies = [r for r in rows if r.kind == EventKind.REPLIED]

@@ -21,6 +21,10 @@ workflows:
          retry_backoff: {initial: 0.3, multiplier: 1, max: 0.3}}
     on_error:
       - {name: alert, queue: "{p}.alert"}
+  - name: one-by-one
+    concurrency: {limit: 1}
+    steps:
+      - {name: turn, queue: "{p}.turn"}
   - name: hold
     steps:
       - {name: hand, queue: "{p}.hand"}
@@ -144,3 +148,18 @@ async def test_the_job_page_shows_the_jobs_priority(site, page):
     assert response.status_code == 200, response.text
     await open_job(page, site, response.json()["id"])
     assert await page.text_content('[data-field="priority"]') == "6"
+
+
+async def test_a_queued_job_shows_its_status_and_since_when_and_starts_live(site, page):
+    first = (await site.http.post("/api/workflow/one-by-one", json={})).json()["id"]
+    waiting = (await site.http.post("/api/workflow/one-by-one", json={})).json()["id"]
+    await open_job(page, site, waiting)
+    badge = page.locator("#job-status")
+    assert await badge.get_attribute("data-job-status") == "queued"
+    assert (await badge.text_content()).strip() == "queued"
+    assert await page.locator("#job-status svg.icon.status-queued").count() == 1
+    assert await page.text_content('[data-field="queued-at"]')
+    request = await site.take("turn")
+    assert request.correlation_id.startswith(first)
+    await site.answer(request, b"{}")
+    await page.wait_for_selector('[data-job-status="running"]')

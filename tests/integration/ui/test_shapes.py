@@ -83,3 +83,16 @@ async def test_the_job_metadata_is_shown_as_text(site, page):
     assert json.loads(request.headers["x-meta"]) == meta
     await site.answer(request, b"{}")
     await site.answer(await site.take("after"), b"{}")
+
+
+async def test_the_workflow_page_draws_each_fallback_after_its_step(site, page):
+    await page.goto(f"{site.manager.api_url}/ui/workflow/charged")
+    fallback = page.locator('svg.dag [data-step="by-invoice"][data-kind="fallback"]')
+    await fallback.wait_for()
+    assert "fallback" in await fallback.locator("text.kind").text_content()
+    edge = page.locator('svg.dag path.edge.fallback[data-from="charge"][data-to="by-invoice"]')
+    assert await edge.count() == 1
+    await page.goto(f"{site.manager.api_url}/ui/workflow/order")
+    ship = page.locator('svg.dag [data-step="ship"]')
+    await ship.wait_for()
+    assert "when method != 'pickup'" in await ship.get_attribute("aria-label")

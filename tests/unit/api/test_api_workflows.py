@@ -49,14 +49,15 @@ async def test_workflow_jobs_running_completed_failed(client, service, clock):
     await service.reply(failed, "split", error="disk full")
     response = await client.get("/api/workflow/wordcount")
     assert response.status_code == 200
-    assert response.json() == {"running": [running], "completed": [done], "failed": [failed]}
+    expected = {"running": [running], "queued": [], "completed": [done], "failed": [failed]}
+    assert response.json() == expected
 
 
 async def test_workflow_jobs_leaves_out_child_jobs(client, service):
     books = await start(client, "books")
     await service.reply(books, "shelve", BOOKS)
     body = (await client.get("/api/workflow/books")).json()
-    assert body == {"running": [books], "completed": [], "failed": []}
+    assert body == {"running": [books], "queued": [], "completed": [], "failed": []}
 
 
 @pytest.mark.parametrize(

@@ -195,7 +195,7 @@ CASES = [
         [
             "wf.yaml:4: workflow 'w', on_error step 'alert': unknown field 'depend' (allowed:"
             " name, depends, queue, task, http, retries, retry_backoff, timeout, when, wait,"
-            " input_schema, output_schema, fallback, compensate);"
+            " input_schema, output_schema, fallback, compensate, concurrency);"
             " did you mean 'depends'?"
         ],
     ),
@@ -209,8 +209,8 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w': unknown field 'on_failure' (allowed: name, steps,"
-            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema); did you"
-            " mean 'on_error'?"
+            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique,"
+            " concurrency); did you mean 'on_error'?"
         ],
     ),
 ]

@@ -54,7 +54,8 @@ CASES = [
         [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
             " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
-            " wait, input_schema, output_schema, fallback, compensate); did you mean 'depends'?"
+            " wait, input_schema, output_schema, fallback, compensate,"
+            " concurrency); did you mean 'depends'?"
         ],
     ),
     (
@@ -68,7 +69,7 @@ CASES = [
         [
             "wf.yaml:3: workflow 'w': unknown field 'priority'"
             " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel,"
-            " payload_schema)"
+            " payload_schema, unique, concurrency)"
         ],
     ),
     (

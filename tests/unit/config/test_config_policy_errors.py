@@ -106,14 +106,16 @@ STEP_FIELDS = [
         "misspelt retries",
         "retry: 3",
         "unknown field 'retry' (allowed: name, depends, queue, task, http, retries, retry_backoff,"
-        " timeout, when, wait, input_schema, output_schema, fallback, compensate); did you mean"
+        " timeout, when, wait, input_schema, output_schema, fallback, compensate,"
+        " concurrency); did you mean"
         " 'retries'?",
     ),
     (
         "backoff without its prefix",
         "backoff: {initial: 1}",
         "unknown field 'backoff' (allowed: name, depends, queue, task, http, retries,"
-        " retry_backoff, timeout, when, wait, input_schema, output_schema, fallback, compensate);"
+        " retry_backoff, timeout, when, wait, input_schema, output_schema, fallback, compensate,"
+        " concurrency);"
         " did you mean 'retry_backoff'?",
     ),
 ]
@@ -201,10 +203,11 @@ CASES = [
         """,
         [
             "wf.yaml:3: workflow 'w': unknown field 'retries' (allowed: name, steps, defaults,"
-            " tasks, vhosts, timeout, on_error, on_cancel, payload_schema);"
+            " tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique, concurrency);"
             " to set retries for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:4: workflow 'w': unknown field 'retry_backoff' (allowed: name, steps,"
-            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema);"
+            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique,"
+            " concurrency);"
             " to set retry_backoff for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:7: workflow 'w', task 't': unknown field 'timeout' (allowed: name, steps,"
             " defaults, itemListKey, itemKey, max_failed_items, max_in_flight, payload_schema);"

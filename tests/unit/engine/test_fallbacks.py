@@ -180,7 +180,12 @@ def test_a_task_step_whose_children_failed_beyond_the_limit_falls_back():
     assert "child job" in request.body["error"]["message"]
     assert request.body["items"] == [1, 2, 3]
     # The child still running was cancelled with its step.
-    assert state.jobs[child_id(JOB, "fan", 2)].status is JobStatus.CANCELLED
+    stopped = state.jobs[child_id(JOB, "fan", 2)]
+    assert stopped.status is JobStatus.CANCELLED
+    assert stopped.error == {
+        "step": None,
+        "message": f"task step 'fan' of job {JOB} failed; its fallback runs",
+    }
     commands = reply(state, cid(JOB, "fan-by-hand"), {"items": ["done"]})
     assert [(d.step, d.body) for d in dispatches(commands)] == [("after", {"items": ["done"]})]
     assert state.jobs[JOB].steps["fan"].status is StepStatus.RECOVERED

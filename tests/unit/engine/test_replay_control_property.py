@@ -13,11 +13,16 @@ and cancel and retry requests. Then:
    delivered;
 3. every job's JobStarted and JobFinished alternate, and an outcome notice goes out only
    with a JobFinished;
-4. each new dispatch of a workflow or task step has the attempt after the previous one.
+4. each new dispatch of a workflow or task step has the attempt after the previous one;
+5. under concurrency limits (a workflow's per-key limit, max_running_jobs, a step's
+   `concurrency`), with random priorities, no step limit is ever exceeded, and a job queues
+   before it starts.
 
 Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
 (or cancelled before they start). Some steps wait for a signal (`wait: true`): signals come
-for them (early, on time, late, twice, for unknown steps), and their timeouts fire.
+for them (early, on time, late, twice, for unknown steps), and their timeouts fire. Some
+workflows are unique by the payload's `p`: later submissions collide with unfinished jobs or
+start once those have settled.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ from manager.engine import (
     Dispatch,
     EngineState,
     Event,
+    JobDuplicate,
     JobFinished,
+    JobQueued,
     JobRejected,
     JobScheduled,
     JobStarted,
@@ -63,6 +70,8 @@ MAX_EVENTS = 30
 SCHEMA = {"properties": {"v": {"maximum": 2}, "items": {"maxItems": 1}}}
 SCHEMA_KEYS = ["input_schema", "output_schema"]
 ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3 + ["signal"] * 2
+ACTIONS += ["submit"]  # a later job, maybe with the key of an unfinished one (unique)
+LATER_JOBS = ["1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a"]
 # Mostly main steps (those that may wait), a task's, a branch's, and an unknown one.
 SIGNALLED = ["s0", "s0", "s1", "s1", "s2", "s3", "c0", "e0", "zz"]
 
@@ -101,14 +110,23 @@ def _steps(
             step["fallback"] = {"name": f"{name}-fb", **_policy(draw)}  # not on branch steps
         if draw(st.integers(0, 3)) == 0:
             step[draw(st.sampled_from(SCHEMA_KEYS))] = SCHEMA
+        if draw(st.integers(0, 3)) == 0:
+            step["concurrency"] = 1  # all jobs together: the two jobs take turns
         if draw(st.integers(0, 2)) == 0:
-            # A waiting step: no request, no retries, fallback or schemas; only its own
-            # timeout ends the wait.
-            for key in ("retries", "retry_backoff", "compensate", "fallback", *SCHEMA_KEYS):
+            # A waiting step: no request, no retries, fallback, schemas or concurrency; only
+            # its own timeout ends the wait.
+            for key in (
+                "retries", "retry_backoff", "compensate", "fallback", "concurrency", *SCHEMA_KEYS
+            ):  # fmt: skip
                 step.pop(key, None)
             step["wait"] = True
         steps.append(step)
     return steps
+
+
+def _task_step(step: dict[str, Any]) -> None:
+    step.update(task="t", wait=False)
+    step.pop("concurrency", None)  # a task step sends no requests to bound
 
 
 @st.composite
@@ -119,9 +137,16 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
     spec: dict[str, Any] = {"name": "w", "steps": steps, "defaults": defaults}
     if draw(st.booleans()):
         spec["timeout"] = draw(st.sampled_from([6.0, 20.0]))
+    if draw(st.booleans()):
+        spec["unique"] = {"key": "p"}  # payloads carry p 1 or 2: some keys collide
     has_task = draw(st.booleans())
+    if draw(st.integers(0, 2)) == 0:
+        limit: dict[str, Any] = {"limit": 1}
+        if draw(st.booleans()):
+            limit["key"] = "p"
+        spec["concurrency"] = limit
     if has_task:
-        draw(st.sampled_from(steps)).update(task="t", wait=False)
+        _task_step(draw(st.sampled_from(steps)))
         spec["tasks"] = [
             {
                 "name": "t",
@@ -139,7 +164,7 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
         if draw(st.booleans()):
             branch = _steps(draw, prefix, draw(st.integers(1, 2)))
             if has_task and draw(st.integers(0, 3)) == 0:
-                branch[-1].update(task="t", wait=False)
+                _task_step(branch[-1])
             spec[kind] = branch
     return Workflow.model_validate(spec)
 
@@ -158,6 +183,7 @@ class Run:
     sent: list[Dispatch] = field(default_factory=list)
     ledger: dict[str, float] = field(default_factory=dict)
     clock: float = 0.0
+    max_running_jobs: int | None = None
     good_replies: int = 2  # how many good replies to 2 errors and 1 bad body, by weight
 
     def do(self, event: Event) -> list[Command]:
@@ -173,6 +199,7 @@ class Run:
             elif isinstance(command, CancelTimer):
                 del self.ledger[command.key]
         assert self.state.timers == self.ledger
+        assert all(gate.free >= 0 for gate in self.state.gates.values())
         return commands
 
     def tick(self, to: float = 0.0) -> float:
@@ -180,8 +207,8 @@ class Run:
         return self.clock
 
 
-def _fresh(wf: Workflow) -> EngineState:
-    return EngineState.from_workflows({wf.name: wf})
+def _fresh(wf: Workflow, max_running_jobs: int | None = None) -> EngineState:
+    return EngineState.from_workflows({wf.name: wf}, max_running_jobs=max_running_jobs)
 
 
 def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
@@ -228,6 +255,10 @@ def _step(draw: st.DrawFn, run: Run) -> str:
         run.do(CancelRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
     elif kind == "retry":
         run.do(RetryRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
+    elif kind == "submit":
+        payload = {"items": [0], "p": draw(st.sampled_from([1, 2]))}
+        job_id = draw(st.sampled_from(LATER_JOBS))
+        run.do(JobSubmitted(job_id, "w", payload, run.tick(), reply_to="q2"))
     elif kind == "signal":
         payload = draw(st.sampled_from([{"sig": 1}, {"sig": 2}, {}, [1]]))
         waits = sorted(
@@ -248,16 +279,22 @@ def _step(draw: st.DrawFn, run: Run) -> str:
 
 
 def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
-    run = Run(wf, _fresh(wf), good_replies=good_replies)
+    max_running_jobs = draw(st.sampled_from([None, None, 1]))
+    run = Run(
+        wf, _fresh(wf, max_running_jobs), good_replies=good_replies,
+        max_running_jobs=max_running_jobs,
+    )  # fmt: skip
     for job_id in [JOB, OTHER_JOB][: draw(st.integers(1, 2))]:
-        payload = {"items": list(range(draw(st.integers(0, 2)))), "p": 1}
+        payload = {"items": list(range(draw(st.integers(0, 2)))), "p": draw(st.integers(1, 2))}
         at = run.tick()
         # Some jobs start later (a delayed start: scheduled, then started by their timer).
         not_before = draw(st.sampled_from([None, None, at - 1.0, at + 2.0, at + 6.0]))
+        priority = draw(st.integers(0, 2))
         meta = draw(st.sampled_from([None, {"t": {"x": 1, "y": 1}}]))
         run.do(
             JobSubmitted(
-                job_id, "w", payload, at, reply_to="q1", not_before=not_before, meta=meta
+                job_id, "w", payload, at, reply_to="q1", not_before=not_before, meta=meta,
+                priority=priority,
             )
         )
     for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
@@ -270,35 +307,39 @@ def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
 
 def _check_replay(run: Run) -> None:
     for k in range(len(run.events) + 1):
-        state = replay(_fresh(run.wf), run.events[:k])
+        state = replay(_fresh(run.wf, run.max_running_jobs), run.events[:k])
         rest = [apply(state, e)[1] for e in run.events[k:]]
         assert rest == run.commands[k:], k
         assert state == run.state, k
 
 
 def _check_lives(run: Run) -> None:
-    alive: dict[str, bool] = {}
-    scheduled: set[str] = set()  # made with a delayed start, not started yet
-    for commands in run.commands:
+    # Each job: scheduled or queued (waiting to start), running, or ended.
+    alive: dict[str, str] = {}
+    for happened, commands in zip(run.events, run.commands, strict=True):
         # Every event is filed under its Subject, unless it was refused or rejected.
-        assert isinstance(commands[0], Subject | Refused | JobRejected), commands
+        first = (Subject, Refused, JobRejected, JobDuplicate)
+        assert isinstance(commands[0], first), commands
         assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
         for command in commands:
             if isinstance(command, JobScheduled):
                 assert command.job_id not in alive, command
-                scheduled.add(command.job_id)
+                alive[command.job_id] = "scheduled"
+            elif isinstance(command, JobQueued):
+                assert alive.get(command.job_id) in (None, "scheduled"), command
+                alive[command.job_id] = "queued"
             elif isinstance(command, JobStarted):
-                assert not alive.get(command.job_id), command
-                alive[command.job_id] = True
-                scheduled.discard(command.job_id)
+                assert alive.get(command.job_id) in (None, "scheduled", "queued", "ended"), command
+                alive[command.job_id] = "running"
             elif isinstance(command, JobFinished):
-                # A scheduled job cancelled before its start ends without having started.
-                assert alive.get(command.job_id) or command.job_id in scheduled, command
-                alive[command.job_id] = False
-                scheduled.discard(command.job_id)
+                # A job cancelled before it started ends without having started.
+                assert alive.get(command.job_id) in ("scheduled", "queued", "running"), command
+                alive[command.job_id] = "ended"
             elif isinstance(command, NotifyOutcome):
-                assert command.job_id in ended, command
+                # A submission naming a job that has ended is answered with its outcome at once.
+                resubmitted = isinstance(happened, JobSubmitted)
+                assert command.job_id in ended or resubmitted, command
 
 
 def _check_attempts(run: Run) -> None:
@@ -344,9 +385,18 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     )
     event(f"job retried: {revived}")
     event(f"branch ran: {any(d.step[0] in 'ex' for d in run.sent)}")
+    queued = any(isinstance(c, JobQueued) for commands in run.commands for c in commands)
+    event(f"a job queued: {queued}")
+    held = any("release:" in getattr(e, "key", "") for e in run.events)
+    event(f"a step held by its concurrency: {held}")
     signalled = [c for cs in run.commands for c in cs if isinstance(c, StepSignalled)]
     kept = any(c.kept for c in signalled)
     event(f"signals: completed {any(not c.kept for c in signalled)}, kept {kept}")
+    duplicates = any(isinstance(c, JobDuplicate) for cs in run.commands for c in cs)
+    later = any(
+        isinstance(c, JobStarted) and c.job_id in LATER_JOBS for cs in run.commands for c in cs
+    )
+    event(f"unique: duplicates {duplicates}, a later job started {later}")
     event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
     contracts = [c for commands in run.commands for c in commands if isinstance(c, StepFinished)]
     broken = any("does not match" in (c.message or "") for c in contracts)

@@ -261,9 +261,8 @@ def test_the_outcome_of_a_job_without_reply_to_is_only_job_finished(state):
 
 
 def test_job_status_values_are_the_documented_ones():
-    assert {s.value for s in JobStatus} == {
-        "scheduled", "running", "completed", "failed", "cancelled"
-    }  # fmt: skip
+    documented = {"scheduled", "queued", "running", "completed", "failed", "cancelled"}
+    assert {s.value for s in JobStatus} == documented
 
 
 V1 = """

@@ -88,6 +88,7 @@ async def test_workflow_jobs_buckets_top_level_jobs_finished_since(journal):
 
     assert await journal.workflow_jobs("wc", finished_since=T0 + 10) == {
         "running": ["run1", "run2"],
+        "queued": [],
         "completed": ["ok"],
         "failed": ["bad"],
         "cancelled": ["stop"],
@@ -95,6 +96,7 @@ async def test_workflow_jobs_buckets_top_level_jobs_finished_since(journal):
     assert (await journal.workflow_jobs("wc", finished_since=0.0))["completed"] == ["old", "ok"]
     assert await journal.workflow_jobs("nope", finished_since=0.0) == {
         "running": [],
+        "queued": [],
         "completed": [],
         "failed": [],
         "cancelled": [],

@@ -54,6 +54,7 @@ async def test_limit_spans_several_transactions(journal):
     assert await journal.delete_finished(before=T0 + 10_000) == 3
     assert await journal.workflow_jobs("wc", finished_since=0.0) == {
         "running": [],
+        "queued": [],
         "completed": [],
         "failed": [],
         "cancelled": [],
