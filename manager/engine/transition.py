@@ -40,6 +40,7 @@ from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
 from manager.engine.metadata import MetadataRules
 from manager.engine.replies import ReplyError, decode_output
+from manager.engine.scheduling import ScheduleRules
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
@@ -72,6 +73,7 @@ class Transition(
     DelayedStarts,
     Admission,
     StepGates,
+    ScheduleRules,
     WaitingSteps,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
@@ -176,6 +178,8 @@ class Transition(
                 JobRejected(event.job_id, event.workflow, problem, event.reply_to)
             )
             return
+        if event.schedule is not None and self._firing_skipped(event, workflow):
+            return
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
         limited = workflow.concurrency is not None or self.state.max_running_jobs is not None
@@ -186,6 +190,8 @@ class Transition(
         )  # fmt: skip
         self.concerns(job)
         job.meta = event.meta
+        if event.schedule is not None:
+            self._fired(event, workflow, job_id)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
         if delayed:
