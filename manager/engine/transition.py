@@ -38,7 +38,7 @@ from manager.engine.fanout import FanOutError, child_ids, child_payload, gather,
 from manager.engine.gates import StepGates
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
-from manager.engine.metadata import MetadataRules
+from manager.engine.metadata import MetadataRules, key_data
 from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
@@ -184,7 +184,7 @@ class Transition(
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
         limited = workflow.concurrency is not None or self.state.max_running_jobs is not None
-        scopes = self._scopes_of(workflow, event.payload) if limited else ()
+        scopes = self._scopes_of(workflow, key_data(event.payload, event.meta)) if limited else ()
         job = self._create_job(
             workflow, workflow, job_id, event.payload, None, trace, event.priority,
             not (delayed or scopes), scopes,
