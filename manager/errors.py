@@ -11,9 +11,11 @@
     ├── JobNotFound            no job (or no such step) has the given id (cancel, retry, signal)
     ├── JobConflict            the job is not in a state that allows the request (cancel,
     │                          retry, signal)
+    ├── NotOwner               the job is in a partition another manager runs (several managers)
     ├── BrokerError            RabbitMQ cannot be reached or refused an operation
     │   └── Unroutable         a published message reached no queue (the queue does not exist)
     ├── JournalError           the journal (SQLite or PostgreSQL) cannot be opened or written
+    │   └── FencedOut          a commit for a partition whose lease another manager has taken
     └── ApiUnreachable         the manager's HTTP API cannot be reached (CLI client side)
 
 Every message is written for the person who hit it: it names the thing, shows the bad
@@ -33,9 +35,11 @@ __all__ = [
     "DuplicateKey",
     "JobNotFound",
     "JobConflict",
+    "NotOwner",
     "BrokerError",
     "Unroutable",
     "JournalError",
+    "FencedOut",
     "ApiUnreachable",
 ]
 
@@ -88,6 +92,10 @@ class JobConflict(ManagerError):
     """The job's state does not allow the request (e.g. cancelling a finished job)."""
 
 
+class NotOwner(ManagerError):
+    """The job is in a partition another manager runs (or none of ours yet): ask that one."""
+
+
 class BrokerError(ManagerError):
     """RabbitMQ cannot be reached or refused an operation."""
 
@@ -99,6 +107,10 @@ class Unroutable(BrokerError):
 class JournalError(ManagerError):
     """The journal (a SQLite file, a PostgreSQL database) cannot be opened, is not ours, or
     cannot be written."""
+
+
+class FencedOut(JournalError):
+    """A commit named a partition whose lease another manager has taken since (a newer epoch)."""
 
 
 class ApiUnreachable(ManagerError):

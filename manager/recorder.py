@@ -10,7 +10,7 @@ applies and sends exactly what the live manager did.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,8 +71,14 @@ class Record:
     ended: list[JobRow] = field(default_factory=list)
 
 
-def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Record:
-    """The journal batch and the outbound messages of an applied event, from its commands."""
+def record(
+    event: Event, commands: Iterable[Command], reply_queue: str | Callable[[str], str]
+) -> Record:
+    """The journal batch and the outbound messages of an applied event, from its commands.
+
+    `reply_queue` names the queue replies come back on, or (partitioned) is a function of the
+    top-level job's id that names it.
+    """
     result = Record()
     events, outbound = result.batch.events, result.outbound
     at = event.at
@@ -198,8 +204,12 @@ def _timer_step(key: str) -> tuple[str | None, int | None]:
     return (parsed.step, parsed.attempt) if parsed else (None, None)
 
 
-def _dispatch(at: float, command: Dispatch, reply_queue: str) -> tuple[EventRow, Outbound]:
+def _dispatch(
+    at: float, command: Dispatch, reply_queue: str | Callable[[str], str]
+) -> tuple[EventRow, Outbound]:
     body = jsontext.dumps(command.body)
+    if not isinstance(reply_queue, str):
+        reply_queue = reply_queue(command.root_id)
     trace = None
     if command.trace_id:
         span = step_span_id(command.job_id, command.step, command.attempt)

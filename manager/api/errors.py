@@ -8,6 +8,7 @@ other SubmitError (payload, job id)           400
 JobNotFound (cancel, retry)                   404
 JobConflict (cancel a finished job, ...)      409
 BrokerError                                   503
+NotOwner (another manager runs the job)       503
 anything else                                 500, details left to the server log
 """
 
@@ -30,6 +31,7 @@ from manager.errors import (
     DuplicateKey,
     JobConflict,
     JobNotFound,
+    NotOwner,
     SubmitError,
     UnknownWorkflow,
 )
@@ -124,6 +126,10 @@ async def _on_broker_error(request: Request, exc: BrokerError) -> JSONResponse:
     return error_response(503, f"RabbitMQ is unavailable: {exc}")
 
 
+async def _on_not_owner(request: Request, exc: NotOwner) -> JSONResponse:
+    return error_response(503, str(exc), {"Retry-After": "1"})
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     # Starlette re-raises after answering, so the server still logs the traceback.
     return error_response(500, "internal error in workflow-manager; see its log for details")
@@ -139,5 +145,6 @@ def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
     app.add_exception_handler(SubmitError, _on_submit_error)
     app.add_exception_handler(JobNotFound, _on_job_not_found)
     app.add_exception_handler(JobConflict, _on_job_conflict)
+    app.add_exception_handler(NotOwner, _on_not_owner)
     app.add_exception_handler(BrokerError, _on_broker_error)
     app.add_exception_handler(Exception, _on_unexpected)
