@@ -24,20 +24,21 @@ async def start_pair(cluster):
     return first, second
 
 
-async def trigger_all(cluster, outcomes, count: int, delay_s: float) -> dict[str, int]:
+async def running_jobs(cluster, count: int, delay_s: float, ended: int):
+    """A worker, the pair of managers, and `count` jobs of which `ended` have ended."""
+    outcomes = await cluster.outcome_queue()
+    await cluster.start_worker()
+    pair = await start_pair(cluster)
     payloads = {str(uuid.uuid4()): n for n in range(count)}
     for job_id, n in payloads.items():
         await cluster.trigger({"n": n, "delay_s": delay_s}, job_id, outcomes.queue_name)
-    return payloads
+    await outcomes.wait_for(ended, OUTCOMES_TIMEOUT_S)
+    return outcomes, payloads, pair
 
 
 @pytest.mark.timeout(150)
 async def test_a_standby_takes_over_a_killed_managers_partitions_and_jobs(cluster):
-    outcomes = await cluster.outcome_queue()
-    await cluster.start_worker()
-    first, second = await start_pair(cluster)
-    payloads = await trigger_all(cluster, outcomes, 20, 0.2)
-    await outcomes.wait_for(3, OUTCOMES_TIMEOUT_S)
+    outcomes, payloads, (first, second) = await running_jobs(cluster, 20, 0.2, ended=3)
     assert await first.process.stop(signal.SIGKILL) == -signal.SIGKILL
     killed_at = time.monotonic()
     line = await second.process.wait_for_line(r"running partitions", 30)
@@ -58,11 +59,7 @@ async def test_a_standby_takes_over_a_killed_managers_partitions_and_jobs(cluste
 
 @pytest.mark.timeout(150)
 async def test_a_paused_manager_writes_nothing_for_the_partitions_taken_meanwhile(cluster):
-    outcomes = await cluster.outcome_queue()
-    await cluster.start_worker()
-    first, second = await start_pair(cluster)
-    payloads = await trigger_all(cluster, outcomes, 12, 0.3)
-    await outcomes.wait_for(2, OUTCOMES_TIMEOUT_S)
+    outcomes, payloads, (first, second) = await running_jobs(cluster, 12, 0.3, ended=2)
     first.process.proc.send_signal(signal.SIGSTOP)
     try:
         await until(
