@@ -13,7 +13,7 @@ path of every message, so each label child is looked up once per (workflow, step
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -81,6 +81,8 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}journal_commit_seconds": "histogram",
     f"{_P}broker_connected": "gauge",
     f"{_P}outbox_pending": "gauge",
+    f"{_P}partitions_owned": "gauge",
+    f"{_P}lease_renewal_seconds": "gauge",
 }
 """Every metric /metrics exposes, by its exposed name, with its type (for docs and tests)."""
 
@@ -96,6 +98,20 @@ class Watched(Protocol):
     @property
     def publishes_pending(self) -> int:
         """Publishes sent and not yet confirmed (or waiting for the broker)."""
+        ...
+
+
+class Leased(Protocol):
+    """What the partition gauges read: the manager's leases (manager.cluster.Ownership)."""
+
+    @property
+    def held(self) -> Mapping[int, int]:
+        """Partition -> epoch of every lease held."""
+        ...
+
+    @property
+    def renewal_s(self) -> float:
+        """Seconds the last renewal took."""
         ...
 
 
@@ -193,6 +209,14 @@ class Metrics:
         self._pending = Gauge(
             f"{_P}outbox_pending", "Publishes in flight: sent, not yet confirmed.", registry=r
         )
+        self._owned = Gauge(
+            f"{_P}partitions_owned", "Partitions this manager runs (0 without --partitions).",
+            registry=r,
+        )  # fmt: skip
+        self._renewal = Gauge(
+            f"{_P}lease_renewal_seconds", "Seconds the last renewal of this manager's partition "
+            "leases took (0 without --partitions).", registry=r,
+        )  # fmt: skip
         self._workflows: dict[str, _WorkflowSeries] = {}
         self._requests = _Children(self._step_requests)
         self._durations = _Children(self._step_duration)
@@ -231,6 +255,11 @@ class Metrics:
         """Read the broker connection and the publishes in flight from `source` at each scrape."""
         self._connected.set_function(lambda: 1.0 if source.connected else 0.0)
         self._pending.set_function(lambda: float(source.publishes_pending))
+
+    def watch_leases(self, source: Leased) -> None:
+        """Read the partitions held and the last renewal's seconds from `source` at each scrape."""
+        self._owned.set_function(lambda: float(len(source.held)))
+        self._renewal.set_function(lambda: source.renewal_s)
 
     def render(self) -> bytes:
         """The metrics in the Prometheus text format (served as `content_type`)."""

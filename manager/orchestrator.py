@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from manager import intake
 from manager.cluster import handoff
 from manager.cluster.partitioning import partition_queue
+from manager.cluster.view import UNPARTITIONED, cluster_json
 from manager.config import Workflow
 from manager.config.schedules import Schedule
 from manager.engine import (
@@ -302,6 +303,12 @@ class Orchestrator:
                 "stops taking work (restart it to rejoin)"
             )
         )
+
+    async def cluster(self) -> dict[str, Any]:
+        """The partitions, their leases and the managers running them (GET /api/cluster)."""
+        if self.ownership is None:
+            return dict(UNPARTITIONED)
+        return cluster_json(await self.ownership.table.leases(), self.ownership.owner)
 
     async def _consume_partition(self, partition: int) -> None:
         queue = partition_queue(self.settings.queue, partition)

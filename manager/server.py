@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 from collections.abc import Callable, Coroutine, Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -109,6 +110,16 @@ def run(main: Coroutine[Any, Any, None], event_loop: str = "auto") -> None:
         runner.run(main)
 
 
+class _NoLeases:
+    """An unpartitioned manager's leases, for the metrics: none."""
+
+    held: Mapping[int, int] = MappingProxyType({})
+    renewal_s = 0.0
+
+
+_NO_LEASES = _NoLeases()
+
+
 async def _join(db: str, journal: BaseJournal, settings: ManagerSettings) -> Ownership | None:
     """Our partitions' leases when the journal is partitioned (SQLite never loads psycopg)."""
     if not is_postgres_url(db) and settings.partitions is None:
@@ -193,6 +204,7 @@ async def serve(
         workflows, settings, journal, transport, observers=observers, ownership=ownership
     )
     metrics.watch(orchestrator)
+    metrics.watch_leases(ownership or _NO_LEASES)
     journal.watch_commits(metrics.journal_committed)
     # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
     # default thresholds the collector ran ~1,000 times replaying a 10,000-job journal and

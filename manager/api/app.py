@@ -15,6 +15,7 @@ from fastapi.openapi.utils import get_openapi
 from manager import __version__
 from manager.api.access import ApiToken, TokenGate, document_access, login_router
 from manager.api.browse import router as browse_router
+from manager.api.cluster import router as cluster_router
 from manager.api.deadletters import install_dead_letters
 from manager.api.errors import install_error_handlers
 from manager.api.events import install_events
@@ -50,6 +51,7 @@ _TAGS = [
     {"name": "jobs", "description": "Running and finished jobs."},
     {"name": "events", "description": "Run events as they happen (Server-Sent Events)."},
     {"name": "schedules", "description": "Workflows' schedules: next firings, pause, resume."},
+    {"name": "cluster", "description": "Several managers: partitions, leases, owners."},
     {"name": "dead letters", "description": "Messages the manager could not process, and replay."},
     {"name": "access", "description": "The web UI's login, when the manager has an API token."},
     {
@@ -90,6 +92,7 @@ def create_app(
     app.include_router(router)
     app.include_router(signals_router)
     app.include_router(schedules_router)
+    app.include_router(cluster_router)
     app.include_router(browse_router)
     app.include_router(ui_router)  # the web UI (manager.api.ui), left out of the OpenAPI doc
     if events is not None:

@@ -70,6 +70,10 @@ class JobService(Protocol):
         and return its id; raise a `SubmitError` if not."""
         ...
 
+    async def cluster(self) -> dict[str, Any]:
+        """The partitions and their leases (GET /api/cluster)."""
+        ...
+
     async def find_job(self, job_id: str) -> Job | None:
         """A job by canonical id: running ones from memory, finished ones from the journal."""
         ...

@@ -11,10 +11,10 @@ so the managers' clocks need not agree.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 
 import psycopg
 
+from manager.cluster.view import Lease
 from manager.errors import FencedOut, JournalError, ManagerError
 
 __all__ = [
@@ -54,17 +54,6 @@ _FENCE = """
 SELECT partition, owner, epoch FROM partition_leases
 WHERE partition = ANY(%s) ORDER BY partition FOR SHARE
 """
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """One partition's lease as the database has it; `expires_in_s` < 0: expired."""
-
-    partition: int
-    owner: str | None
-    epoch: int
-    expires_in_s: float
-    renewed_s_ago: float | None
 
 
 async def configure_partitions(conn: psycopg.AsyncConnection, count: int | None) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import httpx
 import pytest
 
 from manager.cluster.partitioning import Partitioning
@@ -23,7 +24,7 @@ OUTCOMES_TIMEOUT_S = 60.0
 async def test_one_manager_runs_every_partition_with_replies_on_their_queues(cluster):
     outcomes = await cluster.outcome_queue()
     await cluster.start_worker()
-    await cluster.start_manager()
+    manager = await cluster.start_manager()
     ids = [i for k in range(cluster.partitions) for i in ids_in_partition(k, cluster.partitions, 3)]
     payloads = {job_id: n for n, job_id in enumerate(ids)}
     for job_id, n in payloads.items():
@@ -40,6 +41,17 @@ async def test_one_manager_runs_every_partition_with_replies_on_their_queues(clu
     wrong = [(r, m) for r, m in rows if json.loads(m)["reply_to"] != split.reply_queue(r)]
     assert not wrong, f"requests not answered to their partition's queue: {wrong[:3]}"
     assert len({json.loads(m)["reply_to"] for _, m in rows}) == cluster.partitions
+
+    async with httpx.AsyncClient(base_url=manager.api_url, timeout=10) as http:
+        view = (await http.get("/api/cluster")).json()
+        scraped = (await http.get("/metrics")).text
+    assert view["partitions"] == cluster.partitions and view["manager"] == manager.owner
+    assert [(m["name"], m["partitions"]) for m in view["managers"]] == [
+        (manager.owner, list(range(cluster.partitions)))
+    ]
+    assert [lease["epoch"] for lease in view["leases"]] == [1] * cluster.partitions
+    assert f"workflow_manager_partitions_owned {float(cluster.partitions)}" in scraped
+    assert "workflow_manager_lease_renewal_seconds " in scraped
 
 
 @pytest.mark.timeout(120)

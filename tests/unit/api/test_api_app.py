@@ -90,6 +90,7 @@ async def test_openapi_documents_every_route_without_422(client):
         "/api/job/{job_id}/retry",
         "/api/schedules",
         "/api/schedules/{workflow}/{name}/{action}",
+        "/api/cluster",
         "/api/job/{job_id}/signal/{step}",
         "/api/job/{job_id}/steps",
         "/api/job/{job_id}/children",
@@ -110,3 +111,9 @@ async def test_docs_page_is_served(client):
     response = await client.get("/docs")
     assert response.status_code == 200
     assert "swagger" in response.text.lower()
+
+
+async def test_the_cluster_of_a_manager_without_partitions_is_empty(client):
+    response = await client.get("/api/cluster")
+    assert response.status_code == 200
+    assert response.json() == {"partitions": None, "manager": None, "managers": [], "leases": []}

@@ -9,6 +9,7 @@ import pytest
 
 from manager.cluster.handoff import SIGNAL, TRIGGER, handed_over, handoff_kind
 from manager.cluster.partitioning import Partitioning, partition_queue
+from manager.cluster.view import UNPARTITIONED, Lease, cluster_json
 from manager.transport import Delivery
 
 
@@ -53,3 +54,21 @@ def test_a_handed_over_trigger_keeps_its_message_and_gets_its_job_id() -> None:
         SIGNAL
     )
     assert handoff_kind(Delivery("wm.p3", b"{}", "j:s", None, {})) is None
+
+
+def test_the_cluster_view_groups_live_leases_by_manager() -> None:
+    leases = [
+        Lease(0, "a:1", 3, 2.5, 0.5),
+        Lease(1, "b:2", 1, 2.0, 1.0),
+        Lease(2, "a:1", 3, 2.9, 0.1),
+        Lease(3, "gone:3", 2, -4.0, 7.0),  # expired: its owner no longer runs it
+        Lease(4, None, 0, -1e9, None),
+    ]
+    view = cluster_json(leases, "b:2")
+    assert (view["partitions"], view["manager"]) == (5, "b:2")
+    assert view["managers"] == [
+        {"name": "a:1", "partitions": [0, 2], "lease_age_s": 0.5},
+        {"name": "b:2", "partitions": [1], "lease_age_s": 1.0},
+    ]
+    assert [lease["owner"] for lease in view["leases"]] == ["a:1", "b:2", "a:1", "gone:3", None]
+    assert UNPARTITIONED["partitions"] is None and UNPARTITIONED["managers"] == []

@@ -1,0 +1,48 @@
+"""GET /api/cluster: the managers sharing this journal, their partitions and leases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from manager.api.routes import Service
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+class ManagerEntry(BaseModel):
+    """A manager holding at least one live lease."""
+
+    name: str = Field(description="host:pid, as in the lease table.")
+    partitions: list[int]
+    lease_age_s: float = Field(description="Seconds since its oldest lease was last renewed.")
+
+
+class LeaseEntry(BaseModel):
+    """One partition's lease as the database has it."""
+
+    partition: int
+    owner: str | None = Field(description="The manager running it; null when free.")
+    epoch: int = Field(description="Raised at each take-over; every commit checks it.")
+    expires_in_s: float = Field(description="Negative: expired (free to take).")
+    renewed_s_ago: float | None
+
+
+class ClusterView(BaseModel):
+    """The partitions of this journal and who runs them; nulls and empty lists without
+    --partitions (one manager runs every job)."""
+
+    partitions: int | None
+    manager: str | None = Field(description="The manager that answered.")
+    managers: list[ManagerEntry]
+    leases: list[LeaseEntry]
+
+
+@router.get("/api/cluster", tags=["cluster"], response_model=ClusterView)
+async def cluster(service: Service) -> dict[str, Any]:
+    """The managers, their partitions and lease ages, read from the lease table."""
+    return await service.cluster()
