@@ -140,6 +140,7 @@ async def serve(
     except BaseException:
         sock.close()
         raise
+    log.info("journal at %s", journal.where)  # a URL is shown without its password
     transport = Broker(settings.amqp_url, settings.prefetch)
     metrics = Metrics(workflows)
     events = EventHub()
