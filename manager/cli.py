@@ -34,6 +34,7 @@ EPILOG = """\
 examples:
   workflow-manager serve --config workflows.yaml --db wm.db --port 8080
   workflow-manager serve --db postgresql://wm@db.example.com/wm
+  workflow-manager serve --db postgresql://wm@db.example.com/wm --partitions 8
   WM_API_TOKEN=s3cret workflow-manager serve --host 0.0.0.0 --log-format json
   workflow-manager validate workflows.yaml
   workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
@@ -59,6 +60,7 @@ environment:
                              a postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL
   WM_RETENTION               serve's --retention in days (default 7)
   WM_EVENTS                  serve's --events: jobs, steps or off (default jobs)
+  WM_PARTITIONS              serve's --partitions: several managers on one PostgreSQL journal
   WM_MAX_RUNNING_JOBS        serve's --max-running-jobs (default: no bound)
   WM_API_URL                 status's and watch's --api-url (default http://127.0.0.1:8080)
   WM_API_TOKEN               serve's --api-token: the API asks every client for it; the
@@ -153,6 +155,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "--queue",
         default=queue,
         help="reply queue; triggers go to QUEUE.jobs (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--partitions",
+        type=int,
+        default=int(env["WM_PARTITIONS"]) if env.get("WM_PARTITIONS", "").isdigit() else None,
+        metavar="P",
+        help="several managers on one PostgreSQL journal: its jobs are split into P partitions,"
+        " each run by one manager at a time (fixed per database; env WM_PARTITIONS)",
     )
     serve.add_argument(
         "--log-level",
@@ -392,9 +402,12 @@ def _serve(args: argparse.Namespace) -> int:
         return _usage(f"--retention must be a number of days above 0, got {args.retention}")
     if args.events not in ("jobs", "steps", "off"):
         return _usage(f"--events (or WM_EVENTS) must be jobs, steps or off, got {args.events!r}")
+    if args.partitions is not None and not 1 <= args.partitions <= 1024:
+        return _usage(f"--partitions must be 1 to 1024, got {args.partitions}")
     settings = ManagerSettings(
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
         events=args.events, max_running_jobs=max_running_jobs,
+        partitions=args.partitions,
     )  # fmt: skip
     run(serve(workflows, settings, args.db, args.host, args.port, api_token=api_token), args.loop)
     return EXIT_OK

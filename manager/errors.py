@@ -6,13 +6,16 @@
     │   ├── UnknownWorkflow    no workflow of that name
     │   ├── InvalidPayload     the payload is not a JSON object
     │   ├── InvalidJobId       the job id is not a UUID
-    │   └── DuplicateJob       a job with that id already exists
+    │   ├── DuplicateJob       a job with that id already exists
+    │   └── DuplicateKey       an unfinished job of the workflow has the same unique key
     ├── JobNotFound            no job (or no such step) has the given id (cancel, retry, signal)
     ├── JobConflict            the job is not in a state that allows the request (cancel,
     │                          retry, signal)
+    ├── NotOwner               the job is in a partition another manager runs (several managers)
     ├── BrokerError            RabbitMQ cannot be reached or refused an operation
     │   └── Unroutable         a published message reached no queue (the queue does not exist)
     ├── JournalError           the journal (SQLite or PostgreSQL) cannot be opened or written
+    │   └── FencedOut          a commit for a partition whose lease another manager has taken
     └── ApiUnreachable         the manager's HTTP API cannot be reached (CLI client side)
 
 Every message is written for the person who hit it: it names the thing, shows the bad
@@ -29,11 +32,14 @@ __all__ = [
     "InvalidPayload",
     "InvalidJobId",
     "DuplicateJob",
+    "DuplicateKey",
     "JobNotFound",
     "JobConflict",
+    "NotOwner",
     "BrokerError",
     "Unroutable",
     "JournalError",
+    "FencedOut",
     "ApiUnreachable",
 ]
 
@@ -70,12 +76,24 @@ class DuplicateJob(SubmitError):
     """A job with the requested id already exists."""
 
 
+class DuplicateKey(SubmitError):
+    """An unfinished job of the workflow (`job_id`) has the submission's unique key."""
+
+    def __init__(self, message: str, job_id: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+
+
 class JobNotFound(ManagerError):
     """No job has the given id."""
 
 
 class JobConflict(ManagerError):
     """The job's state does not allow the request (e.g. cancelling a finished job)."""
+
+
+class NotOwner(ManagerError):
+    """The job is in a partition another manager runs (or none of ours yet): ask that one."""
 
 
 class BrokerError(ManagerError):
@@ -89,6 +107,10 @@ class Unroutable(BrokerError):
 class JournalError(ManagerError):
     """The journal (a SQLite file, a PostgreSQL database) cannot be opened, is not ours, or
     cannot be written."""
+
+
+class FencedOut(JournalError):
+    """A commit named a partition whose lease another manager has taken since (a newer epoch)."""
 
 
 class ApiUnreachable(ManagerError):

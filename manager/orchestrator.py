@@ -20,9 +20,11 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from manager import intake
+from manager.cluster import handoff
+from manager.cluster.partitioning import partition_queue
 from manager.config import Workflow
 from manager.engine import (
     CancelRequested,
@@ -49,11 +51,14 @@ from manager.engine import timers as timer_keys
 from manager.engine.snapshot import restore
 from manager.errors import (
     DuplicateJob,
+    DuplicateKey,
+    FencedOut,
     InvalidJobId,
     InvalidPayload,
     JobConflict,
     JobNotFound,
     JournalError,
+    NotOwner,
     SubmitError,
     UnknownWorkflow,
 )
@@ -63,6 +68,7 @@ from manager.observers import DeadLetterWatcher, Observer
 from manager.outbox import Outbox
 from manager.recorder import (
     Record,
+    duplicate_reason,
     finished_notice,
     pending_message,
     record,
@@ -80,6 +86,9 @@ from manager.transport import (
     signal_queue,
     trigger_queue,
 )
+
+if TYPE_CHECKING:
+    from manager.cluster.ownership import Ownership
 
 __all__ = ["ManagerSettings", "Orchestrator", "step_queues"]
 
@@ -105,8 +114,14 @@ class Orchestrator:
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         observers: Sequence[Observer] = (),
+        ownership: Ownership | None = None,
     ) -> None:
         self.workflows = dict(workflows)
+        # Partitioned (several managers on one PostgreSQL journal): only our partitions' jobs.
+        self.ownership = ownership
+        self._reply_queue: str | Callable[[str], str] = (
+            settings.queue if ownership is None else ownership.partitioning.reply_queue
+        )
         self._observers = tuple(observers)
         self._dead_letter_watchers = tuple(
             o for o in self._observers if isinstance(o, DeadLetterWatcher)
@@ -169,12 +184,14 @@ class Orchestrator:
         pending = await self._recover()
         await self.transport.connect()
         queue = self.settings.queue
+        partitions = self.ownership.partitioning.queues() if self.ownership else []
         await self.transport.declare(
             [
                 queue,
                 trigger_queue(queue),
                 signal_queue(queue),
                 dead_letter_queue(queue),
+                *partitions,
                 *step_queues(self.workflows.values()),
             ]
         )
@@ -182,7 +199,11 @@ class Orchestrator:
         self.transport.watch(self._restored)
         for key, due_at in self._state.timers.items():
             self._timers.arm(key, due_at)
-        await self.transport.consume(queue, self._tracked(self.on_reply))
+        if self.ownership is None:
+            await self.transport.consume(queue, self._tracked(self.on_reply))
+        else:
+            for partition in sorted(self.ownership.held):
+                await self._consume_partition(partition)
         await self.transport.consume(trigger_queue(queue), self._tracked(self.on_trigger))
         await self.transport.consume(signal_queue(queue), self._tracked(self.on_signal))
         self._retention = asyncio.create_task(self._keep_retention(), name="retention")
@@ -227,11 +248,96 @@ class Orchestrator:
         self._state = EngineState.from_workflows(
             self.workflows, pinned, self.settings.max_running_jobs
         )
-        roots = await self.journal.running_roots()
+        roots = [root for root in await self.journal.running_roots() if self._owns(root)]
         replay(self._state, map(to_event, await self.journal.replay_rows(roots)))
         for observer in self._observers:
             observer.recovered(self._state.jobs.values())
-        return [pending_message(row) for row in await self.journal.pending_outbound()]
+        return await self._pending()
+
+    async def _pending(self, partitions: set[int] | None = None) -> list[Outbound]:
+        """Messages the journal holds as unconfirmed (of our partitions, or of `partitions`)."""
+        rows = await self.journal.pending_outbound()
+        if self.ownership is not None:
+            of = self.ownership.partitioning.of
+            wanted = partitions if partitions is not None else set(self.ownership.held)
+            rows = [row for row in rows if row.root_id is None or of(row.root_id) in wanted]
+        return [pending_message(row) for row in rows]
+
+    def _owns(self, root_id: str) -> bool:
+        """True when the job tree `root_id` is ours to run (always, unpartitioned)."""
+        return self.ownership is None or self.ownership.owns(root_id)
+
+    # -- partitions ----------------------------------------------------------------------
+
+    async def adopt(self, partitions: list[int]) -> None:
+        """Run partitions just taken (a failover): replay their running jobs, publish their
+        unconfirmed messages, arm their timers, and consume their queue."""
+        if not partitions:
+            return
+        taken = set(partitions)
+        assert self.ownership is not None
+        of = self.ownership.partitioning.of
+        roots = [r for r in await self.journal.running_roots() if of(r) in taken]
+        replay(self._state, map(to_event, await self.journal.replay_rows(roots)))
+        for observer in self._observers:
+            observer.recovered(self._state.jobs.values())
+        await self._tracked(self._outbox.publish_pending)(await self._pending(taken))
+        for key, due_at in self._state.timers.items():
+            self._timers.arm(key, due_at)
+        for partition in partitions:
+            await self._consume_partition(partition)
+        log.info("running partitions %s (%d running jobs taken over)", partitions, len(roots))
+
+    def lost(self, partitions: list[int]) -> None:
+        """Leases lost (not renewed in time, or taken over): stop at once; the fence already
+        refuses every commit for them. A restart rejoins as a standby."""
+        self._fail(
+            FencedOut(
+                f"lost the lease of partitions {', '.join(map(str, partitions))}: this manager "
+                "stops taking work (restart it to rejoin)"
+            )
+        )
+
+    async def _consume_partition(self, partition: int) -> None:
+        queue = partition_queue(self.settings.queue, partition)
+        await self.transport.consume(queue, self._tracked(self.on_partition))
+
+    async def on_partition(self, delivery: Delivery) -> None:
+        """A delivery of one of our partitions' queues: a reply, or a trigger or signal that
+        another manager handed over."""
+        kind = handoff.handoff_kind(delivery)
+        if kind == handoff.TRIGGER:
+            await self.on_trigger(delivery)
+        elif kind == handoff.SIGNAL:
+            await self.on_signal(delivery)
+        else:
+            await self.on_reply(delivery)
+
+    async def _hand_over(
+        self, delivery: Delivery, root_id: str, kind: str, job_id: str | None
+    ) -> None:
+        """Send a trigger or signal to its partition's queue, for the owner; then ack it."""
+        assert self.ownership is not None
+        queue = self.ownership.partitioning.reply_queue(root_id)
+        log.debug("%s handed over to %s", kind, queue)
+        await self._outbox.publish([handoff.handed_over(delivery, queue, kind, job_id)])
+        self.transport.ack(delivery)
+
+    def _new_job_id(self) -> str:
+        """A new job id; partitioned, one in a partition of ours when we run any."""
+        if self.ownership is None:
+            return self.new_id()
+        drawn = self.ownership.partitioning.new_id_in(self.ownership.held, self.new_id)
+        return drawn if drawn is not None else self.new_id()
+
+    def _require_owner(self, root_id: str) -> None:
+        """NotOwner (the API answers 503) for a job another manager runs."""
+        if not self._owns(root_id):
+            assert self.ownership is not None
+            raise NotOwner(
+                f"job {root_id} is in partition {self.ownership.partitioning.of(root_id)}, "
+                "which another manager runs; ask that manager"
+            )
 
     async def _restored(self) -> None:
         """After a reconnect: publish what the journal holds as unconfirmed.
@@ -239,8 +345,7 @@ class Orchestrator:
         aio-pika cancels the handlers in flight when the connection drops; one cancelled
         after its commit leaves its messages journaled but unpublished, until now.
         """
-        pending = [pending_message(row) for row in await self.journal.pending_outbound()]
-        await self._tracked(self._outbox.publish_pending)(pending)
+        await self._tracked(self._outbox.publish_pending)(await self._pending())
 
     def _tracked(self, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Wrap a handler so stop() can wait for the work in hand; a journal failure stops us."""
@@ -279,9 +384,19 @@ class Orchestrator:
         await asyncio.shield(sending)
 
     async def on_trigger(self, delivery: Delivery) -> None:
-        """A job trigger: start the job (or answer a duplicate), or dead-letter it with why."""
+        """A job trigger: start the job (or answer a duplicate), or dead-letter it with why.
+
+        Partitioned, a trigger naming a job of another manager's partition is handed to it;
+        one naming none gets a new id in one of ours.
+        """
+        new_id = self._new_job_id()
+        named = canonical_uuid(delivery.correlation_id) if delivery.correlation_id else None
+        root = named or (None if delivery.correlation_id else new_id)
+        if root is not None and not self._owns(root):
+            await self._hand_over(delivery, root, handoff.TRIGGER, None if named else new_id)
+            return
         event = intake.trigger_event(
-            delivery, self.now(), self.new_id(), self.settings.max_message_bytes, new_trace_id()
+            delivery, self.now(), new_id, self.settings.max_message_bytes, new_trace_id()
         )
         if isinstance(event, intake.Undeliverable):
             await self._reject(delivery, event.reason, "invalid_trigger")
@@ -303,6 +418,11 @@ class Orchestrator:
         if result.rejected is not None:
             rejected = result.rejected  # its answer is in `sending`
             await self._reject(delivery, rejected.reason, rejected.kind.replace("-", "_"))
+        elif result.duplicate is not None:
+            log.info(
+                "duplicate trigger: %s", duplicate_reason(result.duplicate),
+                extra={"job": result.duplicate.existing},
+            )  # fmt: skip
         self.transport.ack(delivery)
         await asyncio.shield(sending)  # as in on_reply
 
@@ -311,6 +431,9 @@ class Orchestrator:
         event = intake.signal_event(delivery, self.now(), self.settings.max_message_bytes)
         if isinstance(event, intake.Undeliverable):
             reason = event.reason
+        elif (root := await self._foreign_root(event.job_id)) is not None:
+            await self._hand_over(delivery, root, handoff.SIGNAL, None)
+            return
         else:
             reason = await self._finished_reason(event.job_id)
             if reason is None:
@@ -326,6 +449,19 @@ class Orchestrator:
             return
         self.transport.ack(delivery)
         await asyncio.shield(sending)
+
+    async def _foreign_root(self, job_id: str) -> str | None:
+        """The top-level job of `job_id` when another manager runs it; None when we do."""
+        if self.ownership is None or job_id in self._state.jobs:
+            return None
+        root = await self._root_of(job_id)
+        return None if self._owns(root) else root
+
+    async def _root_of(self, job_id: str) -> str:
+        """The top-level job of `job_id` (a child's root is in the journal; else itself)."""
+        canonical = canonical_uuid(job_id) or job_id
+        row = await self.journal.job(canonical)
+        return row.root_id if row is not None else canonical
 
     async def _finished_reason(self, job_id: str) -> str | None:
         """Why a signal cannot be for `job_id`: it ended and left memory; None when it did not."""
@@ -372,8 +508,8 @@ class Orchestrator:
         `apply` with no await in between, so the journal holds events in the engine's order.
         """
         _, commands = apply(self._state, event)
-        result = record(event, commands, self.settings.queue)
-        if result.rejected is not None or result.refused is not None:
+        result = record(event, commands, self._reply_queue)
+        if result.rejected is not None or result.refused is not None or result.duplicate:
             return result, self._send(result.outbound)  # nothing to journal
         committed = self.journal.append(result.batch)
         for row in result.ended:
@@ -450,8 +586,10 @@ class Orchestrator:
         With a `not_before` later than now it is scheduled, and starts then.
         """
         chosen = job_id is not None  # a new id of ours cannot name an existing job
-        job_id = job_id if job_id is not None else self.new_id()
+        job_id = job_id if job_id is not None else self._new_job_id()
         canonical = canonical_uuid(job_id)
+        if canonical is not None:
+            self._require_owner(canonical)
         if (
             chosen
             and canonical is not None
@@ -473,6 +611,8 @@ class Orchestrator:
         if result.rejected is not None:
             rejected = result.rejected
             raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
+        if result.duplicate is not None:
+            raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
         await sending
         return canonical or job_id
 
@@ -506,6 +646,7 @@ class Orchestrator:
     async def cancel(self, job_id: str) -> Job:
         """Cancel a scheduled or running job; JobNotFound or JobConflict (it ended) otherwise."""
         canonical = canonical_uuid(job_id) or job_id
+        await self._require_owner_of(canonical)
         row = await self.finished_row(canonical)
         if row is not None:
             raise JobConflict(
@@ -516,6 +657,7 @@ class Orchestrator:
     async def retry(self, job_id: str) -> Job:
         """Run a failed job again from where it failed; JobNotFound or JobConflict otherwise."""
         canonical = canonical_uuid(job_id) or job_id
+        await self._require_owner_of(canonical)
         row = await self.finished_row(canonical)
         if row is not None and row.root_id not in self._state.jobs:
             # It has left memory: replay its journal to bring it back, then retry it.
@@ -528,6 +670,7 @@ class Orchestrator:
         """Signal a waiting step; returns "completed" (it was waiting) or "kept" (it will be,
         and completes when reached). JobNotFound or JobConflict (with why) otherwise."""
         canonical = canonical_uuid(job_id) or job_id
+        await self._require_owner_of(canonical)
         reason = await self._finished_reason(canonical)
         if reason is not None:
             raise JobConflict(reason)
@@ -540,6 +683,12 @@ class Orchestrator:
             raise (JobNotFound if kind == "not-found" else JobConflict)(reason)
         await sending
         return "kept" if job.steps[step].status is StepStatus.PENDING else "completed"
+
+    async def _require_owner_of(self, job_id: str) -> None:
+        """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory)."""
+        root = await self._foreign_root(job_id)
+        if root is not None:
+            self._require_owner(root)
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
         job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory

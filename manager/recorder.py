@@ -10,7 +10,7 @@ applies and sends exactly what the live manager did.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from manager.engine import (
     Dispatch,
     Event,
     Ignored,
+    JobDuplicate,
     JobFinished,
     JobQueued,
     JobRejected,
@@ -39,7 +40,7 @@ from manager.engine import (
 )
 from manager.engine.traceids import step_span_id, traceparent
 from manager.journal import Batch, EventKind, EventRow, JobRow
-from manager.transport.message import Outbound, outcome_notice, step_request
+from manager.transport.message import Outbound, duplicate_notice, outcome_notice, step_request
 
 __all__ = [
     "Record",
@@ -48,6 +49,7 @@ __all__ = [
     "pending_message",
     "finished_notice",
     "rejection_notice",
+    "duplicate_reason",
 ]
 
 _REJECTED = "rejected"
@@ -65,11 +67,18 @@ class Record:
     outbound: list[Outbound] = field(default_factory=list)
     rejected: JobRejected | None = None
     refused: Refused | None = None
+    duplicate: JobDuplicate | None = None
     ended: list[JobRow] = field(default_factory=list)
 
 
-def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Record:
-    """The journal batch and the outbound messages of an applied event, from its commands."""
+def record(
+    event: Event, commands: Iterable[Command], reply_queue: str | Callable[[str], str]
+) -> Record:
+    """The journal batch and the outbound messages of an applied event, from its commands.
+
+    `reply_queue` names the queue replies come back on, or (partitioned) is a function of the
+    top-level job's id that names it.
+    """
     result = Record()
     events, outbound = result.batch.events, result.outbound
     at = event.at
@@ -95,13 +104,38 @@ def record(event: Event, commands: Iterable[Command], reply_queue: str) -> Recor
         elif isinstance(command, Ignored):
             meta = {"subject": command.subject, "reason": command.reason}
             events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
-        elif isinstance(command, JobRejected):
-            result.rejected = command
-            if command.reply_to:
-                outbound.append(rejection_notice(command.reply_to, command.job_id, command.reason))
-        elif isinstance(command, Refused):
-            result.refused = command
+        elif isinstance(command, JobRejected | Refused | JobDuplicate):
+            _refusal(command, result)
     return result
+
+
+def _refusal(command: JobRejected | Refused | JobDuplicate, result: Record) -> None:
+    """An event the engine did not take: nothing is journaled; a trigger's sender is told."""
+    if isinstance(command, JobRejected):
+        result.rejected = command
+        if command.reply_to:
+            notice = rejection_notice(command.reply_to, command.job_id, command.reason)
+            result.outbound.append(notice)
+    elif isinstance(command, Refused):
+        result.refused = command
+    else:
+        result.duplicate = command
+        if command.reply_to:
+            result.outbound.append(_duplicate(command, command.reply_to))
+
+
+def duplicate_reason(command: JobDuplicate) -> str:
+    """Why a trigger started no job: which unfinished job has its unique key."""
+    return (
+        f"job {command.existing} of workflow '{command.workflow}' has the unique key "
+        f"{command.key} and has not finished; no second job starts until it has"
+    )
+
+
+def _duplicate(command: JobDuplicate, reply_to: str) -> Outbound:
+    """The `duplicate` answer to a trigger: the reason, and the job that has the key."""
+    body = jsontext.dumps({"error": duplicate_reason(command), "job": command.existing})
+    return duplicate_notice(reply_to, command.job_id, command.existing, body)
 
 
 def rejection_notice(reply_to: str, job_id: str | None, reason: str) -> Outbound:
@@ -170,8 +204,12 @@ def _timer_step(key: str) -> tuple[str | None, int | None]:
     return (parsed.step, parsed.attempt) if parsed else (None, None)
 
 
-def _dispatch(at: float, command: Dispatch, reply_queue: str) -> tuple[EventRow, Outbound]:
+def _dispatch(
+    at: float, command: Dispatch, reply_queue: str | Callable[[str], str]
+) -> tuple[EventRow, Outbound]:
     body = jsontext.dumps(command.body)
+    if not isinstance(reply_queue, str):
+        reply_queue = reply_queue(command.root_id)
     trace = None
     if command.trace_id:
         span = step_span_id(command.job_id, command.step, command.attempt)

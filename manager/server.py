@@ -21,13 +21,15 @@ from manager.deadletters import DeadLetterQueue
 from manager.errors import ManagerError
 from manager.events import EventHub
 from manager.events.publisher import EventPublisher
-from manager.journal import open_journal
+from manager.journal import is_postgres_url, open_journal
+from manager.journal.base import BaseJournal
 from manager.metrics import Metrics
 from manager.observers import Observer
 from manager.orchestrator import ManagerSettings, Orchestrator
 from manager.transport import Broker
 
 if TYPE_CHECKING:
+    from manager.cluster.ownership import Ownership
     from manager.traces.export import SpanRecorder
 
 __all__ = ["serve", "listen", "run"]
@@ -107,6 +109,39 @@ def run(main: Coroutine[Any, Any, None], event_loop: str = "auto") -> None:
         runner.run(main)
 
 
+async def _join(db: str, journal: BaseJournal, settings: ManagerSettings) -> Ownership | None:
+    """Our partitions' leases when the journal is partitioned (SQLite never loads psycopg)."""
+    if not is_postgres_url(db) and settings.partitions is None:
+        return None
+    from manager.cluster.member import join
+
+    return await join(journal, settings.queue, settings.partitions, settings.lease_ttl_s)
+
+
+def _keep_leases(
+    ownership: Ownership | None, orchestrator: Orchestrator, settings: ManagerSettings
+) -> asyncio.Task[None] | None:
+    """The task renewing our leases and taking free partitions (partitioned managers)."""
+    if ownership is None:
+        return None
+    from manager.cluster.member import keep_leases
+
+    keeping = keep_leases(ownership, orchestrator, settings.lease_renew_s)
+    return asyncio.create_task(keeping, name="leases")
+
+
+async def _stop_with_leases(
+    orchestrator: Orchestrator, leases: asyncio.Task[None] | None, ownership: Ownership | None
+) -> None:
+    """Stop the orchestrator, then release our leases (after the journal's last commit:
+    another manager may take them at once)."""
+    if leases is not None:
+        leases.cancel()
+    await orchestrator.stop()
+    if ownership is not None:
+        await ownership.close()
+
+
 async def serve(
     workflows: Mapping[str, Workflow],
     settings: ManagerSettings,
@@ -141,6 +176,12 @@ async def serve(
         sock.close()
         raise
     log.info("journal at %s", journal.where)  # a URL is shown without its password
+    try:
+        ownership = await _join(db, journal, settings)
+    except BaseException:
+        sock.close()
+        await journal.close()
+        raise
     transport = Broker(settings.amqp_url, settings.prefetch)
     metrics = Metrics(workflows)
     events = EventHub()
@@ -149,7 +190,9 @@ async def serve(
         publisher = EventPublisher(transport, settings.queue, settings.events)
         events.add_sink(publisher)
     observers: list[Observer] = [metrics, events, *([spans] if spans is not None else [])]
-    orchestrator = Orchestrator(workflows, settings, journal, transport, observers=observers)
+    orchestrator = Orchestrator(
+        workflows, settings, journal, transport, observers=observers, ownership=ownership
+    )
     metrics.watch(orchestrator)
     journal.watch_commits(metrics.journal_committed)
     # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
@@ -165,6 +208,7 @@ async def serve(
         await journal.close()
         raise
     gc.freeze()  # what recovery built lives as long as the process: stop scanning it
+    leases = _keep_leases(ownership, orchestrator, settings)
     config = uvicorn.Config(
         create_app(
             orchestrator,
@@ -191,7 +235,7 @@ async def serve(
     events.close()  # open event streams end, or the HTTP server would wait for them
     if publisher is not None:
         await publisher.drain(timeout_s=2.0)
-    await orchestrator.stop()
+    await _stop_with_leases(orchestrator, leases, ownership)
     if publisher is not None:
         await publisher.stop()
     await _close_spans(spans)

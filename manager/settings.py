@@ -30,6 +30,12 @@ class ManagerSettings(BaseModel):
     events: Literal["jobs", "steps", "off"] = "jobs"
     # All top-level jobs running at once, every workflow together; None: no bound.
     max_running_jobs: int | None = Field(default=None, ge=1)
+    # Several managers on one PostgreSQL journal: its number of partitions (None: one manager).
+    partitions: int | None = Field(default=None, ge=1, le=1024)
+    # A partition's lease lasts this long unless renewed (every lease_renew_s): a dead
+    # manager's partitions are taken over this long after its last renewal.
+    lease_ttl_s: float = Field(default=3.0, gt=0)
+    lease_renew_s: float = Field(default=1.0, gt=0)
 
 
 def step_queues(workflows: Iterable[Workflow]) -> list[str]:

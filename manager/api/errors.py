@@ -8,6 +8,7 @@ other SubmitError (payload, job id)           400
 JobNotFound (cancel, retry)                   404
 JobConflict (cancel a finished job, ...)      409
 BrokerError                                   503
+NotOwner (another manager runs the job)       503
 anything else                                 500, details left to the server log
 """
 
@@ -27,15 +28,21 @@ from starlette.types import ExceptionHandler
 from manager.errors import (
     BrokerError,
     DuplicateJob,
+    DuplicateKey,
     JobConflict,
     JobNotFound,
+    NotOwner,
     SubmitError,
     UnknownWorkflow,
 )
 
 __all__ = ["install_error_handlers", "unknown_workflow", "error_response", "validation_message"]
 
-_SUBMIT_STATUS: dict[type[SubmitError], int] = {UnknownWorkflow: 404, DuplicateJob: 409}
+_SUBMIT_STATUS: dict[type[SubmitError], int] = {
+    UnknownWorkflow: 404,
+    DuplicateJob: 409,
+    DuplicateKey: 409,
+}
 
 
 def error_response(status_code: int, message: str, headers: Any = None) -> JSONResponse:
@@ -101,6 +108,9 @@ async def _on_validation_error(request: Request, exc: RequestValidationError) ->
 
 async def _on_submit_error(request: Request, exc: SubmitError) -> JSONResponse:
     status = next((s for t, s in _SUBMIT_STATUS.items() if isinstance(exc, t)), 400)
+    if isinstance(exc, DuplicateKey):
+        # Which job has the key, so the caller can follow that one instead.
+        return JSONResponse({"error": str(exc), "job": exc.job_id}, status_code=status)
     return error_response(status, str(exc))
 
 
@@ -114,6 +124,10 @@ async def _on_job_conflict(request: Request, exc: JobConflict) -> JSONResponse:
 
 async def _on_broker_error(request: Request, exc: BrokerError) -> JSONResponse:
     return error_response(503, f"RabbitMQ is unavailable: {exc}")
+
+
+async def _on_not_owner(request: Request, exc: NotOwner) -> JSONResponse:
+    return error_response(503, str(exc), {"Retry-After": "1"})
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -131,5 +145,6 @@ def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
     app.add_exception_handler(SubmitError, _on_submit_error)
     app.add_exception_handler(JobNotFound, _on_job_not_found)
     app.add_exception_handler(JobConflict, _on_job_conflict)
+    app.add_exception_handler(NotOwner, _on_not_owner)
     app.add_exception_handler(BrokerError, _on_broker_error)
     app.add_exception_handler(Exception, _on_unexpected)

@@ -231,6 +231,8 @@ def _header(job: Job, now: float) -> dict[str, Any]:
         body["queued_at"] = iso_utc(job.queued_at)
     if job.start_at is not None:
         body["start_at"] = iso_utc(job.start_at)
+    if job.unique_key is not None:
+        body["unique_key"] = job.unique_key
     if job.finished_at is not None:
         body["finished_at"] = iso_utc(job.finished_at)
     body["elapsed"] = _seconds(job.submitted_at, job.finished_at or now)

@@ -20,6 +20,7 @@ __all__ = [
     "CompensationEntry",
     "Compensations",
     "ErrorBody",
+    "DuplicateBody",
     "Health",
     "JobDetail",
     "JobIds",
@@ -43,6 +44,15 @@ class ErrorBody(BaseModel):
     """Every 4xx/5xx answer: one sentence saying what was wrong and how to fix it."""
 
     error: str = Field(examples=["no job 3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"])
+
+
+class DuplicateBody(ErrorBody):
+    """409 for a submission: the job id is taken, or (with `job`) an unfinished job of the
+    workflow has the same unique key."""
+
+    job: str | None = Field(
+        default=None, description="The unfinished job that has the unique key, if that is why."
+    )
 
 
 class WorkflowSummary(BaseModel):
@@ -308,6 +318,10 @@ class JobPage(BaseModel):
         default=None, description="While queued: when the job entered its concurrency queue."
     )
     start_at: str | None = Field(default=None, description=_START_AT_DOC)
+    unique_key: str | None = Field(
+        default=None,
+        description="Workflows with `unique` only: the job's key (JSON), held until it ends.",
+    )
     finished_at: str | None = None
     elapsed: float
     payload: dict[str, Any]

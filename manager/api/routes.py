@@ -22,6 +22,7 @@ from manager.api.inputs import (
     resolve_job_id,
 )
 from manager.api.models import (
+    DuplicateBody,
     ErrorBody,
     Health,
     JobDetail,
@@ -152,7 +153,7 @@ async def list_workflows(service: Service) -> list[dict[str, Any]]:
     "/api/workflow/{name}",
     tags=["workflows"],
     response_model=SubmitResponse,
-    responses=_errors(400, 404, 409, 503),
+    responses={**_errors(400, 404, 503), 409: {"model": DuplicateBody}},
     openapi_extra=_PAYLOAD_DOC,
 )
 async def submit_job(

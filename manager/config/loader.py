@@ -26,6 +26,7 @@ from manager.config.models import (
     Step,
     StepPolicy,
     Task,
+    UniqueKey,
     Workflow,
     WorkflowFile,
 )
@@ -53,6 +54,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "http": HttpCall,
     "fallback": HandlerStep,
     "compensate": HandlerStep,
+    "unique": UniqueKey,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -332,6 +334,8 @@ def describe_workflows(workflows: dict[str, Workflow]) -> str:
             lines.append(f"  vhosts: {', '.join(workflow.vhosts)}")
         if workflow.timeout is not None:
             lines.append(f"  timeout: {_number(workflow.timeout)}s for the whole job")
+        if workflow.unique is not None:
+            lines.append(f"  unique: one unfinished job per key {quote(workflow.unique.key)}")
         if workflow.payload_schema is not None:
             lines.append(f"  payload checked against {_schema_text(workflow.payload_schema)}")
         lines += _describe_steps(workflow, workflow, "  ")

@@ -40,6 +40,7 @@ __all__ = [
     "Concurrency",
     "Flow",
     "Task",
+    "UniqueKey",
     "Workflow",
     "WorkflowFile",
     "singular",
@@ -300,6 +301,24 @@ class Task(Flow):
         return self.item_key_override or singular(self.item_list_key)
 
 
+class UniqueKey(_Model):
+    """`unique: {key: ...}`: at most one unfinished job of the workflow per value of `key`, a
+    JMESPath expression over the job's payload (a null value is a key like any other)."""
+
+    key: str = Field(min_length=1)
+
+    @field_validator("key")
+    @classmethod
+    def _compiles(cls, key: str) -> str:
+        compile_expression(key)  # ExpressionError is a ValueError: reported with its line
+        return key
+
+    @cached_property
+    def expression(self) -> Expression:
+        """`key`, compiled once. (A later `meta.<field>` reads the job's metadata here.)"""
+        return compile_expression(self.key)
+
+
 class Workflow(Flow):
     """A named workflow: top-level steps plus the tasks its task steps refer to."""
 
@@ -309,6 +328,7 @@ class Workflow(Flow):
     on_error: tuple[Step, ...] = ()
     on_cancel: tuple[Step, ...] = ()
     payload_schema: JsonSchema | None = None  # a trigger's payload, checked at submission
+    unique: UniqueKey | None = None  # refuse a job whose key an unfinished job already has
     concurrency: Concurrency | None = None
 
     @cached_property

@@ -26,6 +26,7 @@ __all__ = [
     "JobFinished",
     "NotifyOutcome",
     "JobRejected",
+    "JobDuplicate",
     "Ignored",
     "StartTimer",
     "CancelTimer",
@@ -227,6 +228,18 @@ class JobRejected:
 
 
 @dataclass(slots=True)
+class JobDuplicate:
+    """A submission was not started: `existing`, an unfinished job of the same workflow, has
+    its unique `key` (canonical JSON). Nothing is journaled; `reply_to` is told."""
+
+    job_id: str
+    workflow: str
+    existing: str
+    key: str
+    reply_to: str | None
+
+
+@dataclass(slots=True)
 class Ignored:
     """An event changed nothing (duplicate, late or stray); reported so it can be logged."""
 
@@ -307,6 +320,7 @@ Command = (
     | JobFinished
     | NotifyOutcome
     | JobRejected
+    | JobDuplicate
     | Ignored
     | StartTimer
     | CancelTimer

@@ -91,6 +91,8 @@ class JobControl:
                     forget(self.state, child)
         job.branch, job.branch_input, job.branch_left = None, None, 0
         job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
+        if job.unique_key is not None:
+            self._hold_key(job, job.unique_key)
         self.commands.append(self.started(job))
         runs = [run for run in job.steps.values() if run.recovers is None]
         for run in runs:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from manager.engine.commands import Command, JobRejected, Refused
+from manager.engine.commands import Command, JobDuplicate, JobRejected, Refused
 from manager.engine.events import (
     CancelRequested,
     Event,
@@ -60,7 +60,7 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
         return state, transition.commands
     transition.drain()
     commands = transition.commands
-    if not (commands and isinstance(commands[0], JobRejected | Refused)):
+    if not (commands and isinstance(commands[0], JobRejected | JobDuplicate | Refused)):
         commands.insert(0, transition.subject)
     return state, commands
 

@@ -201,6 +201,8 @@ class FailureRules:
 
     def _settle(self: Work, job: Job) -> None:
         """The job is over, branch included: report it, notify its senders, tell its parent."""
+        if job.unique_key is not None:
+            self._release_key(job)
         if job.scopes:
             self._release_job(job)
         self.commands.append(self.finished(job))

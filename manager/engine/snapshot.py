@@ -86,6 +86,7 @@ def snapshot(job: Job) -> dict[str, Any]:
         "trace_id": job.trace_id,
         "trace_parent": job.trace_parent,
         **({"start_at": job.start_at} if job.start_at is not None else {}),
+        **({"unique_key": job.unique_key} if job.unique_key is not None else {}),
         "priority": job.priority,
         "meta": job.meta,
         **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
@@ -188,6 +189,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
         trace_id=data.get("trace_id") or derived_trace_id(data["id"]),
         trace_parent=data.get("trace_parent"),
         start_at=data.get("start_at"),
+        unique_key=data.get("unique_key"),
         priority=data.get("priority", 0),
         meta=data.get("meta"),
         compensation=(

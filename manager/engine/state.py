@@ -246,6 +246,8 @@ class Job:
     # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
     # started when it was submitted.
     start_at: float | None = None
+    # Workflows with `unique`: the key this job holds (canonical JSON of the key's value).
+    unique_key: str | None = None
     # Signals for waiting steps not reached yet, by step: each completes its step when reached.
     signals: dict[str, dict[str, Any]] | None = None
     # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
@@ -304,6 +306,8 @@ class EngineState:
     # forgets them too.
     gone: dict[str, str] = field(default_factory=dict)
     gone_by_root: dict[str, list[str]] = field(default_factory=dict)
+    # Workflows with `unique`: (workflow name, key) -> the unfinished job that holds the key.
+    unique: dict[tuple[str, str], str] = field(default_factory=dict)
     # Concurrency limits: of top-level jobs, by scope (`manager.engine.admission`), and of
     # steps' outstanding requests, by step (`manager.engine.gates`); created on first use.
     scopes: dict[str, Slots] = field(default_factory=dict)

@@ -43,6 +43,7 @@ from manager.engine.replies import ReplyError, decode_output
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
+from manager.engine.uniqueness import UniqueJobs
 from manager.engine.waiting import WaitingSteps
 
 __all__ = ["Transition"]
@@ -73,6 +74,7 @@ class Transition(
     Admission,
     StepGates,
     WaitingSteps,
+    UniqueJobs,
 ):
     """The work of one event: state changes are made here, commands collected in order."""
 
@@ -176,6 +178,9 @@ class Transition(
                 JobRejected(event.job_id, event.workflow, problem, event.reply_to)
             )
             return
+        key = self._claim(workflow, event) if workflow.unique is not None else None
+        if workflow.unique is not None and key is None:
+            return  # refused: a duplicate of an unfinished job, or a key that cannot be read
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
         limited = workflow.concurrency is not None or self.state.max_running_jobs is not None
@@ -186,6 +191,8 @@ class Transition(
         )  # fmt: skip
         self.concerns(job)
         job.meta = event.meta
+        if key is not None:
+            self._hold_key(job, key)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
         if delayed:

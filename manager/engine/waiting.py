@@ -87,7 +87,7 @@ class WaitingSteps:
             return self._refuse(event, reason, "conflict")
         if not isinstance(event.payload, dict):
             return self._refuse(event, "a signal's payload must be a JSON object", "invalid")
-        live = job.is_live(run.name) or job.status is JobStatus.SCHEDULED
+        live = job.is_live(run.name) or job.status in (JobStatus.SCHEDULED, JobStatus.QUEUED)
         if not live:
             reason = f"job {job.id} is already {job.status}; its step '{run.name}' takes no signal"
             return self._refuse(event, reason, "conflict")

@@ -4,9 +4,9 @@
 timeouts, failed and cancelled jobs, on_error/on_cancel), `compensation` (undoing a failed
 job's completed steps), `control` (cancel and retry requests), `conditions` (a step's `when`),
 `fallbacks` (a failed step's fallback), `contracts` (JSON Schemas), `metadata` (a job's
-`x-meta`), `delays` (delayed starts) and `waiting` (steps that wait for a signal). Those
-modules are written against this protocol rather than the class itself, so no module imports
-the one that imports it.
+`x-meta`), `delays` (delayed starts), `waiting` (steps that wait for a signal) and
+`uniqueness` (unique jobs). Those modules are written against this protocol rather than the
+class itself, so no module imports the one that imports it.
 """
 
 from __future__ import annotations
@@ -150,6 +150,10 @@ class Work(Protocol):
     def _wait(self, job: Job, run: StepRun) -> None: ...
     def _wait_timed_out(self, job: Job, run: StepRun) -> None: ...
     def _signalled(self, job: Job, run: StepRun, payload: dict[str, Any]) -> None: ...
+
+    # Unique jobs (uniqueness)
+    def _hold_key(self, job: Job, key: str) -> None: ...
+    def _release_key(self, job: Job) -> None: ...
 
     # Delayed starts (delays)
     def _schedule(self, job: Job, start_at: float) -> None: ...

@@ -13,6 +13,7 @@ from typing import Any
 
 from manager.transport.naming import (
     HEADER_ATTEMPT,
+    HEADER_JOB_ID,
     HEADER_META,
     HEADER_STATUS,
     HEADER_TRACEPARENT,
@@ -20,6 +21,7 @@ from manager.transport.naming import (
 )
 
 __all__ = [
+    "duplicate_notice",
     "Delivery",
     "Outbound",
     "step_request",
@@ -98,6 +100,12 @@ def outcome_notice(
 ) -> Outbound:
     """How a job ended (or why it was rejected), for the `reply_to` of its trigger."""
     return Outbound(reply_to, body, job_id, None, {HEADER_STATUS: status}, message_id)
+
+
+def duplicate_notice(reply_to: str, job_id: str, existing: str, body: bytes) -> Outbound:
+    """A trigger that started no job, for its `reply_to`: `existing` has its unique key."""
+    headers = {HEADER_STATUS: "duplicate", HEADER_JOB_ID: existing}
+    return Outbound(reply_to, body, job_id or None, None, headers, None)
 
 
 def split_correlation_id(correlation_id: str) -> tuple[str, str] | None:

@@ -16,7 +16,7 @@ from manager.journal.postgres.failures import open_failure, read_failure
 from manager.journal.postgres.location import PgLocation
 from manager.journal.postgres.reads import POOL_SIZE, POOL_TIMEOUT_S, PgReads, pg_sql
 from manager.journal.postgres.schema import SCHEMA_VERSION, prepare
-from manager.journal.postgres.store import Operation, PgStore
+from manager.journal.postgres.store import Fence, Operation, PgStore
 from manager.journal.statements import SAVE_DEFINITION
 from manager.journal.writer import Writer
 
@@ -69,7 +69,8 @@ async def open_pg_journal(url: str, *, create: bool = True) -> PgJournal:
         raise
     if old < SCHEMA_VERSION:
         log.info("journal schema at %s: version %d -> %d", where, old, SCHEMA_VERSION)
-    return PgJournal(where, Writer(PgStore(conn, where), str(where)), pool)
+    store = PgStore(conn, where)
+    return PgJournal(where, Writer(store, str(where)), pool, store)
 
 
 class PgJournal(BaseJournal):
@@ -78,10 +79,17 @@ class PgJournal(BaseJournal):
     read_errors = (psycopg.Error,)
     retention = retention
 
-    def __init__(self, where: PgLocation, writer: Writer, pool: AsyncConnectionPool) -> None:
+    def __init__(
+        self, where: PgLocation, writer: Writer, pool: AsyncConnectionPool, store: PgStore
+    ) -> None:
         super().__init__(str(where), writer, PgReads(pool))
         self.location = where
         self._pool = pool
+        self._store = store
+
+    def fence(self, check: Fence) -> None:
+        """Run `check` first in every commit (a partitioned manager's lease check)."""
+        self._store.fence = check
 
     async def _close_reads(self) -> None:
         await self._pool.close()

@@ -77,8 +77,21 @@ CREATE TABLE workflow_manager_schema (version integer NOT NULL);
 INSERT INTO workflow_manager_schema (version) VALUES (0);
 """
 
+# Partitions and their leases (manager/cluster/leases.py): empty until a manager starts with
+# --partitions, which fixes their number for the database.
+_V2 = """
+CREATE TABLE cluster_partitions (count integer NOT NULL CHECK (count > 0));
+CREATE TABLE partition_leases (
+    partition integer PRIMARY KEY,
+    owner text,
+    epoch bigint NOT NULL DEFAULT 0,
+    expires_at double precision NOT NULL DEFAULT 0,
+    renewed_at double precision
+);
+"""
+
 # MIGRATIONS[i] takes a journal from version i to i + 1, in the transaction that opens it.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

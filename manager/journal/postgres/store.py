@@ -24,10 +24,13 @@ from manager.journal.postgres.reads import pg_sql, without_nul
 from manager.journal.statements import INSERT_EVENT, MARK_SENT, UPSERT_JOB
 from manager.journal.writer import Segment
 
-__all__ = ["PgStore", "Operation", "storable_events"]
+__all__ = ["PgStore", "Operation", "Fence", "storable_events"]
 
 # Runs on the write connection; it manages its own transaction.
 Operation = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
+# A partitioned manager's check, first in every commit's transaction: given the top-level job
+# ids the commit writes for, it raises FencedOut unless their partitions' leases are still ours.
+Fence = Callable[[psycopg.AsyncCursor, set[str]], Awaitable[None]]
 
 # The event columns that carry text from the wire as it came: job_id, root_id, step, msg_id
 # (the JSON columns are escaped, the others are the manager's own).
@@ -46,16 +49,26 @@ def storable_events(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return [without_nul(row) if _has_nul(row) else row for row in rows]
 
 
+def _roots(segments: list[Segment]) -> set[str]:
+    """The top-level job ids the segments' event and job rows belong to."""
+    roots = {row[3] for segment in segments for row in segment.events if row[3] is not None}
+    roots.update(row[1] for segment in segments for row in segment.jobs)
+    return roots
+
+
 class PgStore:
     """One autocommit connection; every write is an explicit transaction on it."""
 
     def __init__(self, conn: psycopg.AsyncConnection, where: PgLocation) -> None:
         self._conn = conn
         self._where = where
+        self.fence: Fence | None = None
 
     async def write(self, segments: list[Segment]) -> None:
-        """Write the segments in one transaction."""
+        """Write the segments in one transaction (fenced first, on a partitioned manager)."""
         async with self._conn.transaction(), self._conn.cursor() as cursor:
+            if self.fence is not None:
+                await self.fence(cursor, _roots(segments))
             for segment in segments:
                 if segment.events:
                     await cursor.executemany(_INSERT_EVENT, storable_events(segment.events))
@@ -69,7 +82,10 @@ class PgStore:
         return await operation(self._conn)
 
     def write_failure(self, exc: BaseException) -> JournalError | None:
-        """A psycopg error as the journal's error naming the database; None for any other."""
+        """A psycopg error as the journal's error naming the database (a fence's refusal as
+        it is); None for any other."""
+        if isinstance(exc, JournalError):
+            return exc
         return write_failure(exc, self._where) if is_database_error(exc) else None
 
     async def close(self) -> None:

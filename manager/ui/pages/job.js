@@ -33,6 +33,7 @@ function header(job, actions) {
       ["Finished", job.finished_at ? time(job.finished_at) : undefined],
       ["Duration", job.status === "running" ? h("span", { "data-ticking": job.elapsed, "data-read-at": Date.now() }, duration(job.elapsed)) : duration(job.elapsed)],
       ["Priority", job.priority ? h("span", { "data-field": "priority" }, String(job.priority)) : undefined],
+      ["Unique key", job.unique_key ? h("code", { "data-field": "unique-key" }, job.unique_key) : undefined],
       ["Trace id", job.trace_id ? h("code", { "data-field": "trace-id" }, job.trace_id) : undefined],
       ["Now running", job.branch ? `its ${job.branch} steps` : undefined],
       ["Definition", job.definition ? h("code", {}, job.definition) : undefined],

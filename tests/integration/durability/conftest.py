@@ -7,7 +7,6 @@ overrides it with a fixture of its own."""
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -23,9 +22,16 @@ from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
 from tests.pgdatabase import PARAMS, fresh_database
 
 from ..harness import Process, free_port
-from .helpers import WORKER_STEPS, WORKER_TARGET, WORKFLOW, Outcomes
-
-READY_TIMEOUT_S = 30.0
+from .helpers import (
+    READY_TIMEOUT_S,
+    WORKER_STEPS,
+    WORKFLOW,
+    Outcomes,
+    consume_outcomes,
+    kill_and_delete,
+    publish_trigger,
+    start_chaos_worker,
+)
 
 
 @dataclass
@@ -95,37 +101,22 @@ class Rig:
 
     async def start_worker(self, prefetch: int = 50) -> Process:
         """Start a chaos worker process on this rig's queues and wait until it consumes."""
-        worker = await Process.start(
-            f"worker #{len(self.workers) + 1}",
-            sys.executable, "-m", "pyworker", WORKER_TARGET, "--amqp-url", self.amqp_url,
-            "--queue-prefix", f"{self.prefix}.", "--prefetch", str(prefetch),
-        )  # fmt: skip
+        name = f"worker #{len(self.workers) + 1}"
+        worker = await start_chaos_worker(name, self.amqp_url, self.prefix, prefetch)
         self.workers.append(worker)
-        await worker.wait_for_line(r"worker consuming", READY_TIMEOUT_S)
         return worker
 
     async def outcome_queue(self) -> Outcomes:
         """A durable queue for outcomes (it survives the broker's restart), being consumed."""
         name = f"{self.prefix}.outcomes"
         self.queues.add(name)
-        queue = await self.channel.declare_queue(name, durable=True)
-        outcomes = Outcomes(name)
-        await queue.consume(outcomes.on_message)
-        return outcomes
+        return await consume_outcomes(self.channel, name)
 
     async def trigger(
         self, workflow: str, payload: Any, job_id: str, reply_to: str | None = None
     ) -> None:
         """Publish a trigger (confirmed by the broker) as any AMQP client would."""
-        message = aio_pika.Message(
-            json.dumps(payload).encode(),
-            content_type="application/json",
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-            correlation_id=job_id,
-            reply_to=reply_to,
-            headers={"workflow": workflow},
-        )
-        await self.channel.default_exchange.publish(message, self.trigger_queue)
+        await publish_trigger(self.channel, self.trigger_queue, workflow, payload, job_id, reply_to)
 
     async def get_job(self, job_id: str) -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=self.api_url, timeout=10) as http:
@@ -134,13 +125,7 @@ class Rig:
         return response.json()
 
     async def cleanup(self) -> None:
-        for process in [*self.workers, *([self.manager] if self.manager else [])]:
-            await process.stop(signal.SIGKILL)
-        for name in sorted(self.queues):
-            try:
-                await self.channel.queue_delete(name)
-            except aio_pika.exceptions.AMQPError:
-                self.channel = await self.connection.channel()  # a failed delete closes it
+        await kill_and_delete(self, [*self.workers, *([self.manager] if self.manager else [])])
 
 
 @pytest.fixture(params=PARAMS)

@@ -8,19 +8,24 @@ import asyncio
 import json
 import os
 import re
+import signal
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aio_pika
 import psycopg
 from aio_pika.abc import AbstractIncomingMessage
 
 from manager.journal import is_postgres_url
 
-from ..harness import ROOT
+from ..harness import ROOT, Process
+
+READY_TIMEOUT_S = 30.0
 
 WORKER_TARGET = "tests/integration/durability/chaosworkers.py:worker"
 # Every queue chaosworkers.py consumes (before the test's prefix).
@@ -101,6 +106,51 @@ class Outcomes:
             raise AssertionError(
                 f"only {self.distinct} of {count} jobs have an outcome after {timeout_s}s"
             ) from None
+
+
+async def start_chaos_worker(name: str, amqp_url: str, prefix: str, prefetch: int) -> Process:
+    """A chaos worker process on the queues `prefix`.*, once it consumes."""
+    worker = await Process.start(
+        name,
+        sys.executable, "-m", "pyworker", WORKER_TARGET, "--amqp-url", amqp_url,
+        "--queue-prefix", f"{prefix}.", "--prefetch", str(prefetch),
+    )  # fmt: skip
+    await worker.wait_for_line(r"worker consuming", READY_TIMEOUT_S)
+    return worker
+
+
+async def consume_outcomes(channel: Any, name: str) -> Outcomes:
+    """A durable queue `name` for outcomes (it survives the broker's restart), being consumed."""
+    queue = await channel.declare_queue(name, durable=True)
+    outcomes = Outcomes(name)
+    await queue.consume(outcomes.on_message)
+    return outcomes
+
+
+async def publish_trigger(
+    channel: Any, queue: str, workflow: str, payload: Any, job_id: str | None, reply_to: str | None
+) -> None:
+    """Publish a trigger to `queue` (confirmed by the broker) as any AMQP client would."""
+    message = aio_pika.Message(
+        json.dumps(payload).encode(),
+        content_type="application/json",
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        correlation_id=job_id,
+        reply_to=reply_to,
+        headers={"workflow": workflow},
+    )
+    await channel.default_exchange.publish(message, queue)
+
+
+async def kill_and_delete(rig: Any, processes: list[Any]) -> None:
+    """SIGKILL `processes`, then delete the rig's queues (a failed delete reopens its channel)."""
+    for process in processes:
+        await process.stop(signal.SIGKILL)
+    for name in sorted(rig.queues):
+        try:
+            await rig.channel.queue_delete(name)
+        except aio_pika.exceptions.AMQPError:
+            rig.channel = await rig.connection.channel()  # a failed delete closes it
 
 
 def check_outcomes(outcomes: Outcomes, payloads: dict[str, int]) -> None:

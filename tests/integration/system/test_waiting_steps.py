@@ -86,11 +86,14 @@ async def test_an_http_signal_completes_a_waiting_step_across_a_kill(system):
     await _finish(sys_, outcomes, job_id, {"ok": True})
 
 
-async def test_an_amqp_signal_completes_a_waiting_step_and_a_bad_one_is_dead_lettered(system):
+async def test_an_amqp_signal_completes_a_waiting_step_after_a_kill_a_bad_one_is_dead_lettered(
+    system,
+):
     sys_ = await system(WORKFLOWS)
     job_id, outcomes = await _start_approve(sys_)
     await sys_.answer(await sys_.take("fetch"), b"{}")
     await _status_of(sys_, job_id, "approval", "waiting")
+    assert await sys_.restart(signal.SIGKILL) == -signal.SIGKILL
     await _amqp_signal(sys_, f"{job_id}:approvl", b"{}")  # no such step
     await _amqp_signal(sys_, f"{job_id}:approval", b'{"by": "amqp"}')
     await _finish(sys_, outcomes, job_id, {"by": "amqp"})

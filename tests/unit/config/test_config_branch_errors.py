@@ -209,9 +209,8 @@ CASES = [
         """,
         [
             "wf.yaml:4: workflow 'w': unknown field 'on_failure' (allowed: name, steps,"
-            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema,"
-            " concurrency); did you"
-            " mean 'on_error'?"
+            " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique,"
+            " concurrency); did you mean 'on_error'?"
         ],
     ),
 ]

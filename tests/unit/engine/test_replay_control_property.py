@@ -20,7 +20,9 @@ and cancel and retry requests. Then:
 
 Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
 (or cancelled before they start). Some steps wait for a signal (`wait: true`): signals come
-for them (early, on time, late, twice, for unknown steps), and their timeouts fire.
+for them (early, on time, late, twice, for unknown steps), and their timeouts fire. Some
+workflows are unique by the payload's `p`: later submissions collide with unfinished jobs or
+start once those have settled.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from manager.engine import (
     Dispatch,
     EngineState,
     Event,
+    JobDuplicate,
     JobFinished,
     JobQueued,
     JobRejected,
@@ -67,6 +70,8 @@ MAX_EVENTS = 30
 SCHEMA = {"properties": {"v": {"maximum": 2}, "items": {"maxItems": 1}}}
 SCHEMA_KEYS = ["input_schema", "output_schema"]
 ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3 + ["signal"] * 2
+ACTIONS += ["submit"]  # a later job, maybe with the key of an unfinished one (unique)
+LATER_JOBS = ["1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a"]
 # Mostly main steps (those that may wait), a task's, a branch's, and an unknown one.
 SIGNALLED = ["s0", "s0", "s1", "s1", "s2", "s3", "c0", "e0", "zz"]
 
@@ -132,6 +137,8 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
     spec: dict[str, Any] = {"name": "w", "steps": steps, "defaults": defaults}
     if draw(st.booleans()):
         spec["timeout"] = draw(st.sampled_from([6.0, 20.0]))
+    if draw(st.booleans()):
+        spec["unique"] = {"key": "p"}  # payloads carry p 1 or 2: some keys collide
     has_task = draw(st.booleans())
     if draw(st.integers(0, 2)) == 0:
         limit: dict[str, Any] = {"limit": 1}
@@ -248,6 +255,10 @@ def _step(draw: st.DrawFn, run: Run) -> str:
         run.do(CancelRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
     elif kind == "retry":
         run.do(RetryRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
+    elif kind == "submit":
+        payload = {"items": [0], "p": draw(st.sampled_from([1, 2]))}
+        job_id = draw(st.sampled_from(LATER_JOBS))
+        run.do(JobSubmitted(job_id, "w", payload, run.tick(), reply_to="q2"))
     elif kind == "signal":
         payload = draw(st.sampled_from([{"sig": 1}, {"sig": 2}, {}, [1]]))
         waits = sorted(
@@ -305,9 +316,10 @@ def _check_replay(run: Run) -> None:
 def _check_lives(run: Run) -> None:
     # Each job: scheduled or queued (waiting to start), running, or ended.
     alive: dict[str, str] = {}
-    for commands in run.commands:
+    for happened, commands in zip(run.events, run.commands, strict=True):
         # Every event is filed under its Subject, unless it was refused or rejected.
-        assert isinstance(commands[0], Subject | Refused | JobRejected), commands
+        first = (Subject, Refused, JobRejected, JobDuplicate)
+        assert isinstance(commands[0], first), commands
         assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
         for command in commands:
@@ -325,7 +337,9 @@ def _check_lives(run: Run) -> None:
                 assert alive.get(command.job_id) in ("scheduled", "queued", "running"), command
                 alive[command.job_id] = "ended"
             elif isinstance(command, NotifyOutcome):
-                assert command.job_id in ended, command
+                # A submission naming a job that has ended is answered with its outcome at once.
+                resubmitted = isinstance(happened, JobSubmitted)
+                assert command.job_id in ended or resubmitted, command
 
 
 def _check_attempts(run: Run) -> None:
@@ -378,6 +392,11 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     signalled = [c for cs in run.commands for c in cs if isinstance(c, StepSignalled)]
     kept = any(c.kept for c in signalled)
     event(f"signals: completed {any(not c.kept for c in signalled)}, kept {kept}")
+    duplicates = any(isinstance(c, JobDuplicate) for cs in run.commands for c in cs)
+    later = any(
+        isinstance(c, JobStarted) and c.job_id in LATER_JOBS for cs in run.commands for c in cs
+    )
+    event(f"unique: duplicates {duplicates}, a later job started {later}")
     event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
     contracts = [c for commands in run.commands for c in commands if isinstance(c, StepFinished)]
     broken = any("does not match" in (c.message or "") for c in contracts)

@@ -1,0 +1,171 @@
+"""Partition leases in PostgreSQL: who owns each partition, at which epoch, until when.
+
+Taking a partition (free, or its lease expired) bumps its epoch; renewing needs the epoch we
+took it at. Every journal commit of a partitioned manager locks the lease rows of the
+partitions it writes (`FOR SHARE`) and checks their owner and epoch (`check_fence`), so once
+another manager has taken a partition (which must wait for that lock) the old owner's next
+commit fails: it can never write for that partition again. Times are the database's clock,
+so the managers' clocks need not agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import psycopg
+
+from manager.errors import FencedOut, JournalError, ManagerError
+
+__all__ = [
+    "Lease",
+    "LeaseTable",
+    "check_fence",
+    "configure_partitions",
+]
+
+_NOW = "extract(epoch FROM clock_timestamp())"
+_COUNT = "SELECT count FROM cluster_partitions"
+_TAKE = f"""
+UPDATE partition_leases SET owner = %(owner)s, epoch = epoch + 1,
+    expires_at = {_NOW} + %(ttl)s, renewed_at = {_NOW}
+WHERE partition IN (
+    SELECT partition FROM partition_leases
+    WHERE owner IS NULL OR expires_at < {_NOW}
+    ORDER BY partition LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+RETURNING partition, epoch
+"""
+_RENEW = f"""
+UPDATE partition_leases SET expires_at = {_NOW} + %(ttl)s, renewed_at = {_NOW}
+FROM unnest(%(partitions)s::integer[], %(epochs)s::bigint[]) AS held(partition, epoch)
+WHERE partition_leases.partition = held.partition AND partition_leases.epoch = held.epoch
+    AND owner = %(owner)s
+RETURNING partition_leases.partition, partition_leases.epoch
+"""
+_RELEASE = """
+UPDATE partition_leases SET owner = NULL, expires_at = 0
+WHERE owner = %(owner)s AND partition = ANY(%(partitions)s)
+"""
+_LIST = f"""
+SELECT partition, owner, epoch, expires_at - {_NOW}, {_NOW} - renewed_at
+FROM partition_leases ORDER BY partition
+"""
+_FENCE = """
+SELECT partition, owner, epoch FROM partition_leases
+WHERE partition = ANY(%s) ORDER BY partition FOR SHARE
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """One partition's lease as the database has it; `expires_in_s` < 0: expired."""
+
+    partition: int
+    owner: str | None
+    epoch: int
+    expires_in_s: float
+    renewed_s_ago: float | None
+
+
+async def configure_partitions(conn: psycopg.AsyncConnection, count: int | None) -> None:
+    """Fix the database's number of partitions at `count`, or check it (None: unpartitioned).
+
+    ManagerError when the database was set up with another number (or none, or some): the
+    partition of every job depends on it, so it cannot change under running jobs.
+    """
+    async with conn.transaction():
+        await conn.execute("LOCK TABLE cluster_partitions IN EXCLUSIVE MODE")
+        row = await (await conn.execute(_COUNT)).fetchone()
+        stored = None if row is None else int(row[0])
+        if stored == count:
+            return
+        if stored is None and count is not None:
+            running = await (
+                await conn.execute("SELECT 1 FROM jobs WHERE status = 'running' LIMIT 1")
+            ).fetchone()
+            if running is not None:
+                raise ManagerError(
+                    f"--partitions {count}: this journal has running jobs of a manager without "
+                    "partitions; let them finish (run it without --partitions), then start "
+                    "with --partitions"
+                )
+            await conn.execute("INSERT INTO cluster_partitions (count) VALUES (%s)", (count,))
+            await conn.execute(
+                "INSERT INTO partition_leases (partition) SELECT generate_series(0, %s - 1)",
+                (count,),
+            )
+            return
+        given = "no --partitions" if count is None else f"--partitions {count}"
+        raise ManagerError(
+            f"this journal's jobs are split into {stored} partitions, and the manager was "
+            f"started with {given}: start every manager on it with --partitions {stored} "
+            "(the number is fixed per database)"
+        )
+
+
+class LeaseTable:
+    """The lease statements of one manager (`owner`), on a connection of its own."""
+
+    def __init__(self, conn: psycopg.AsyncConnection, owner: str, ttl_s: float) -> None:
+        self._conn = conn
+        self.owner = owner
+        self.ttl_s = ttl_s
+
+    async def take(self, limit: int) -> dict[int, int]:
+        """Take up to `limit` free or expired partitions; partition -> the new epoch."""
+        if limit <= 0:
+            return {}
+        rows = await self._rows(_TAKE, {"owner": self.owner, "ttl": self.ttl_s, "limit": limit})
+        return {int(p): int(e) for p, e in rows}
+
+    async def renew(self, held: Mapping[int, int]) -> dict[int, int]:
+        """Renew the leases in `held` (partition -> epoch); those still ours."""
+        if not held:
+            return {}
+        params = {
+            "owner": self.owner,
+            "ttl": self.ttl_s,
+            "partitions": list(held),
+            "epochs": list(held.values()),
+        }
+        return {int(p): int(e) for p, e in await self._rows(_RENEW, params)}
+
+    async def release(self, partitions: Collection[int]) -> None:
+        """Give `partitions` up (another manager may take them at once)."""
+        if partitions:
+            await self._rows(_RELEASE, {"owner": self.owner, "partitions": list(partitions)})
+
+    async def leases(self) -> list[Lease]:
+        """Every partition's lease."""
+        rows = await self._rows(_LIST, None)
+        return [
+            Lease(int(p), o, int(e), float(x), None if r is None else float(r))
+            for p, o, e, x, r in rows
+        ]
+
+    async def close(self) -> None:
+        """Close the connection (the leases stay until they expire or are released)."""
+        await self._conn.close()
+
+    async def _rows(self, sql: str, params: object) -> list[tuple]:
+        try:
+            cursor = await self._conn.execute(sql, params)  # type: ignore[arg-type]
+            return await cursor.fetchall() if cursor.description else []
+        except psycopg.Error as exc:
+            first = " ".join(str(exc).split())
+            raise JournalError(f"cannot reach the partition leases: {first}") from exc
+
+
+async def check_fence(cursor: psycopg.AsyncCursor, held: Mapping[int, int]) -> None:
+    """In a commit's transaction: lock the leases of `held`'s partitions and check them ours.
+
+    FencedOut when another manager has taken one since (the transaction is rolled back).
+    """
+    await cursor.execute(_FENCE, (list(held),))
+    for partition, owner, epoch in await cursor.fetchall():
+        if epoch != held[partition]:
+            raise FencedOut(
+                f"partition {partition} was taken over by {owner} (epoch {epoch}; this manager "
+                f"held it at epoch {held[partition]}): its lease was lost, so this manager "
+                "writes nothing more for it and stops"
+            )

@@ -1,0 +1,118 @@
+"""A rig for several managers on one PostgreSQL journal (`--partitions`): the durability
+suite's workflow and chaos workers, managers started, killed and stopped by index."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
+
+from ..durability import helpers as chaos
+from ..harness import Process, free_port
+
+
+@dataclass
+class Member:
+    """One manager process of the rig and its HTTP API."""
+
+    process: Process
+    api_url: str
+
+    @property
+    def pid(self) -> int:
+        return self.process.proc.pid
+
+
+@dataclass
+class ClusterRig:
+    """Processes and names for one test; queue names all start with `prefix`."""
+
+    prefix: str
+    amqp_url: str
+    db: str
+    config: Path
+    connection: AbstractRobustConnection
+    channel: AbstractRobustChannel
+    partitions: int
+    managers: list[Member] = field(default_factory=list)
+    workers: list[Process] = field(default_factory=list)
+    queues: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.config.write_text(chaos.WORKFLOW.replace("{p}", self.prefix))
+        self.queues.update({self.queue, f"{self.queue}.jobs", f"{self.queue}.signals"})
+        self.queues.update({f"{self.queue}.dead", *self.partition_queues})
+        self.queues.update(f"{self.prefix}.{step}" for step in chaos.WORKER_STEPS)
+
+    @property
+    def queue(self) -> str:
+        return f"{self.prefix}.wm"
+
+    @property
+    def partition_queues(self) -> list[str]:
+        return [f"{self.queue}.p{k}" for k in range(self.partitions)]
+
+    def serve_args(self, port: int, partitions: int | None) -> list[str]:
+        """`python -m manager serve ...` on the rig's journal and queue."""
+        args = [
+            sys.executable, "-m", "manager", "serve", "--config", str(self.config),
+            "--queue", self.queue, "--amqp-url", self.amqp_url, "--db", self.db,
+            "--port", str(port),
+        ]  # fmt: skip
+        return args if partitions is None else [*args, "--partitions", str(partitions)]
+
+    async def start_manager(self) -> Member:
+        """Start one more manager and wait until it serves its API."""
+        port = free_port()
+        process = await Process.start(
+            f"manager #{len(self.managers) + 1}", *self.serve_args(port, self.partitions)
+        )
+        await process.wait_for_line(r"HTTP API on", chaos.READY_TIMEOUT_S)
+        member = Member(process, f"http://127.0.0.1:{port}")
+        self.managers.append(member)
+        return member
+
+    async def start_worker(self, prefetch: int = 50) -> Process:
+        """Start a chaos worker process on this rig's queues and wait until it consumes."""
+        name = f"worker #{len(self.workers) + 1}"
+        worker = await chaos.start_chaos_worker(name, self.amqp_url, self.prefix, prefetch)
+        self.workers.append(worker)
+        return worker
+
+    async def outcome_queue(self) -> chaos.Outcomes:
+        """A durable queue for outcomes (it survives the broker's restart), being consumed."""
+        name = f"{self.prefix}.outcomes"
+        self.queues.add(name)
+        return await chaos.consume_outcomes(self.channel, name)
+
+    async def trigger(self, payload: Any, job_id: str | None, reply_to: str) -> None:
+        """Publish a chaos-counts trigger to `<queue>.jobs` (confirmed by the broker)."""
+        queue = f"{self.queue}.jobs"
+        await chaos.publish_trigger(self.channel, queue, "chaos-counts", payload, job_id, reply_to)
+
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """Rows of `sql` on the rig's database (autocommit)."""
+        with psycopg.connect(self.db, autocommit=True) as conn:
+            cursor = conn.execute(sql, params)
+            return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+    async def cleanup(self) -> None:
+        await chaos.kill_and_delete(self, [*self.workers, *(m.process for m in self.managers)])
+
+
+def ids_in_partition(partition: int, count: int, how_many: int) -> list[str]:
+    """Job ids whose partition (of `count`) is `partition`, as the manager computes it."""
+    from manager.cluster.partitioning import Partitioning
+
+    split = Partitioning("any", count)
+    found: list[str] = []
+    while len(found) < how_many:
+        job_id = str(uuid.uuid4())
+        if split.of(job_id) == partition:
+            found.append(job_id)
+    return found
