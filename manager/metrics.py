@@ -35,6 +35,7 @@ from manager.engine import (
     JobScheduled,
     JobStarted,
     JobStatus,
+    ScheduleFired,
     StepCompensation,
     StepFinished,
     StepStatus,
@@ -66,6 +67,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_finished_total": "counter",
     f"{_P}jobs_running": "gauge",
     f"{_P}jobs_queued": "gauge",
+    f"{_P}schedule_firings_total": "counter",
     f"{_P}jobs_scheduled": "gauge",
     f"{_P}steps_waiting": "gauge",
     f"{_P}job_duration_seconds": "histogram",
@@ -137,6 +139,10 @@ class Metrics:
         self._jobs_scheduled = Gauge(
             f"{_P}jobs_scheduled", "Top-level jobs waiting for a delayed start.", wf, registry=r
         )
+        self._schedule_firings = Counter(
+            f"{_P}schedule_firings", "Jobs started by a schedule's firing.",
+            [*wf, "schedule"], registry=r,
+        )  # fmt: skip
         self._job_duration = Histogram(
             f"{_P}job_duration_seconds", "Top-level jobs: seconds from (re)start to end.", wf,
             buckets=JOB_BUCKETS_S, registry=r,
@@ -195,6 +201,7 @@ class Metrics:
         self._recovered = _Children(self._steps_recovered)
         self._undone = _Children(self._compensations)
         self._waits = _Children(self._steps_waiting)
+        self._firings = _Children(self._schedule_firings)
         # Each job's steps waiting for a signal: the gauge goes down when one ends, or its job.
         self._waiting: dict[str, set[str]] = {}
         self._finished = _Children(self._jobs_finished)
@@ -206,6 +213,7 @@ class Metrics:
         self._handlers: dict[type, Callable[[Any], None]] = {
             JobScheduled: self._job_scheduled,
             JobQueued: self._job_queued,
+            ScheduleFired: self._schedule_fired,
             StepWaiting: self._step_waiting,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
@@ -319,6 +327,9 @@ class Metrics:
 
     def _job_scheduled(self, command: JobScheduled) -> None:
         self._join_unstarted(command.job_id, self._workflow(command.workflow).scheduled)
+
+    def _schedule_fired(self, command: ScheduleFired) -> None:
+        self._firings(command.workflow, command.schedule).inc()
 
     def _job_queued(self, command: JobQueued) -> None:
         self._join_unstarted(command.job_id, self._workflow(command.workflow).queued)

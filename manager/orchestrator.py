@@ -26,6 +26,7 @@ from manager import intake
 from manager.cluster import handoff
 from manager.cluster.partitioning import partition_queue
 from manager.config import Workflow
+from manager.config.schedules import Schedule
 from manager.engine import (
     CancelRequested,
     CancelTimer,
@@ -75,6 +76,7 @@ from manager.recorder import (
     rejection_notice,
     to_event,
 )
+from manager.scheduler import Scheduler
 from manager.settings import ManagerSettings, step_queues
 from manager.timekeeper import Timekeeper
 from manager.traces import TraceParent, new_trace_id
@@ -145,6 +147,7 @@ class Orchestrator:
         self._idle = asyncio.Event()
         self._idle.set()
         self._retention: asyncio.Task[None] | None = None
+        self.schedules = Scheduler(self, clock)
 
     def __repr__(self) -> str:
         jobs = self._state.jobs
@@ -207,6 +210,7 @@ class Orchestrator:
         await self.transport.consume(trigger_queue(queue), self._tracked(self.on_trigger))
         await self.transport.consume(signal_queue(queue), self._tracked(self.on_signal))
         self._retention = asyncio.create_task(self._keep_retention(), name="retention")
+        await self.schedules.start()
         log.info(
             "consuming replies on '%s' and triggers on '%s' (%d running jobs recovered, "
             "%d messages re-published, ready in %.2fs)",
@@ -218,6 +222,7 @@ class Orchestrator:
         """Stop consuming, finish the messages in hand, then close the connection and journal."""
         if self._retention is not None:
             self._retention.cancel()
+        self.schedules.close()
         self._timers.close()  # journaled: the next start arms them again
         self._ignored.close()
         await self.transport.stop_consuming()
@@ -615,6 +620,17 @@ class Orchestrator:
             raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
         await sending
         return canonical or job_id
+
+    async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
+        """Submit a schedule's firing as job `job_id`; False when it starts no job (it ran
+        already, or its previous job still runs and the schedule skips overlaps)."""
+        if job_id in self._state.jobs or await self.finished_row(job_id) is not None:
+            return False
+        submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self.now())
+        event = dataclasses.replace(self.pinned(submitted), schedule=schedule.name)
+        _, sending = await self._process(event)
+        await sending
+        return self._state.schedule_runs.get(f"{workflow}/{schedule.name}") == job_id
 
     async def find_job(self, job_id: str) -> Job | None:
         """A job in memory, or a finished one restored from its journal snapshot."""

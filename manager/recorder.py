@@ -194,6 +194,7 @@ def _submission(event: JobSubmitted) -> dict[str, Any]:
         "not_before": event.not_before,
         "priority": event.priority or None,
         "meta": event.meta,
+        "schedule": event.schedule,
     }
     meta.update((key, value) for key, value in optional.items() if value is not None)
     return meta
@@ -349,6 +350,7 @@ def to_event(row: EventRow) -> Event:
             not_before=meta.get("not_before"),
             priority=meta.get("priority", 0),
             meta=meta.get("meta"),
+            schedule=meta.get("schedule"),
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:
         return StepReplied(

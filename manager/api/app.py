@@ -19,6 +19,7 @@ from manager.api.deadletters import install_dead_letters
 from manager.api.errors import install_error_handlers
 from manager.api.events import install_events
 from manager.api.routes import router
+from manager.api.schedules import router as schedules_router
 from manager.api.scrape import MetricsSource
 from manager.api.scrape import router as metrics_router
 from manager.api.service import Clock, JobService
@@ -48,6 +49,7 @@ _TAGS = [
     {"name": "workflows", "description": "Workflow definitions, and starting jobs."},
     {"name": "jobs", "description": "Running and finished jobs."},
     {"name": "events", "description": "Run events as they happen (Server-Sent Events)."},
+    {"name": "schedules", "description": "Workflows' schedules: next firings, pause, resume."},
     {"name": "dead letters", "description": "Messages the manager could not process, and replay."},
     {"name": "access", "description": "The web UI's login, when the manager has an API token."},
     {
@@ -87,6 +89,7 @@ def create_app(
     install_error_handlers(app, routes)
     app.include_router(router)
     app.include_router(signals_router)
+    app.include_router(schedules_router)
     app.include_router(browse_router)
     app.include_router(ui_router)  # the web UI (manager.api.ui), left out of the OpenAPI doc
     if events is not None:

@@ -9,6 +9,7 @@ from manager.config.models import Workflow
 from manager.engine import EngineState, Job
 from manager.engine.traceids import TraceParent
 from manager.journal import JobHistory
+from manager.scheduler import Scheduler
 
 __all__ = ["JobService", "Clock"]
 
@@ -32,6 +33,11 @@ class JobService(Protocol):
     @property
     def workflows(self) -> Mapping[str, Workflow]:
         """The current workflow definitions by name."""
+        ...
+
+    @property
+    def schedules(self) -> Scheduler:
+        """The workflows' schedules: their next firings, pausing and resuming."""
         ...
 
     @property

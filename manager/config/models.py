@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from manager.config.expressions import Expression, ExpressionError, compile_expression
+from manager.config.schedules import Schedule
 from manager.config.schemas import JsonSchema
 
 __all__ = [
@@ -330,6 +331,16 @@ class Workflow(Flow):
     payload_schema: JsonSchema | None = None  # a trigger's payload, checked at submission
     unique: UniqueKey | None = None  # refuse a job whose key an unfinished job already has
     concurrency: Concurrency | None = None
+    schedules: tuple[Schedule, ...] = ()
+
+    @field_validator("schedules")
+    @classmethod
+    def _unique_schedules(cls, schedules: tuple[Schedule, ...]) -> tuple[Schedule, ...]:
+        names = [schedule.name for schedule in schedules]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"schedule names must differ; {', '.join(map(repr, twice))} repeats")
+        return schedules
 
     @cached_property
     def branches(self) -> dict[str, Flow]:

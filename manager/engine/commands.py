@@ -21,6 +21,7 @@ __all__ = [
     "JobStarted",
     "JobScheduled",
     "JobQueued",
+    "ScheduleFired",
     "StepWaiting",
     "StepSignalled",
     "JobFinished",
@@ -182,6 +183,16 @@ class JobQueued:
 
 
 @dataclass(slots=True)
+class ScheduleFired:
+    """A schedule's firing started job `job_id` (for metrics; nothing is journaled for it)."""
+
+    workflow: str
+    schedule: str
+    job_id: str
+    at: float
+
+
+@dataclass(slots=True)
 class JobFinished:
     """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
@@ -315,6 +326,7 @@ Command = (
     | JobStarted
     | JobScheduled
     | JobQueued
+    | ScheduleFired
     | StepWaiting
     | StepSignalled
     | JobFinished

@@ -27,6 +27,7 @@ class JobSubmitted:
     journaled before jobs had traces); `trace_parent` the submitter's span, if it sent one.
     `not_before` delays the start to that time (unix seconds); None or a past time: now.
     `priority` (0-9, higher first) orders the job wherever the manager holds work back.
+    `schedule` names the workflow's schedule whose firing this is (None: not a firing).
     """
 
     job_id: str
@@ -40,6 +41,7 @@ class JobSubmitted:
     not_before: float | None = None
     priority: int = 0
     meta: dict[str, Any] | None = None  # the trigger's `x-meta`: context for every request
+    schedule: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,9 @@ def merge_patch(meta: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 
 def key_data(data: dict[str, Any], meta: dict[str, Any] | None) -> dict[str, Any]:
-    """What a job-key expression reads (`concurrency.key`, `unique.key`): `data` with the job's
-    metadata under `meta`, so that `meta.tenant` names a metadata field."""
-    return {**data, "meta": meta if meta is not None else {}}
+    """What a job-key expression reads (`concurrency.key`, `unique.key`): the payload, and for a
+    job with metadata that metadata under `meta` (so `meta.tenant` names a metadata field)."""
+    return data if meta is None else {**data, "meta": meta}
 
 
 class MetadataRules:

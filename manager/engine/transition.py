@@ -38,8 +38,9 @@ from manager.engine.fanout import FanOutError, child_ids, child_payload, gather,
 from manager.engine.gates import StepGates
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
-from manager.engine.metadata import MetadataRules
+from manager.engine.metadata import MetadataRules, key_data
 from manager.engine.replies import ReplyError, decode_output
+from manager.engine.scheduling import ScheduleRules
 from manager.engine.snapshot import forget, root_of, snapshot
 from manager.engine.state import EngineState, Job, JobStatus, ParentLink, StepRun, StepStatus
 from manager.engine.traceids import derived_trace_id, step_span_id
@@ -73,6 +74,7 @@ class Transition(
     DelayedStarts,
     Admission,
     StepGates,
+    ScheduleRules,
     WaitingSteps,
     UniqueJobs,
 ):
@@ -178,29 +180,38 @@ class Transition(
                 JobRejected(event.job_id, event.workflow, problem, event.reply_to)
             )
             return
+        if event.schedule is not None and self._firing_skipped(event, workflow):
+            return
         key = self._claim(workflow, event) if workflow.unique is not None else None
         if workflow.unique is not None and key is None:
             return  # refused: a duplicate of an unfinished job, or a key that cannot be read
         trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
         delayed = event.not_before is not None and event.not_before > self.at
         limited = workflow.concurrency is not None or self.state.max_running_jobs is not None
-        scopes = self._scopes_of(workflow, event.payload) if limited else ()
+        scopes = self._scopes_of(workflow, key_data(event.payload, event.meta)) if limited else ()
         job = self._create_job(
             workflow, workflow, job_id, event.payload, None, trace, event.priority,
             not (delayed or scopes), scopes,
         )  # fmt: skip
         self.concerns(job)
+        self._begin(job, event, key, delayed)
+
+    def _begin(self, job: Job, event: JobSubmitted, key: str | None, delayed: bool) -> None:
+        """A new top-level job's metadata, schedule, unique key and senders; then its start:
+        later (delayed), when a slot is free (queued), or now."""
         job.meta = event.meta
+        if event.schedule is not None:
+            self._fired(event, job.workflow, job.id)
         if key is not None:
             self._hold_key(job, key)
         if event.reply_to:
             job.reply_to.append(event.reply_to)
         if delayed:
             self._schedule(job, event.not_before or self.at)  # then queued, if limited
-        elif scopes:
+        elif job.scopes:
             self._enqueue(job)  # it starts when its admit timer fires, maybe at once
-        elif workflow.timeout is not None:
-            self._start_timer(timers.job_timeout(job_id), self.at + workflow.timeout)
+        elif job.workflow.timeout is not None:
+            self._start_timer(timers.job_timeout(job.id), self.at + job.workflow.timeout)
 
     def _rejection(
         self, event: JobSubmitted, job_id: str | None, wf: Workflow | None

@@ -15,6 +15,7 @@ from manager.config.expressions import ExpressionError
 from manager.config.models import Workflow
 from manager.engine.commands import JobDuplicate, JobRejected
 from manager.engine.events import JobSubmitted
+from manager.engine.metadata import key_data
 from manager.engine.state import Job
 from manager.engine.work import Work
 
@@ -34,7 +35,7 @@ class UniqueJobs:
     def _claim(self: Work, workflow: Workflow, event: JobSubmitted) -> str | None:
         """The key a new job of `workflow` will hold, or None after refusing the submission."""
         try:
-            key = unique_key(workflow, event.payload)
+            key = unique_key(workflow, key_data(event.payload, event.meta))
         except ExpressionError as exc:
             reason = f"unique.key of workflow '{workflow.name}': {exc}"
             self.commands.append(JobRejected(event.job_id, event.workflow, reason, event.reply_to))

@@ -17,6 +17,7 @@ class EventKind:
     NOTIFIED = "notified"  # an outcome notice to a trigger's reply_to (outbound, likewise)
     STARTED = "started"  # a job started (for reading the journal; derived, not replayed)
     QUEUED = "queued"  # a job waits under its concurrency limits (likewise)
+    SCHEDULE = "schedule"  # a schedule paused or resumed (read at start, never replayed)
     SCHEDULED = "scheduled"  # a job was made to start later (likewise), with its start_at
     FINISHED = "finished"  # a job ended (likewise)
     IGNORED = "ignored"  # an event that changed nothing, with the reason

@@ -11,7 +11,14 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from manager.engine import Dispatch, JobFinished, JobStarted, StepFinished, StepWaiting
+from manager.engine import (
+    Dispatch,
+    JobFinished,
+    JobStarted,
+    ScheduleFired,
+    StepFinished,
+    StepWaiting,
+)
 from manager.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +45,7 @@ def exposed() -> tuple[set[str], set[str]]:
             JobStarted(JOB, JOB, "wf", "h", "wf", None, {}, 1.0, 1.0),
             Dispatch(JOB, JOB, "s", "q", f"{JOB}:s", {}, "wf", 1),
             StepWaiting(JOB, JOB, "wf", "approve", 1.0),
+            ScheduleFired("wf", "nightly", JOB, 1.0),
             StepFinished(JOB, JOB, "wf", "s", 1, "failed", "timeout", "late", 1.0, 2.0),
             JobFinished(JOB, JOB, "wf", "h", "wf", "failed", None, None, None, {}, 1.0, 3.0, {}),
         ]

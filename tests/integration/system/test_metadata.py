@@ -8,6 +8,7 @@ import uuid
 
 import aio_pika
 
+from ..harness import take_one
 from .test_cli import cli
 
 WORKFLOWS = """
@@ -111,3 +112,38 @@ async def test_the_metadata_and_its_patches_survive_a_kill_9(system):
     assert outcome.status == "completed"
     job = (await sys.http.get(f"/api/job/{job_id}")).json()
     assert job["meta"] == {"tenant": "acme", "seen": ["two"]}  # a list is replaced, not merged
+
+
+PER_TENANT = """
+workflows:
+  - name: per-tenant
+    concurrency: {limit: 1, key: meta.tenant}
+    steps:
+      - {name: work, queue: "{p}.work"}
+"""
+
+
+async def test_a_concurrency_key_on_meta_tenant_limits_each_tenant(system):
+    sys = await system(PER_TENANT)
+    queue = await sys.channel.declare_queue(f"{sys.prefix}.work", durable=True)
+
+    async def submit(tenant: str) -> str:
+        answer = await sys.http.post(
+            "/api/workflow/per-tenant", params={"meta": json.dumps({"tenant": tenant})}, json={}
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.json()["id"]
+
+    first, second, other = await submit("acme"), await submit("acme"), await submit("globex")
+    held = [await take_one(queue), await take_one(queue)]  # one per tenant runs
+    tenants = sorted(json.loads(r.headers["x-meta"])["tenant"] for r in held)
+    assert tenants == ["acme", "globex"]
+    assert {r.correlation_id.partition(":")[0] for r in held} == {first, other}
+    assert (await sys.http.get(f"/api/job/{second}")).json()["status"] == "queued"
+    await sys.answer(next(r for r in held if r.correlation_id.startswith(first)), b"{}")
+    started = await take_one(queue)  # acme's slot is free: the queued acme job starts
+    assert started.correlation_id == f"{second}:work"
+    for request in (started, next(r for r in held if r.correlation_id.startswith(other))):
+        await sys.answer(request, b"{}")
+    for job_id in (first, second, other):
+        assert (await sys.outcome_of(job_id, "per-tenant")).status == "completed"

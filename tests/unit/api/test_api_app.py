@@ -88,6 +88,8 @@ async def test_openapi_documents_every_route_without_422(client):
         "/api/jobs",
         "/api/job/{job_id}",
         "/api/job/{job_id}/retry",
+        "/api/schedules",
+        "/api/schedules/{workflow}/{name}/{action}",
         "/api/job/{job_id}/signal/{step}",
         "/api/job/{job_id}/steps",
         "/api/job/{job_id}/children",

@@ -69,7 +69,7 @@ CASES = [
         [
             "wf.yaml:3: workflow 'w': unknown field 'priority'"
             " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel,"
-            " payload_schema, unique, concurrency)"
+            " payload_schema, unique, concurrency, schedules)"
         ],
     ),
     (

@@ -3,10 +3,21 @@ reply's `x-meta-patch` is deep-merged in, and requests after it carry the merged
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
-from manager.engine import JobSubmitted, StepFinished, StepReplied, apply
-from manager.engine.metadata import merge_patch
+from manager.config.expressions import compile_expression
+from manager.engine import (
+    JobDuplicate,
+    JobSubmitted,
+    StartTimer,
+    StepFinished,
+    StepReplied,
+    TimerFired,
+    apply,
+)
+from manager.engine.metadata import key_data, merge_patch
 from manager.engine.snapshot import restore, snapshot
 from tests.unit.engine.helpers import (
     JOB,
@@ -107,9 +118,36 @@ def test_merge_patch_is_deep_and_later_wins(meta, patch, merged):
 
 
 def test_key_data_puts_the_metadata_under_meta_for_jmespath_keys():
-    from manager.config.expressions import compile_expression
-    from manager.engine.metadata import key_data
-
     key = compile_expression("meta.tenant")
     assert key.search(key_data({"x": 1}, {"tenant": "acme"})) == "acme"
     assert key.search(key_data({"x": 1}, None)) is None
+    payload = {"meta": {"tenant": "old"}}  # without job metadata, a payload's own `meta` counts
+    assert key_data(payload, None) is payload
+
+
+TENANTS = """
+workflows:
+  - name: w
+    concurrency: {limit: 1, key: meta.tenant}
+    unique: {key: "[meta.tenant, order]"}
+    steps:
+      - name: work
+"""
+
+
+def test_concurrency_and_unique_keys_read_the_job_metadata():
+    state = make_state(TENANTS)
+
+    def submit(n: int, tenant: str, order: int) -> list:
+        job_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"job-{n}"))
+        event = JobSubmitted(job_id, "w", {"order": order}, float(n), meta={"tenant": tenant})
+        commands = apply(state, event)[1]
+        for timer in of_type(commands, StartTimer):  # admitted work starts at once
+            commands += apply(state, TimerFired(timer.key, float(n)))[1]
+        return commands
+
+    assert [d.meta for d in dispatches(submit(1, "acme", 1))] == [{"tenant": "acme"}]
+    assert dispatches(submit(2, "acme", 2)) == []  # queued: acme's one slot is taken
+    assert len(dispatches(submit(3, "globex", 1))) == 1  # another tenant, another slot
+    (duplicate,) = of_type(submit(4, "acme", 1), JobDuplicate)
+    assert duplicate.key == '["acme",1]'

@@ -140,6 +140,9 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
     if draw(st.booleans()):
         spec["unique"] = {"key": "p"}  # payloads carry p 1 or 2: some keys collide
     has_task = draw(st.booleans())
+    # Submissions may be a schedule's firings: the overlap rule may skip the second.
+    overlap = draw(st.sampled_from(["skip", "allow"]))
+    spec["schedules"] = [{"name": "s", "every": 1, "overlap": overlap}]
     if draw(st.integers(0, 2)) == 0:
         limit: dict[str, Any] = {"limit": 1}
         if draw(st.booleans()):
@@ -291,10 +294,11 @@ def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
         not_before = draw(st.sampled_from([None, None, at - 1.0, at + 2.0, at + 6.0]))
         priority = draw(st.integers(0, 2))
         meta = draw(st.sampled_from([None, {"t": {"x": 1, "y": 1}}]))
+        schedule = draw(st.sampled_from([None, None, "s"]))
         run.do(
             JobSubmitted(
                 job_id, "w", payload, at, reply_to="q1", not_before=not_before, meta=meta,
-                priority=priority,
+                priority=priority, schedule=schedule,
             )
         )
     for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
