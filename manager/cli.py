@@ -47,6 +47,8 @@ examples:
   workflow-manager journal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --db wm.db
   workflow-manager cancel 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager schedules
+  workflow-manager schedules pause refresh-account/nightly
   workflow-manager signal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 approve --payload '{"ok": true}'
   workflow-manager dead-letters list --limit 20
   workflow-manager dead-letters replay --id 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10:book-split
@@ -255,6 +257,17 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         control.add_argument("job_id", type=job_id_arg, help="job UUID")
         _add_api_options(control, env)
 
+    sched = commands.add_parser(
+        "schedules", help="list the workflows' schedules, or pause / resume one (journaled)"
+    )
+    sched.add_argument(
+        "action", nargs="?", default="list", choices=["list", "pause", "resume"],
+        help="list (default): each schedule, its next fire time, last job and state",
+    )  # fmt: skip
+    sched.add_argument("target", nargs="?", default="", help="WORKFLOW/SCHEDULE to pause or resume")
+    sched.add_argument("--json", action="store_true", help="print the API's JSON")
+    _add_api_options(sched, env)
+
     signal = commands.add_parser(
         "signal", help="signal a waiting step (wait: true): its payload becomes the step's output"
     )
@@ -365,6 +378,8 @@ def _run(args: argparse.Namespace) -> int:
         return _control(args)
     if args.command == "signal":
         return _signal(args)
+    if args.command == "schedules":
+        return _schedules(args)
     if args.command == "dead-letters":
         return _dead_letters(args)
     if args.command == "bridge":
@@ -501,6 +516,25 @@ def _control(args: argparse.Namespace) -> int:
     job_id = args.job_id
     job = asyncio.run(control_job(args.api_url, job_id, args.command, args.api_token))
     print(f"job {job_id}: {job.get('status')}")
+    return EXIT_OK
+
+
+def _schedules(args: argparse.Namespace) -> int:
+    from manager.client import schedules
+    from manager.textline import iso_utc
+
+    if args.action != "list" and "/" not in args.target:
+        return _usage(f"{args.action} needs WORKFLOW/SCHEDULE, e.g. refresh-account/nightly")
+    found = asyncio.run(schedules(args.api_url, args.action, args.target, args.api_token))
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return EXIT_OK
+    for entry in found if isinstance(found, list) else [found]:
+        cron, every = entry["cron"], entry["every"]
+        when = f"cron {cron!r} {entry['timezone']}" if cron else f"every {every:g}s"
+        state = "paused" if entry["paused"] else f"next {iso_utc(entry['next_fire_at'])}"
+        last = f", last job {entry['last_job']}" if entry["last_job"] else ""
+        print(f"{entry['workflow']}/{entry['name']}: {when}; {state}{last}")
     return EXIT_OK
 
 

@@ -180,6 +180,17 @@ async def signal_step(
     return await _call(api_url, "POST", path, api_token, payload)
 
 
+async def schedules(
+    api_url: str, action: str = "list", target: str = "", api_token: str | None = None
+) -> Any:
+    """`GET /api/schedules` (action list), or pause / resume `target` (`WORKFLOW/NAME`)."""
+    if action == "list":
+        return (await _call(api_url, "GET", "/api/schedules", api_token))["schedules"]
+    workflow, _, name = target.partition("/")
+    path = f"/api/schedules/{quote(workflow, safe='')}/{quote(name, safe='')}/{action}"
+    return await _call(api_url, "POST", path, api_token)
+
+
 def api_headers(api_token: str | None) -> dict[str, str]:
     """The headers a call to the manager's API carries: the bearer token when there is one."""
     return {"Authorization": f"Bearer {api_token}"} if api_token else {}

@@ -624,6 +624,8 @@ class Orchestrator:
     async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
         """Submit a schedule's firing as job `job_id`; False when it starts no job (it ran
         already, or its previous job still runs and the schedule skips overlaps)."""
+        if not self._owns(job_id):
+            return False  # partitioned: the manager holding this firing's partition fires it
         if job_id in self._state.jobs or await self.finished_row(job_id) is not None:
             return False
         submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self.now())

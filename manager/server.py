@@ -178,6 +178,7 @@ async def serve(
     except BaseException:
         sock.close()
         raise
+    log.info("journal at %s", journal.where)  # a URL is shown without its password
     try:
         ownership = await _join(db, journal, settings)
     except BaseException:

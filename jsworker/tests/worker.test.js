@@ -101,6 +101,25 @@ test('ctx without the optional headers: attempt 1, no workflow, traceparent or m
   await worker.stop();
 });
 
+test('ctx.patchMeta goes with the reply as x-meta-patch; a failed step sends none', async () => {
+  const queue = unique('patch');
+  const { worker } = await startWorker({
+    [queue]: (data, ctx) => {
+      ctx.patchMeta({ seen: [ctx.step] });
+      if (data.fail) throw new Error('no');
+      return {};
+    },
+  });
+  await manager.request(queue, {}, { step: 'tag' });
+  const reply = await manager.reply();
+  assert.deepEqual(JSON.parse(reply.properties.headers['x-meta-patch']), { seen: ['tag'] });
+  await manager.request(queue, { fail: true }, { step: 'tag' });
+  const failed = await manager.reply();
+  assert.equal(failed.properties.headers['x-meta-patch'], undefined);
+  assert.ok(failed.properties.headers['x-error']);
+  await worker.stop();
+});
+
 test('a thrown error becomes an x-error reply with x-error-type, acked', async () => {
   const queue = unique('throws');
   class NotEnoughWords extends Error {}

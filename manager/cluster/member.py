@@ -59,7 +59,7 @@ async def join(
         return None
     owner = f"{socket.gethostname()}:{os.getpid()}"
     ownership = Ownership(LeaseTable(conn, owner, lease_ttl_s), Partitioning(queue, partitions))
-    journal.fence(ownership.fence)  # type: ignore[attr-defined]
+    await journal.fence(ownership.fence, lease_ttl_s)  # type: ignore[attr-defined]
     await ownership.take(partitions)
     log.info("manager %s of %d partitions; holds %d", owner, partitions, len(ownership.held))
     return ownership

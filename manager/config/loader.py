@@ -338,6 +338,7 @@ def describe_workflows(workflows: dict[str, Workflow]) -> str:
             lines.append(f"  unique: one unfinished job per key {quote(workflow.unique.key)}")
         if workflow.payload_schema is not None:
             lines.append(f"  payload checked against {_schema_text(workflow.payload_schema)}")
+        lines += _describe_starts(workflow)
         lines += _describe_steps(workflow, workflow, "  ")
         for task in workflow.tasks:
             origin = " (set by itemKey)" if task.item_key_override else ""
@@ -352,9 +353,27 @@ def describe_workflows(workflows: dict[str, Workflow]) -> str:
     return "\n\n".join(blocks)
 
 
+def _describe_starts(workflow: Workflow) -> list[str]:
+    """When a workflow's jobs start by themselves (schedules), and how many run at once."""
+    lines = []
+    if (limit := workflow.concurrency) is not None:
+        per = f" per key {quote(limit.key)}" if limit.key else ""
+        lines.append(f"  concurrency: at most {limit.limit} running{per}; the others queue")
+    for schedule in workflow.schedules:
+        when = (
+            f"cron {quote(schedule.cron)} ({schedule.timezone})"
+            if schedule.cron
+            else f"every {_number(schedule.every or 0)}s"
+        )
+        lines.append(f"  schedule {quote(schedule.name)}: {when}, overlap {schedule.overlap}")
+    return lines
+
+
 def _describe_route(step: Step) -> list[str]:
     """Where a step's work goes, as `validate` tells it: its URL, its queue, or a signal."""
     parts = [f"http {step.http.method} {quote(step.http.url)}"] if step.http else []
+    if step.concurrency is not None:
+        parts.append(f"at most {step.concurrency} requests out at once (all jobs)")
     if step.wait:
         timeout = f"; fails after {step.timeout:g}s" if step.timeout is not None else ""
         parts.append(f"waits for a signal{timeout}")

@@ -137,7 +137,11 @@ class EventPublisher:
                     held = True
                     self._transport.held(_HELD)  # counted in the line that ends the outage
                     log.debug("run event held back until the broker is back: %s", exc)
-                if self._transport.connected:
-                    await asyncio.sleep(self._retry_s)
-                else:
+                connected = self._transport.connected
+                if not connected:
                     await self._transport.wait_connected()
+                if connected or not self._transport.connected:
+                    # Refused while connected, or the transport is closed (the manager is
+                    # stopping: its wait returns at once): never retry in a loop that does not
+                    # yield, which would hang the event loop until the process is killed.
+                    await asyncio.sleep(self._retry_s)

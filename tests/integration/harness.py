@@ -156,3 +156,13 @@ async def take_one(queue: Any, timeout_s: float = 20) -> Any:
             await message.ack()
             return message
     raise AssertionError(f"nothing arrived on {queue.name}")
+
+
+async def cli(*args: str) -> tuple[int, str, str]:
+    """Run `workflow-manager ARGS`; return (exit code, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "manager", *args, cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(), err.decode()

@@ -87,9 +87,19 @@ class PgJournal(BaseJournal):
         self._pool = pool
         self._store = store
 
-    def fence(self, check: Fence) -> None:
-        """Run `check` first in every commit (a partitioned manager's lease check)."""
+    async def fence(self, check: Fence, hold_s: float) -> None:
+        """Run `check` first in every commit (a partitioned manager's lease check).
+
+        A transaction left open longer than `hold_s` (the manager paused mid-commit) is ended by
+        the server: its lease locks must not keep another manager from taking over.
+        """
         self._store.fence = check
+        timeout_ms = max(1, int(hold_s * 1000))
+
+        async def limit(conn: psycopg.AsyncConnection) -> None:
+            await conn.execute(f"SET idle_in_transaction_session_timeout = {timeout_ms}")
+
+        await self._writer.run(limit)
 
     async def _close_reads(self) -> None:
         await self._pool.close()

@@ -5,6 +5,7 @@ import { debounce, follow, get, seg } from "../api.js";
 import { dag } from "../dag.js";
 import { facts, h, notice, replace, table } from "../dom.js";
 import { duration, httpCall, shortId, startsAt, statusBadge, time } from "../format.js";
+import { fillSchedules } from "./schedules.js";
 
 function backoff(b) {
   return b ? `${duration(b.initial)} × ${b.multiplier}, at most ${duration(b.max)}` : "–";
@@ -65,6 +66,7 @@ export async function showWorkflow(main, name) {
     return;
   }
   const jobsBox = h("div", {}, jobTable(recent));
+  const schedulesBox = h("div", { id: "schedules" }, h("p", { class: "muted" }, "Loading…"));
   replace(
     main,
     title(),
@@ -76,9 +78,11 @@ export async function showWorkflow(main, name) {
     h("section", { class: "card" }, h("h2", {}, "Graph"), dag(definition.steps, { mode: "definition" })),
     h("section", { class: "card" }, h("h2", {}, "Policies"), h("div", { class: "table-scroll" }, policies(definition.steps))),
     definition.steps.filter((step) => step.task).map(taskSection),
+    h("section", { class: "card" }, h("h2", {}, "Schedules"), schedulesBox),
     h("section", { class: "card" }, h("h2", {}, "Recent jobs"), jobsBox),
     h("section", { class: "card" }, h("h2", {}, "YAML"), h("pre", { class: "yaml" }, definition.yaml)),
   );
+  fillSchedules(schedulesBox, name);
   const refresh = debounce(async () => {
     try {
       replace(jobsBox, jobTable(await recentJobs()));

@@ -3,8 +3,11 @@ suite's workflow and chaos workers, managers started, killed and stopped by inde
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +27,9 @@ class Member:
     api_url: str
 
     @property
-    def pid(self) -> int:
-        return self.process.proc.pid
+    def owner(self) -> str:
+        """Its name in the lease table (host:pid)."""
+        return f"{socket.gethostname()}:{self.process.proc.pid}"
 
 
 @dataclass
@@ -103,6 +107,33 @@ class ClusterRig:
 
     async def cleanup(self) -> None:
         await chaos.kill_and_delete(self, [*self.workers, *(m.process for m in self.managers)])
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+    """Poll `predicate` (a database read) until true; fails naming `what` after `timeout_s`."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {timeout_s}s: {what}")
+        await asyncio.sleep(0.1)
+
+
+async def each_job_made_once(cluster: ClusterRig, roots: int, children: int) -> None:
+    """Once committed (an outcome may go out while its commit is in flight): `roots` completed
+    top-level jobs, each with exactly `children` child jobs, so none was created twice."""
+    sql = (
+        "SELECT count(*) FILTER (WHERE parent_id IS NULL AND status = 'completed'),"
+        " count(*) FILTER (WHERE parent_id IS NOT NULL) FROM jobs"
+    )
+    await until(lambda: cluster.query(sql)[0][0] >= roots, f"{roots} jobs completed")
+    await until(lambda: cluster.query(sql)[0][1] >= roots * children, "every child job written")
+    counts = cluster.query(
+        "SELECT root_id, count(*) FROM jobs WHERE parent_id IS NOT NULL GROUP BY 1"
+        " HAVING count(*) <> %s",
+        (children,),
+    )
+    assert cluster.query(sql) == [(roots, roots * children)]
+    assert not counts, f"jobs with another number of children: {counts[:5]}"
 
 
 def ids_in_partition(partition: int, count: int, how_many: int) -> list[str]:

@@ -4,7 +4,6 @@ per database, and fencing (a taken-over partition gets no commit from the old ow
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 
@@ -18,15 +17,6 @@ from ..harness import Process, free_port
 from .rig import ids_in_partition
 
 OUTCOMES_TIMEOUT_S = 60.0
-
-
-async def _until(predicate, timeout_s: float = 15.0, what: str = "") -> None:
-    """Poll `predicate` (a database read) until true, failing after `timeout_s`."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not in {timeout_s}s: {what}")
-        await asyncio.sleep(0.1)
 
 
 @pytest.mark.timeout(120)

@@ -4,11 +4,14 @@ after a kill -9, and pausing holds it (across a restart) until it is resumed."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sqlite3
 import time
 
 from manager.config.schedules import schedule_job_id
+
+from ..harness import cli
 
 TICKER = """
 workflows:
@@ -101,3 +104,19 @@ async def test_pause_holds_the_schedule_across_a_restart_and_resume_releases_it(
     await _wait_jobs(sys, held + 2)
     missing = await sys.http.post("/api/schedules/ticker/nope/pause")
     assert missing.status_code == 404 and "no schedule 'nope'" in missing.json()["error"]
+
+
+async def test_the_schedules_command_lists_pauses_and_resumes(system):
+    sys = await system(TICKER.replace("every: 1,", "every: 3600,"), step_queues=["tock"])
+    api = ["--api-url", sys.manager.api_url]
+    code, out, err = await cli("schedules", *api)
+    assert code == 0, err
+    assert out.startswith("ticker/tick: every 3600s; next ")
+    code, out, err = await cli("schedules", "pause", "ticker/tick", *api)
+    assert code == 0 and out.startswith("ticker/tick: every 3600s; paused"), err
+    code, out, _ = await cli("schedules", "resume", "ticker/tick", "--json", *api)
+    assert code == 0 and json.loads(out)["paused"] is False
+    code, _, err = await cli("schedules", "pause", "ticker/nope", *api)
+    assert code == 1 and "no schedule 'nope'" in err
+    code, _, err = await cli("schedules", "pause", *api)
+    assert code == 2 and "needs WORKFLOW/SCHEDULE" in err

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 import uuid
 
-from ..harness import ROOT
+from ..harness import cli
 
 ONE_STEP = """
 workflows:
@@ -19,16 +17,6 @@ workflows:
     steps:
       - {name: only, queue: "{p}.only"}
 """
-
-
-async def cli(*args: str) -> tuple[int, str, str]:
-    """Run `workflow-manager ARGS`; return (exit code, stdout, stderr)."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "manager", *args, cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_help_shows_examples_and_exit_codes():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ import pytest
 from manager.deadletters import list_dead_letters, replay_dead_letters
 from manager.errors import Unroutable
 
-from ..harness import ROOT, take_one
+from ..harness import cli, take_one
 
 ONE_STEP = """
 workflows:
@@ -84,16 +83,6 @@ async def _hand_made(amqp: Amqp, unique: str, *ids: str) -> str:
         dead = f"{unique}.wm.dead"
         await amqp.publish(dead, body, correlation_id=correlation_id, headers=headers)
     return target
-
-
-async def cli(*args: str) -> tuple[int, str, str]:
-    """Run `workflow-manager ARGS`; return (exit code, stdout, stderr)."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "manager", *args, cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_unprocessable_messages_are_kept_with_reason_source_and_properties(system, amqp):

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from manager.config import load_workflows
+from manager.config import describe_workflows, load_workflows
 from manager.config.schedules import Schedule, schedule_job_id
 from manager.errors import ConfigError
 
@@ -66,3 +66,31 @@ def test_every_fires_on_multiples_and_ids_are_derived_from_the_firing():
     assert (every.next_fire(10.0), every.next_fire(10.5), every.last_fire(11.9)) == (12, 12, 10)
     assert schedule_job_id("w", "e", 12.0) == schedule_job_id("w", "e", 12.0)
     assert schedule_job_id("w", "e", 12.0) != schedule_job_id("w", "e", 14.0)
+
+
+def test_validate_describes_schedules_and_concurrency_limits(tmp_path):
+    path = tmp_path / "wf.yaml"
+    path.write_text(
+        "workflows:\n  - name: w\n    concurrency: {limit: 2, key: account}\n"
+        '    schedules: [{name: n, cron: "0 2 * * *", timezone: Europe/Paris},\n'
+        "                {name: e, every: 30}]\n"
+        "    steps: [{name: a, concurrency: 5}]\n"
+    )
+    text = describe_workflows(load_workflows(path))
+    assert "  concurrency: at most 2 running per key 'account'; the others queue" in text
+    assert "  schedule 'n': cron '0 2 * * *' (Europe/Paris), overlap skip" in text
+    assert "  schedule 'e': every 30s, overlap skip" in text
+    assert "step 'a': at most 5 requests out at once (all jobs)" in text
+
+
+def test_a_bad_concurrency_key_is_named_with_its_line_and_a_key_example(tmp_path):
+    path = tmp_path / "wf.yaml"
+    path.write_text(
+        "workflows:\n  - name: w\n    concurrency: {limit: 2, key: 'account['}\n"
+        "    steps: [{name: a}]\n"
+    )
+    with pytest.raises(ConfigError) as raised:
+        load_workflows(path)
+    message = str(raised.value)
+    assert "wf.yaml:3: workflow 'w': concurrency.key: 'account[' is not a JMESPath" in message
+    assert "e.g. key: account" in message

@@ -83,3 +83,34 @@ async def test_events_wait_out_a_broker_outage():
     await transport.wait_for(lambda sent: len(sent) == 1)
     await publisher.stop()
     assert [kind for _, kind, _ in _published(transport)] == ["job.started"]
+
+
+class _ClosedTransport(MemoryTransport):
+    """As the broker is once closed: every publish refused, and waiting for it returns at once."""
+
+    attempts = 0
+
+    async def wait_connected(self) -> None:
+        return None
+
+    async def publish_unconfirmed(self, message) -> None:
+        self.attempts += 1
+        if self.attempts > 100:  # the publisher spins: end it (the loop would hang for good)
+            raise RuntimeError("publisher retried 100 times without yielding")
+        await super().publish_unconfirmed(message)
+
+
+async def test_events_left_when_the_transport_closes_do_not_hang_the_stop():
+    transport = _ClosedTransport()
+    publisher = EventPublisher(transport, "wm", "jobs", retry_s=0.01)
+    hub = EventHub()
+    hub.add_sink(publisher)
+    await publisher.start()
+    await transport.close()
+    hub.observe([started()])
+    await asyncio.sleep(0.05)  # a few retries' worth
+
+    await publisher.stop()
+
+    assert 1 <= transport.attempts < 100
+    assert _published(transport) == []

@@ -37,6 +37,13 @@ async def journal(journal_url: str) -> AsyncIterator[Journal]:
 
 
 @pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database's URL (dropped after the test)."""
+    with fresh_database() as url:
+        yield url
+
+
+@pytest.fixture
 async def sqlite_journal(journal_path: Path) -> AsyncIterator[Journal]:
     """An open SQLite journal, for what only SQLite has (its file, its query plans)."""
     opened = await open_journal(journal_path)

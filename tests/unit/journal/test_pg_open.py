@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -16,14 +15,8 @@ from manager.journal import Batch, open_journal
 from manager.journal.postgres.reads import pg_sql
 from manager.journal.postgres.schema import SCHEMA_VERSION
 from manager.journal.statements import MARK_SENT
-from tests.pgdatabase import fresh_database, skip_without_postgres
+from tests.pgdatabase import skip_without_postgres
 from tests.unit.journal.helpers import T0, dispatched, job, submitted
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    with fresh_database() as url:
-        yield url
 
 
 def _execute(url: str, *statements: str) -> list[tuple]:
