@@ -47,13 +47,16 @@ class _Server(uvicorn.Server):
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """Bind the HTTP socket up front, so a taken port is a clear error before anything starts."""
+    """Bind and listen up front, so a taken port is a clear error before anything starts."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family, kind, proto, _, address = infos[0]
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        # Listening now, not when uvicorn's task first runs: a client told "HTTP API on" may
+        # connect at once, and its connection waits in the backlog instead of being refused.
+        sock.listen(2048)
     except OSError as exc:
         raise ManagerError(
             f"cannot listen for HTTP on {host}:{port}: {exc.strerror or exc}"

@@ -57,8 +57,11 @@ def jmespath_truth(value: Any) -> bool:
     return True
 
 
-def compile_expression(text: str) -> Expression:
-    """Compile `text`; ExpressionError naming the column and the fix when it does not compile."""
+def compile_expression(text: str, example: str = f"when: {_EXAMPLE}") -> Expression:
+    """Compile `text`; ExpressionError naming the column and the fix when it does not compile.
+
+    `example` is the right way to write it, for the message (`when: ...` by default).
+    """
     try:
         parsed = jmespath.compile(text)
     except jmespath_errors.LexerError as exc:
@@ -68,7 +71,7 @@ def compile_expression(text: str) -> Expression:
         elif exc.lexer_value == "=":
             hint = "did you mean '=='?"
         else:
-            hint = f"e.g. when: {_EXAMPLE}"
+            hint = f"e.g. {example}"
         raise ExpressionError(
             f"{_quote(text)} is not a JMESPath expression: {reason}"
             f" at column {exc.lexer_position + 1}; {hint}"
@@ -81,7 +84,7 @@ def compile_expression(text: str) -> Expression:
         )
         raise ExpressionError(
             f"{_quote(text)} is not a JMESPath expression: it {what} at column"
-            f" {exc.lex_position + 1}; e.g. when: {_EXAMPLE}"
+            f" {exc.lex_position + 1}; e.g. {example}"
         ) from None
     for name in _function_names(parsed.parsed):
         if name not in _FUNCTIONS:

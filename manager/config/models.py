@@ -71,7 +71,14 @@ def _compiles(text: str) -> str:
     return text
 
 
+def _compiles_key(text: str) -> str:
+    compile_expression(text, "key: account (or customer.id, meta.tenant)")
+    return text
+
+
 ExpressionText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_compiles)]
+KeyText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_compiles_key)]
+"""A job key (`concurrency.key`, `unique.key`): a JMESPath expression, checked when loaded."""
 """A JMESPath expression (a step's `when`, a concurrency `key`), checked when loaded."""
 
 
@@ -236,7 +243,7 @@ class Concurrency(_Model):
     """
 
     limit: int = Field(ge=1, strict=True)
-    key: ExpressionText | None = None
+    key: KeyText | None = None
 
     @cached_property
     def expression(self) -> Expression | None:
@@ -306,13 +313,7 @@ class UniqueKey(_Model):
     """`unique: {key: ...}`: at most one unfinished job of the workflow per value of `key`, a
     JMESPath expression over the job's payload (a null value is a key like any other)."""
 
-    key: str = Field(min_length=1)
-
-    @field_validator("key")
-    @classmethod
-    def _compiles(cls, key: str) -> str:
-        compile_expression(key)  # ExpressionError is a ValueError: reported with its line
-        return key
+    key: KeyText
 
     @cached_property
     def expression(self) -> Expression:

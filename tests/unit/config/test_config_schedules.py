@@ -81,3 +81,16 @@ def test_validate_describes_schedules_and_concurrency_limits(tmp_path):
     assert "  schedule 'n': cron '0 2 * * *' (Europe/Paris), overlap skip" in text
     assert "  schedule 'e': every 30s, overlap skip" in text
     assert "step 'a': at most 5 requests out at once (all jobs)" in text
+
+
+def test_a_bad_concurrency_key_is_named_with_its_line_and_a_key_example(tmp_path):
+    path = tmp_path / "wf.yaml"
+    path.write_text(
+        "workflows:\n  - name: w\n    concurrency: {limit: 2, key: 'account['}\n"
+        "    steps: [{name: a}]\n"
+    )
+    with pytest.raises(ConfigError) as raised:
+        load_workflows(path)
+    message = str(raised.value)
+    assert "wf.yaml:3: workflow 'w': concurrency.key: 'account[' is not a JMESPath" in message
+    assert "e.g. key: account" in message
