@@ -28,7 +28,7 @@ __all__ = ["PgStore", "Operation", "Fence", "storable_events"]
 
 # Runs on the write connection; it manages its own transaction.
 Operation = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
-# A partitioned manager's check, first in every commit's transaction: given the top-level job
+# A partitioned manager's check, last in every commit's transaction: given the top-level job
 # ids the commit writes for, it raises FencedOut unless their partitions' leases are still ours.
 Fence = Callable[[psycopg.AsyncCursor, set[str]], Awaitable[None]]
 
@@ -65,10 +65,8 @@ class PgStore:
         self.fence: Fence | None = None
 
     async def write(self, segments: list[Segment]) -> None:
-        """Write the segments in one transaction (fenced first, on a partitioned manager)."""
+        """Write the segments in one transaction (fenced last, on a partitioned manager)."""
         async with self._conn.transaction(), self._conn.cursor() as cursor:
-            if self.fence is not None:
-                await self.fence(cursor, _roots(segments))
             for segment in segments:
                 if segment.events:
                     await cursor.executemany(_INSERT_EVENT, storable_events(segment.events))
@@ -76,6 +74,10 @@ class PgStore:
                     await cursor.executemany(_UPSERT_JOB, segment.jobs)
                 if segment.sent:
                     await cursor.executemany(_MARK_SENT, segment.sent)
+            if self.fence is not None:
+                # Last, just before COMMIT: the lease rows stay locked for the commit alone, so
+                # a manager paused mid-write does not keep another from taking over.
+                await self.fence(cursor, _roots(segments))
 
     async def run(self, operation: Operation) -> Any:
         """`operation(conn)` on the write connection."""
