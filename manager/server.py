@@ -151,9 +151,14 @@ async def _stop_with_leases(
     another manager may take them at once)."""
     if leases is not None:
         leases.cancel()
+        await asyncio.wait([leases])  # off the lease connection before close() uses it
     await orchestrator.stop()
     if ownership is not None:
-        await ownership.close()
+        try:
+            # Bounded: unreleased leases expire on their own, a stop must not wait for them.
+            await asyncio.wait_for(ownership.close(), ownership.table.ttl_s)
+        except TimeoutError:
+            log.warning("leases not released in time: they expire instead")
 
 
 async def serve(
