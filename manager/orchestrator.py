@@ -647,6 +647,8 @@ class Orchestrator:
         if job is not None:
             return job
         row = self._ended.get(job_id) or await self.journal.job(job_id)
+        if row is not None and row.snapshot is None and not self._owns(row.root_id):
+            return await self._replayed(row)
         if row is None or row.snapshot is None:
             return None
         workflow = self._state.definitions.get(row.definition)
@@ -656,6 +658,15 @@ class Orchestrator:
                 return None
             workflow = Workflow.model_validate_json(stored[row.definition][1])
         return restore(row.snapshot, workflow)
+
+    async def _replayed(self, row: JobRow) -> Job | None:
+        """A running job another manager runs, as its committed journal rows make it: replayed
+        through the same engine into a state of its own (ours is left alone)."""
+        stored = await self.journal.definitions()
+        pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
+        state = EngineState.from_workflows(self.workflows, pinned, self.settings.max_running_jobs)
+        replay(state, map(to_event, await self.journal.replay_rows([row.root_id])))
+        return state.jobs.get(row.id)
 
     async def finished_row(self, job_id: str) -> JobRow | None:
         """The journal row of a job that has ended and left memory, if `job_id` names one."""

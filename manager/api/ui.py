@@ -88,6 +88,7 @@ async def ui_root() -> RedirectResponse:
 @router.get("/ui/job/{job_id}")
 @router.get("/ui/workflow/{name}")
 @router.get("/ui/dead-letters")
+@router.get("/ui/cluster")
 async def shell() -> FileResponse:
     """Every page: the one shell; its script routes on `location.pathname`."""
     return page("index.html")

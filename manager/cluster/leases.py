@@ -95,8 +95,11 @@ async def configure_partitions(conn: psycopg.AsyncConnection, count: int | None)
 class LeaseTable:
     """The lease statements of one manager (`owner`), on a connection of its own."""
 
-    def __init__(self, conn: psycopg.AsyncConnection, owner: str, ttl_s: float) -> None:
+    def __init__(
+        self, conn: psycopg.AsyncConnection, owner: str, ttl_s: float, conninfo: str = ""
+    ) -> None:
         self._conn = conn
+        self._conninfo = conninfo  # to connect again after the database went away
         self.owner = owner
         self.ttl_s = ttl_s
 
@@ -138,6 +141,8 @@ class LeaseTable:
 
     async def _rows(self, sql: str, params: object) -> list[tuple]:
         try:
+            if self._conn.broken and self._conninfo:
+                self._conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
             cursor = await self._conn.execute(sql, params)  # type: ignore[arg-type]
             return await cursor.fetchall() if cursor.description else []
         except psycopg.Error as exc:

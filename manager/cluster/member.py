@@ -58,7 +58,9 @@ async def join(
         await conn.close()
         return None
     owner = f"{socket.gethostname()}:{os.getpid()}"
-    ownership = Ownership(LeaseTable(conn, owner, lease_ttl_s), Partitioning(queue, partitions))
+    ownership = Ownership(
+        LeaseTable(conn, owner, lease_ttl_s, location.conninfo), Partitioning(queue, partitions)
+    )
     await journal.fence(ownership.fence, lease_ttl_s)  # type: ignore[attr-defined]
     await ownership.take(partitions)
     log.info("manager %s of %d partitions; holds %d", owner, partitions, len(ownership.held))

@@ -2,6 +2,7 @@
 
 import { onConnection } from "./api.js";
 import { h, notice, replace } from "./dom.js";
+import { showCluster } from "./pages/cluster.js";
 import { showDeadLetters } from "./pages/deadletters.js";
 import { showJob } from "./pages/job.js";
 import { showOverview } from "./pages/overview.js";
@@ -12,6 +13,7 @@ const ROUTES = [
   [/^\/ui\/job\/([^/]+)$/, "overview", (id) => (main) => showJob(main, decodeURIComponent(id))],
   [/^\/ui\/workflow\/([^/]+)$/, "overview", (name) => (main) => showWorkflow(main, decodeURIComponent(name))],
   [/^\/ui\/dead-letters\/?$/, "dead-letters", () => showDeadLetters],
+  [/^\/ui\/cluster\/?$/, "cluster", () => showCluster],
 ];
 
 const CONNECTION_TEXT = { idle: "", connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected" };

@@ -71,8 +71,12 @@ const LABELS = {
   scheduled: "scheduled", queued: "queued", waiting: "waiting for a signal", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
   skipped: "skipped", recovered: "recovered", compensating: "compensating",
-  compensated: "compensated",
+  compensated: "compensated", held: "held", expired: "expired", free: "free",
 };
+// A partition's lease (the cluster page): held like completed, expired like failed, free like pending.
+ICONS.held = ICONS.completed;
+ICONS.expired = ICONS.failed;
+ICONS.free = ICONS.pending;
 
 /** The label of a status (or attempt outcome). */
 export function statusLabel(status) {

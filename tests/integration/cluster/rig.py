@@ -43,6 +43,7 @@ class ClusterRig:
     connection: AbstractRobustConnection
     channel: AbstractRobustChannel
     partitions: int
+    manager_db: str = ""  # the managers' --db, when not `db` (through a proxy)
     managers: list[Member] = field(default_factory=list)
     workers: list[Process] = field(default_factory=list)
     queues: set[str] = field(default_factory=set)
@@ -65,7 +66,7 @@ class ClusterRig:
         """`python -m manager serve ...` on the rig's journal and queue."""
         args = [
             sys.executable, "-m", "manager", "serve", "--config", str(self.config),
-            "--queue", self.queue, "--amqp-url", self.amqp_url, "--db", self.db,
+            "--queue", self.queue, "--amqp-url", self.amqp_url, "--db", self.manager_db or self.db,
             "--port", str(port),
         ]  # fmt: skip
         return args if partitions is None else [*args, "--partitions", str(partitions)]

@@ -7,6 +7,7 @@ import signal
 import time
 import uuid
 
+import httpx
 import pytest
 
 from ..durability.helpers import CHILDREN_PER_JOB, check_outcomes
@@ -81,3 +82,35 @@ async def test_a_paused_manager_writes_nothing_for_the_partitions_taken_meanwhil
     await outcomes.wait_for(len(payloads), OUTCOMES_TIMEOUT_S)
     check_outcomes(outcomes, payloads)
     await each_job_made_once(cluster, len(payloads), CHILDREN_PER_JOB)
+
+
+@pytest.mark.timeout(90)
+async def test_any_manager_answers_about_a_job_another_runs_as_the_owner_does(cluster):
+    first, second = await start_pair(cluster)
+    outcomes = await cluster.outcome_queue()
+    job_id = str(uuid.uuid4())
+    await cluster.trigger({"n": 3}, job_id, outcomes.queue_name)  # no worker yet: it waits
+
+    async def answers() -> list[dict]:
+        async with httpx.AsyncClient(timeout=10) as http:
+            got = [await http.get(f"{m.api_url}/api/job/{job_id}") for m in (first, second)]
+        assert [r.status_code for r in got] == [200, 200], [r.text for r in got]
+        return [_comparable(r.json()) for r in got]
+
+    await until(lambda: cluster.query("SELECT 1 FROM jobs WHERE id = %s", (job_id,)), "the job row")
+    owner, other = await answers()
+    assert owner["status"] == "running" and owner == other
+    await cluster.start_worker()
+    await outcomes.wait_for(1, 60)
+    await each_job_made_once(cluster, 1, CHILDREN_PER_JOB)
+    owner, other = await answers()
+    assert owner["status"] == "completed" and owner == other
+
+
+def _comparable(value):
+    """A job's answer without what depends on when it was asked (elapsed seconds, anywhere)."""
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items() if "elapsed" not in k}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return value

@@ -11,6 +11,7 @@ PAGES = [
     "/ui/job/3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f",
     "/ui/workflow/wordcount",
     "/ui/dead-letters",
+    "/ui/cluster",
 ]
 ASSETS = [
     ("app.js", "text/javascript; charset=utf-8"),
