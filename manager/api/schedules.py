@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
@@ -47,21 +48,29 @@ async def list_schedules(service: Service) -> dict[str, Any]:
     return {"schedules": [view_json(view) for view in service.schedules.views()]}
 
 
-@router.post(
-    "/api/schedules/{workflow}/{name}/{action}",
-    tags=["schedules"],
-    response_model=ScheduleEntry,
-    responses={404: {"model": ErrorBody}},
-)
-async def pause_or_resume(
-    workflow: WorkflowName,
-    name: ScheduleName,
-    action: Annotated[
-        Literal["pause", "resume"],
-        Path(description="pause: no firing (nor catch-up) until resumed; resume: fire again."),
-    ],
-    service: Service,
-) -> dict[str, Any]:
-    """Pause or resume a schedule; journaled, so a restart keeps it paused."""
-    view = await service.schedules.set_paused(workflow, name, action == "pause")
-    return view_json(view)
+def _setting(paused: bool, summary: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The endpoint that pauses (`paused`) or resumes a schedule; journaled, kept at a restart."""
+
+    async def endpoint(
+        workflow: WorkflowName, name: ScheduleName, service: Service
+    ) -> dict[str, Any]:
+        return view_json(await service.schedules.set_paused(workflow, name, paused))
+
+    endpoint.__doc__ = summary
+    return endpoint
+
+
+# Two routes, not one with an {action}: any other action is an unknown path (404).
+for _action, _paused, _summary in (
+    ("pause", True, "Pause a schedule: no firing (nor catch-up) until resumed; journaled."),
+    ("resume", False, "Resume a paused schedule: it fires again from its next fire time."),
+):
+    router.add_api_route(
+        f"/api/schedules/{{workflow}}/{{name}}/{_action}",
+        _setting(_paused, _summary),
+        methods=["POST"],
+        name=f"{_action}_schedule",
+        tags=["schedules"],
+        response_model=ScheduleEntry,
+        responses={404: {"model": ErrorBody}},
+    )
