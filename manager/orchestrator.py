@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import heapq
 import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from manager import intake
@@ -41,6 +43,7 @@ from manager.engine import (
     JobStarted,
     JobSubmitted,
     RetryRequested,
+    SchedulePaused,
     SignalReceived,
     StartTimer,
     StepStatus,
@@ -65,7 +68,7 @@ from manager.errors import (
     UnknownWorkflow,
 )
 from manager.ignoredlog import IgnoredLog
-from manager.journal import Batch, JobHistory, JobRow, Journal
+from manager.journal import Batch, EventRow, JobHistory, JobRow, Journal
 from manager.observers import DeadLetterWatcher, Observer
 from manager.outbox import Outbox
 from manager.recorder import (
@@ -75,6 +78,7 @@ from manager.recorder import (
     pending_message,
     record,
     rejection_notice,
+    schedule_journal_id,
     to_event,
 )
 from manager.scheduler import Scheduler
@@ -255,10 +259,24 @@ class Orchestrator:
             self.workflows, pinned, self.settings.max_running_jobs
         )
         roots = [root for root in await self.journal.running_roots() if self._owns(root)]
-        replay(self._state, map(to_event, await self.journal.replay_rows(roots)))
+        replay(self._state, map(to_event, await self._rows_to_replay(roots)))
         for observer in self._observers:
             observer.recovered(self._state.jobs.values())
         return await self._pending()
+
+    async def _rows_to_replay(self, roots: list[str]) -> list[EventRow]:
+        """The replayed rows of the trees under `roots`, and each schedule's latest pause or
+        resume row, in journal order (so a firing replays against the pause state it met)."""
+        rows = await self.journal.replay_rows(roots)
+        journal_ids = [
+            schedule_journal_id(wf.name, schedule.name)
+            for wf in self.workflows.values()
+            for schedule in wf.schedules
+        ]
+        if not journal_ids:
+            return rows
+        schedule_rows = await self.journal.schedule_rows(journal_ids)
+        return list(heapq.merge(rows, schedule_rows, key=attrgetter("seq")))
 
     async def _pending(self, partitions: set[int] | None = None) -> list[Outbound]:
         """Messages the journal holds as unconfirmed (of our partitions, or of `partitions`)."""
@@ -284,7 +302,7 @@ class Orchestrator:
         assert self.ownership is not None
         of = self.ownership.partitioning.of
         roots = [r for r in await self.journal.running_roots() if of(r) in taken]
-        replay(self._state, map(to_event, await self.journal.replay_rows(roots)))
+        replay(self._state, map(to_event, await self._rows_to_replay(roots)))
         for observer in self._observers:
             observer.recovered(self._state.jobs.values())
         await self._tracked(self._outbox.publish_pending)(await self._pending(taken))
@@ -637,9 +655,23 @@ class Orchestrator:
             return False
         submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self.now())
         event = dataclasses.replace(self.pinned(submitted), schedule=schedule.name)
-        _, sending = await self._process(event)
+        result, sending = await self._process(event)
         await sending
-        return self._state.schedule_runs.get(f"{workflow}/{schedule.name}") == job_id
+        return result.fired is not None and result.fired.job_id == job_id
+
+    async def pause_schedule(self, workflow: str, schedule: str, paused: bool) -> None:
+        """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one."""
+        event = SchedulePaused(workflow, schedule, paused, self.now())
+        result, sending = await self._process(event)
+        if result.refused is not None:
+            raise JobNotFound(result.refused.reason)
+        await sending
+        log.info("schedule %s/%s %s", workflow, schedule, "paused" if paused else "resumed")
+
+    def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
+        """Whether a schedule is paused, and the job it last started (while in memory)."""
+        key = f"{workflow}/{schedule}"
+        return key in self._state.schedules_paused, self._state.schedule_runs.get(key)
 
     async def find_job(self, job_id: str) -> Job | None:
         """A job in memory, or a finished one restored from its journal snapshot."""

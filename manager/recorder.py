@@ -30,6 +30,9 @@ from manager.engine import (
     NotifyOutcome,
     Refused,
     RetryRequested,
+    ScheduleFired,
+    SchedulePaused,
+    SchedulePauseSet,
     SignalReceived,
     StepReplied,
     Subject,
@@ -50,6 +53,7 @@ __all__ = [
     "finished_notice",
     "rejection_notice",
     "duplicate_reason",
+    "schedule_journal_id",
 ]
 
 _REJECTED = "rejected"
@@ -61,6 +65,7 @@ class Record:
 
     `rejected` / `refused` hold the engine's refusal, if it refused the event: then nothing is
     journaled. `ended` holds the rows of jobs that ended, to serve reads until they are committed.
+    `fired`: the job a schedule's firing started, if it started one.
     """
 
     batch: Batch = field(default_factory=Batch)
@@ -69,6 +74,7 @@ class Record:
     refused: Refused | None = None
     duplicate: JobDuplicate | None = None
     ended: list[JobRow] = field(default_factory=list)
+    fired: ScheduleFired | None = None
 
 
 def record(
@@ -104,9 +110,25 @@ def record(
         elif isinstance(command, Ignored):
             meta = {"subject": command.subject, "reason": command.reason}
             events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
+        elif isinstance(command, SchedulePauseSet):
+            events.append(_schedule_row(command))
+        elif isinstance(command, ScheduleFired):
+            result.fired = command
         elif isinstance(command, JobRejected | Refused | JobDuplicate):
             _refusal(command, result)
     return result
+
+
+def schedule_journal_id(workflow: str, schedule: str) -> str:
+    """Where a schedule's pause and resume rows are filed in the journal (their job_id)."""
+    return f"schedule:{workflow}/{schedule}"
+
+
+def _schedule_row(command: SchedulePauseSet) -> EventRow:
+    """The replayed row of a schedule paused or resumed."""
+    meta = {"workflow": command.workflow, "schedule": command.schedule, "paused": command.paused}
+    job_id = schedule_journal_id(command.workflow, command.schedule)
+    return EventRow(at=command.at, kind=EventKind.SCHEDULE, job_id=job_id, meta=meta)
 
 
 def _refusal(command: JobRejected | Refused | JobDuplicate, result: Record) -> None:
@@ -371,4 +393,13 @@ def to_event(row: EventRow) -> Event:
     if row.kind == EventKind.SIGNAL and row.step:
         payload = jsontext.loads(row.body or b"{}")
         return SignalReceived(job_id=meta["id"], step=row.step, payload=payload, at=row.at)
+    if row.kind == EventKind.SCHEDULE and row.job_id:
+        # Rows from before they named their schedule in meta: the job_id does.
+        workflow, _, schedule = row.job_id.removeprefix("schedule:").partition("/")
+        return SchedulePaused(
+            workflow=meta.get("workflow", workflow),
+            schedule=meta.get("schedule", schedule),
+            paused=bool(meta.get("paused")),
+            at=row.at,
+        )
     raise ValueError(f"journal row {row.seq} of kind '{row.kind}' is not an engine event")

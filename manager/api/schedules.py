@@ -28,7 +28,9 @@ class ScheduleEntry(BaseModel):
     catch_up: bool
     overlap: Literal["skip", "allow"]
     next_fire_at: float | None = Field(description="Unix seconds; null while paused.")
-    last_job: str | None = Field(description="The last job a firing started (this run).")
+    last_job: str | None = Field(
+        description="The last job a firing started since the manager started, or one running."
+    )
     paused: bool
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "JobScheduled",
     "JobQueued",
     "ScheduleFired",
+    "SchedulePauseSet",
     "StepWaiting",
     "StepSignalled",
     "JobFinished",
@@ -193,6 +194,16 @@ class ScheduleFired:
 
 
 @dataclass(slots=True)
+class SchedulePauseSet:
+    """Schedule `schedule` of `workflow` is now paused (`paused`) or running: journaled."""
+
+    workflow: str
+    schedule: str
+    paused: bool
+    at: float
+
+
+@dataclass(slots=True)
 class JobFinished:
     """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
@@ -275,8 +286,8 @@ class CancelTimer:
 
 @dataclass(slots=True)
 class Refused:
-    """A cancel, retry or signal request cannot be done; `kind` is "not-found", "conflict" or
-    "invalid" (a signal whose payload is no JSON object)."""
+    """A cancel, retry, signal or schedule pause request cannot be done; `kind` is "not-found",
+    "conflict" or "invalid" (a signal whose payload is no JSON object)."""
 
     job_id: str
     action: str
@@ -327,6 +338,7 @@ Command = (
     | JobScheduled
     | JobQueued
     | ScheduleFired
+    | SchedulePauseSet
     | StepWaiting
     | StepSignalled
     | JobFinished

@@ -15,6 +15,7 @@ from manager.engine.events import (
     JobArchived,
     JobSubmitted,
     RetryRequested,
+    SchedulePaused,
     SignalReceived,
     StepReplied,
     TimerFired,
@@ -30,8 +31,10 @@ _EVENTS = (
     TimerFired,
     CancelRequested,
     RetryRequested,
+    SchedulePaused,
     SignalReceived,
     JobArchived,
+    SchedulePaused,
 )
 
 
@@ -55,6 +58,9 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
         transition.retry(event.job_id)
     elif isinstance(event, SignalReceived):
         transition.signal(event)
+    elif isinstance(event, SchedulePaused):
+        transition.pause_schedule(event)
+        return state, transition.commands
     else:
         transition.archive(event.job_id)
         return state, transition.commands

@@ -14,6 +14,7 @@ __all__ = [
     "RetryRequested",
     "SignalReceived",
     "JobArchived",
+    "SchedulePaused",
 ]
 
 
@@ -111,6 +112,16 @@ class JobArchived:
     at: float
 
 
+@dataclass(frozen=True, slots=True)
+class SchedulePaused:
+    """Someone paused (`paused`) or resumed schedule `schedule` of `workflow`: journaled."""
+
+    workflow: str
+    schedule: str
+    paused: bool
+    at: float
+
+
 Event = (
     JobSubmitted
     | StepReplied
@@ -119,4 +130,5 @@ Event = (
     | RetryRequested
     | SignalReceived
     | JobArchived
+    | SchedulePaused
 )

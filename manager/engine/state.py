@@ -315,6 +315,8 @@ class EngineState:
     max_running_jobs: int | None = None  # all top-level jobs together (serve --max-running-jobs)
     # `<workflow>/<schedule>` -> the id of the latest job that schedule started (overlap rule).
     schedule_runs: dict[str, str] = field(default_factory=dict)
+    # `<workflow>/<schedule>` of each paused schedule: its firings start no job.
+    schedules_paused: set[str] = field(default_factory=set)
     # The correlation id of each compensation in flight -> the job compensating: its reply may
     # name a completed child that has left memory.
     compensating: dict[str, str] = field(default_factory=dict)

@@ -147,6 +147,11 @@ class BaseJournal:
         ids = list(root_ids)
         return await self._read("rows to replay", lambda c: queries.replay_rows(c, ids))
 
+    async def schedule_rows(self, journal_ids: Sequence[str]) -> list[EventRow]:
+        """The latest pause/resume row of each schedule filed under `journal_ids`, in seq order."""
+        ids = list(journal_ids)
+        return await self._read("schedule rows", lambda c: queries.schedule_rows(c, ids))
+
     async def pending_outbound(self) -> list[EventRow]:
         """Outbound rows not yet confirmed sent, in seq order."""
         return await self._read("pending outbound rows", queries.pending_outbound)

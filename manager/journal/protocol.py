@@ -84,6 +84,10 @@ class Journal(JobHistory, Protocol):
         """The replayable rows (engine events) of the trees under `root_ids`, in order."""
         ...
 
+    async def schedule_rows(self, journal_ids: Sequence[str]) -> list[EventRow]:
+        """The latest pause/resume row of each schedule filed under `journal_ids`, in seq order."""
+        ...
+
     async def pending_outbound(self) -> list[EventRow]:
         """Outbound rows not yet marked sent, in order."""
         ...

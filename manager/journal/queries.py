@@ -17,6 +17,7 @@ __all__ = [
     "definitions",
     "running_roots",
     "replay_rows",
+    "schedule_rows",
     "pending_outbound",
     "job",
     "workflow_jobs",
@@ -88,6 +89,21 @@ async def replay_rows(conn: Reads, root_ids: Sequence[str]) -> list[EventRow]:
             )
         )
     # One sort of every chunk's rows: cheaper than an ORDER BY per chunk and a merge.
+    rows.sort(key=lambda values: values[0])
+    return [decode_event(values) for values in rows]
+
+
+async def schedule_rows(conn: Reads, journal_ids: Sequence[str]) -> list[EventRow]:
+    """The latest pause/resume row of each schedule filed under `journal_ids`, in seq order."""
+    rows: list[tuple] = []
+    for journal_id in journal_ids:  # one index lookup each (events_job): a few schedules
+        rows.extend(
+            await conn.execute_fetchall(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE job_id = ? AND kind = 'schedule'"
+                " ORDER BY seq DESC LIMIT 1",
+                (journal_id,),
+            )
+        )
     rows.sort(key=lambda values: values[0])
     return [decode_event(values) for values in rows]
 

@@ -17,8 +17,8 @@ class EventKind:
     NOTIFIED = "notified"  # an outcome notice to a trigger's reply_to (outbound, likewise)
     STARTED = "started"  # a job started (for reading the journal; derived, not replayed)
     QUEUED = "queued"  # a job waits under its concurrency limits (likewise)
-    SCHEDULE = "schedule"  # a schedule paused or resumed (read at start, never replayed)
-    SCHEDULED = "scheduled"  # a job was made to start later (likewise), with its start_at
+    SCHEDULE = "schedule"  # a schedule paused or resumed: replayed (its latest row, at start)
+    SCHEDULED = "scheduled"  # a job was made to start later (not replayed), with its start_at
     FINISHED = "finished"  # a job ended (likewise)
     IGNORED = "ignored"  # an event that changed nothing, with the reason
     TIMER = "timer"  # a timer came due (retry wait, reply deadline, job deadline): replayed
@@ -34,6 +34,7 @@ REPLAYED_KINDS = (
     EventKind.CANCEL,
     EventKind.RETRY,
     EventKind.SIGNAL,
+    EventKind.SCHEDULE,
 )
 
 

@@ -39,6 +39,7 @@ DELETE_ORPHANS = """
 DELETE FROM events WHERE seq IN (
   SELECT seq FROM events
   WHERE root_id IS NULL AND at < ? AND NOT (msg_id IS NOT NULL AND sent_at IS NULL)
+    AND kind != 'schedule'  -- pause rows: kept, they are the schedules state
   LIMIT ?
 )
 """

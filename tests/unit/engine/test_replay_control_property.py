@@ -22,7 +22,8 @@ Some submissions carry a `not_before`: those jobs are scheduled and started by t
 (or cancelled before they start). Some steps wait for a signal (`wait: true`): signals come
 for them (early, on time, late, twice, for unknown steps), and their timeouts fire. Some
 workflows are unique by the payload's `p`: later submissions collide with unfinished jobs or
-start once those have settled.
+start once those have settled. Some submissions are a schedule's firings, with the schedule
+paused or resumed (or an unknown one refused) in between.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ from manager.engine import (
     NotifyOutcome,
     Refused,
     RetryRequested,
+    SchedulePaused,
+    SchedulePauseSet,
     SignalReceived,
     StartTimer,
     StepFinished,
@@ -295,6 +298,11 @@ def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
         priority = draw(st.integers(0, 2))
         meta = draw(st.sampled_from([None, {"t": {"x": 1, "y": 1}}]))
         schedule = draw(st.sampled_from([None, None, "s"]))
+        # Pausing and resuming go in between (an unknown schedule is refused): a paused
+        # schedule's firing starts no job.
+        if draw(st.integers(0, 2)) == 0:
+            name = draw(st.sampled_from(["s", "s", "nope"]))
+            run.do(SchedulePaused("w", name, draw(st.booleans()), run.tick()))
         run.do(
             JobSubmitted(
                 job_id, "w", payload, at, reply_to="q1", not_before=not_before, meta=meta,
@@ -322,7 +330,7 @@ def _check_lives(run: Run) -> None:
     alive: dict[str, str] = {}
     for happened, commands in zip(run.events, run.commands, strict=True):
         # Every event is filed under its Subject, unless it was refused or rejected.
-        first = (Subject, Refused, JobRejected, JobDuplicate)
+        first = (Subject, Refused, JobRejected, JobDuplicate, SchedulePauseSet)
         assert isinstance(commands[0], first), commands
         assert not any(isinstance(c, Subject) for c in commands[1:]), commands
         ended = {c.job_id for c in commands if isinstance(c, JobFinished)}
