@@ -75,6 +75,7 @@ from manager.recorder import (
     Record,
     duplicate_reason,
     finished_notice,
+    fired_journal_id,
     pending_message,
     record,
     rejection_notice,
@@ -668,10 +669,12 @@ class Orchestrator:
         await sending
         log.info("schedule %s/%s %s", workflow, schedule, "paused" if paused else "resumed")
 
-    def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
-        """Whether a schedule is paused, and the job it last started (while in memory)."""
-        key = f"{workflow}/{schedule}"
-        return key in self._state.schedules_paused, self._state.schedule_runs.get(key)
+    async def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
+        """Whether a schedule is paused, and the job it last started: the journal's latest
+        `fired` row (committed with its firing), so it survives a restart."""
+        row = await self.journal.latest_row(fired_journal_id(workflow, schedule))
+        last_job = row.meta.get("job") if row is not None else None
+        return f"{workflow}/{schedule}" in self._state.schedules_paused, last_job
 
     async def find_job(self, job_id: str) -> Job | None:
         """A job in memory, or a finished one restored from its journal snapshot."""

@@ -54,6 +54,7 @@ __all__ = [
     "rejection_notice",
     "duplicate_reason",
     "schedule_journal_id",
+    "fired_journal_id",
 ]
 
 _REJECTED = "rejected"
@@ -114,6 +115,7 @@ def record(
             events.append(_schedule_row(command))
         elif isinstance(command, ScheduleFired):
             result.fired = command
+            events.append(_fired_row(command))
         elif isinstance(command, JobRejected | Refused | JobDuplicate):
             _refusal(command, result)
     return result
@@ -122,6 +124,18 @@ def record(
 def schedule_journal_id(workflow: str, schedule: str) -> str:
     """Where a schedule's pause and resume rows are filed in the journal (their job_id)."""
     return f"schedule:{workflow}/{schedule}"
+
+
+def fired_journal_id(workflow: str, schedule: str) -> str:
+    """Where the rows of the jobs a schedule's firings started are filed (their job_id)."""
+    return f"{schedule_journal_id(workflow, schedule)}:fired"
+
+
+def _fired_row(command: ScheduleFired) -> EventRow:
+    """The record of the job a firing started: the schedule's last job, after a restart too."""
+    job_id = fired_journal_id(command.workflow, command.schedule)
+    meta = {"job": command.job_id}
+    return EventRow(at=command.at, kind=EventKind.FIRED, job_id=job_id, meta=meta)
 
 
 def _schedule_row(command: SchedulePauseSet) -> EventRow:

@@ -53,7 +53,7 @@ class Firings(Protocol):
         """Pause or resume a schedule through the engine; JobNotFound for an unknown one."""
         ...
 
-    def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
+    async def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
         """Whether a schedule is paused, and the job it last started."""
         ...
 
@@ -102,13 +102,13 @@ class Scheduler:
         job_id = schedule_job_id(wf.name, schedule.name, fire_at)
         await self._orchestrator.fire_schedule(wf.name, schedule, job_id)
 
-    def views(self) -> list[ScheduleView]:
+    async def views(self) -> list[ScheduleView]:
         """Every schedule with its next fire time (None while paused) and its last job."""
         now = self._now()
-        return [self._view(wf.name, schedule, now) for wf, schedule in self._schedules()]
+        return [await self._view(wf.name, schedule, now) for wf, schedule in self._schedules()]
 
-    def _view(self, workflow: str, schedule: Schedule, now: float) -> ScheduleView:
-        paused, last_job = self._orchestrator.schedule_status(workflow, schedule.name)
+    async def _view(self, workflow: str, schedule: Schedule, now: float) -> ScheduleView:
+        paused, last_job = await self._orchestrator.schedule_status(workflow, schedule.name)
         next_at = None if paused else schedule.next_fire(now)
         return ScheduleView(workflow, schedule, next_at, last_job, paused)
 
@@ -118,7 +118,7 @@ class Scheduler:
         await self._orchestrator.pause_schedule(workflow, name, paused)
         wf = self._orchestrator.workflows[workflow]
         schedule = next(s for s in wf.schedules if s.name == name)
-        return self._view(workflow, schedule, self._now())
+        return await self._view(workflow, schedule, self._now())
 
 
 def view_json(view: ScheduleView) -> dict[str, Any]:

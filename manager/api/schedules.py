@@ -29,7 +29,7 @@ class ScheduleEntry(BaseModel):
     overlap: Literal["skip", "allow"]
     next_fire_at: float | None = Field(description="Unix seconds; null while paused.")
     last_job: str | None = Field(
-        description="The last job a firing started since the manager started, or one running."
+        description="The last job a firing started (null: none yet, or pruned)."
     )
     paused: bool
 
@@ -47,7 +47,7 @@ ScheduleName = Annotated[str, Path(description="The schedule's name in that work
 @router.get("/api/schedules", tags=["schedules"], response_model=ScheduleList)
 async def list_schedules(service: Service) -> dict[str, Any]:
     """Every schedule with its next fire time, its last job and whether it is paused."""
-    return {"schedules": [view_json(view) for view in service.schedules.views()]}
+    return {"schedules": [view_json(view) for view in await service.schedules.views()]}
 
 
 def _setting(paused: bool, summary: str) -> Callable[..., Awaitable[dict[str, Any]]]:

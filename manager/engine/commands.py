@@ -185,7 +185,8 @@ class JobQueued:
 
 @dataclass(slots=True)
 class ScheduleFired:
-    """A schedule's firing started job `job_id` (for metrics; nothing is journaled for it)."""
+    """A schedule's firing started job `job_id` (for metrics, and journaled as the schedule's
+    last job: a `fired` row, never replayed)."""
 
     workflow: str
     schedule: str

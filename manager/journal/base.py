@@ -152,6 +152,10 @@ class BaseJournal:
         ids = list(journal_ids)
         return await self._read("schedule rows", lambda c: queries.schedule_rows(c, ids))
 
+    async def latest_row(self, job_id: str) -> EventRow | None:
+        """The latest row filed under `job_id`, or None."""
+        return await self._read(f"latest row of {job_id}", lambda c: queries.latest_row(c, job_id))
+
     async def pending_outbound(self) -> list[EventRow]:
         """Outbound rows not yet confirmed sent, in seq order."""
         return await self._read("pending outbound rows", queries.pending_outbound)

@@ -88,6 +88,10 @@ class Journal(JobHistory, Protocol):
         """The latest pause/resume row of each schedule filed under `journal_ids`, in seq order."""
         ...
 
+    async def latest_row(self, job_id: str) -> EventRow | None:
+        """The latest row filed under `job_id`, or None."""
+        ...
+
     async def pending_outbound(self) -> list[EventRow]:
         """Outbound rows not yet marked sent, in order."""
         ...

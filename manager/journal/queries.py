@@ -18,6 +18,7 @@ __all__ = [
     "running_roots",
     "replay_rows",
     "schedule_rows",
+    "latest_row",
     "pending_outbound",
     "job",
     "workflow_jobs",
@@ -106,6 +107,15 @@ async def schedule_rows(conn: Reads, journal_ids: Sequence[str]) -> list[EventRo
         )
     rows.sort(key=lambda values: values[0])
     return [decode_event(values) for values in rows]
+
+
+async def latest_row(conn: Reads, job_id: str) -> EventRow | None:
+    """The latest row filed under `job_id` (one index lookup: events_job), or None."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {EVENT_COLUMNS} FROM events WHERE job_id = ? ORDER BY seq DESC LIMIT 1",
+        (job_id,),
+    )
+    return decode_event(rows[0]) if rows else None
 
 
 async def pending_outbound(conn: Reads) -> list[EventRow]:

@@ -18,6 +18,7 @@ class EventKind:
     STARTED = "started"  # a job started (for reading the journal; derived, not replayed)
     QUEUED = "queued"  # a job waits under its concurrency limits (likewise)
     SCHEDULE = "schedule"  # a schedule paused or resumed: replayed (its latest row, at start)
+    FIRED = "fired"  # a schedule's firing started a job (for its last job; not replayed)
     SCHEDULED = "scheduled"  # a job was made to start later (not replayed), with its start_at
     FINISHED = "finished"  # a job ended (likewise)
     IGNORED = "ignored"  # an event that changed nothing, with the reason

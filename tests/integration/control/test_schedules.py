@@ -1,5 +1,6 @@
 """Schedules on a real manager: an `every: 1` schedule fires once a second, catches up once
-after a kill -9, and pausing holds it (across a restart) until it is resumed."""
+after a kill -9, and pausing holds it (across a restart, which keeps its last job too) until
+it is resumed."""
 
 from __future__ import annotations
 
@@ -94,9 +95,11 @@ async def test_pause_holds_the_schedule_across_a_restart_and_resume_releases_it(
     assert paused["paused"] is True and paused["next_fire_at"] is None
     await asyncio.sleep(1.2)  # a firing in flight when paused may still land
     held = len(await _jobs(sys))
+    (before,) = (await sys.http.get("/api/schedules")).json()["schedules"]
     await sys.restart()  # journaled: still paused
     (schedule,) = (await sys.http.get("/api/schedules")).json()["schedules"]
     assert schedule["paused"] is True
+    assert schedule["last_job"] == before["last_job"] and before["last_job"] is not None
     await asyncio.sleep(2.5)  # no firing while paused (nor a catch-up at start)
     assert len(await _jobs(sys)) == held
     resumed = (await sys.http.post("/api/schedules/ticker/tick/resume")).json()

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from manager.journal import Batch
+from manager.journal import Batch, EventRow
 from manager.journal.queries import IN_CHUNK
 from tests.unit.journal.helpers import T0, dispatched, event, job, replied, submitted
 
@@ -40,6 +40,34 @@ async def test_replay_rows_keeps_replayed_kinds_of_the_given_trees_in_seq_order(
         (10, "replied", "r1"),
     ]
     assert await journal.replay_rows([]) == []
+
+
+async def test_schedule_rows_are_each_schedules_latest_row_and_latest_row_its_last(journal):
+    def row(kind: str, job_id: str, **meta: object) -> EventRow:
+        return EventRow(at=T0, kind=kind, job_id=job_id, meta=meta)
+
+    await journal.append(
+        Batch(
+            events=[
+                row("schedule", "schedule:w/a", paused=True),
+                row("schedule", "schedule:w/b", paused=True),
+                row("fired", "schedule:w/a:fired", job="j1"),
+                row("schedule", "schedule:w/a", paused=False),
+                row("fired", "schedule:w/a:fired", job="j2"),
+                submitted("r1"),
+            ]
+        )
+    )
+
+    rows = await journal.schedule_rows(["schedule:w/a", "schedule:w/b", "schedule:w/c"])
+
+    assert [(r.seq, r.job_id, r.meta) for r in rows] == [
+        (2, "schedule:w/b", {"paused": True}),
+        (4, "schedule:w/a", {"paused": False}),
+    ]
+    latest = await journal.latest_row("schedule:w/a:fired")
+    assert latest is not None and latest.meta == {"job": "j2"}
+    assert await journal.latest_row("schedule:w/b:fired") is None
 
 
 async def test_replay_rows_spans_several_id_chunks(journal):
@@ -168,6 +196,7 @@ async def test_definitions_are_saved_once_and_read_by_hash(journal):
             "jobs_workflow",
         ),
         ("SELECT id FROM jobs WHERE root_id = ?", "jobs_root"),
+        ("SELECT seq FROM events WHERE job_id = ? ORDER BY seq DESC LIMIT 1", "events_job"),
         (
             "SELECT id FROM jobs WHERE parent_id IS NULL AND finished_at < ?"
             " AND status != 'running' ORDER BY finished_at LIMIT ?",
