@@ -131,8 +131,24 @@ class Admission:
         for scope in job.scopes:
             self._fill(scope)
 
+    def _full_limit(self: Work, job: Job) -> str | None:
+        """Why a failed job may not run again now: a limit it counts against is full."""
+        for scope in job.scopes:
+            slots = self.state.scopes[scope]
+            if slots.free <= 0:
+                if scope == ALL_JOBS:
+                    limit = f"--max-running-jobs ({slots.limit})"
+                else:
+                    key = scope.split(":", 2)[2]
+                    limit = (
+                        f"the concurrency limit ({slots.limit} running) of workflow "
+                        f"'{job.workflow.name}' for key {key}"
+                    )
+                return f"{limit} is reached; retry job {job.id} once one of those jobs has ended"
+        return None
+
     def _hold_again(self: Work, job: Job) -> None:
-        """A retried job runs again at once, holding its slots (even over a limit)."""
+        """A retried job runs again at once, holding its slots (`_full_limit` said one is free)."""
         for scope in job.scopes:
             self.state.scopes[scope].holders.add(job.id)
 

@@ -72,6 +72,10 @@ class JobControl:
         if (reason := retry_refusal(job)) is not None:
             self.commands.append(Refused(job.id, "retry", reason, "conflict"))
             return
+        if job.scopes and (reason := self._full_limit(job)) is not None:
+            # Refused rather than queued: a limit means at most that many running, retries too.
+            self.commands.append(Refused(job.id, "retry", reason, "conflict"))
+            return
         self._revive(job)
         if job.scopes:
             self._hold_again(job)

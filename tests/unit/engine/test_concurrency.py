@@ -12,6 +12,8 @@ from manager.engine import (
     JobStarted,
     JobStatus,
     JobSubmitted,
+    Refused,
+    RetryRequested,
     StartTimer,
     StepReplied,
     TimerFired,
@@ -176,3 +178,25 @@ def test_a_replay_of_the_running_jobs_alone_follows_the_journaled_starts():
     assert (state.jobs[low].status, state.jobs[high].status) == ("queued", "running")
     assert state.scopes == run.state.scopes
     assert not [k for k in state.timers if k.startswith("admit:")]
+
+
+def test_a_retry_waits_for_no_one_while_its_limit_is_full_it_is_refused():
+    run = Run(ONE_AT_A_TIME)
+    failed, other = ids(2)
+    run.submit(failed)
+    run.do(StepReplied(failed, "work", b"", run.tick(), error="boom"))
+    assert run.status(failed) == "failed"
+    run.submit(other)
+    assert run.status(other) == "running"
+
+    refused = of_type(run.do(RetryRequested(failed, run.tick())), Refused)
+    assert [r.kind for r in refused] == ["conflict"]
+    assert "concurrency limit (1 running) of workflow 'w' for key null is reached" in (
+        refused[0].reason
+    )
+    assert run.status(failed) == "failed"
+
+    run.end(other)
+    assert not of_type(run.do(RetryRequested(failed, run.tick())), Refused)
+    assert run.status(failed) == "running"
+    assert run.state.scopes["workflow:w:null"].holders == {failed}
