@@ -9,7 +9,7 @@ from bench.session import Session
 
 __all__ = ["recovery"]
 
-_QUEUES = ("split", "sum", "title", "work", "wm", "wm.jobs", "wm.dead")
+_QUEUES = ("split", "sum", "title", "work", "wm", "wm.jobs", "wm.dead", "wm.signals")
 
 
 async def _time_start(session: Session, db: str, prefix: str) -> tuple[float, str]:

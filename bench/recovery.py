@@ -99,7 +99,7 @@ async def cleanup(prefix: str) -> None:
     connection = await aio_pika.connect("amqp://guest:guest@127.0.0.1:5672/")
     async with connection:
         channel = await connection.channel()
-        for name in ("split", "sum", "title", "work", "wm", "wm.jobs", "wm.dead"):
+        for name in ("split", "sum", "title", "work", "wm", "wm.jobs", "wm.dead", "wm.signals"):
             await channel.queue_delete(f"{prefix}.{name}")
 
 

@@ -124,7 +124,7 @@ class Session:
         self._managers += 1
         queue = f"{self.prefix}wm{self._managers}"
         outcomes = f"{queue}.outcomes"
-        self.owns(queue, f"{queue}.jobs", f"{queue}.dead", outcomes)
+        self.owns(queue, f"{queue}.jobs", f"{queue}.dead", f"{queue}.signals", outcomes)
         db = self.journals.new(f"wm{self._managers}")
         process = await start_manager(self.config, db, queue, self.options.amqp_url)
         try:
