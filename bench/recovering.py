@@ -6,10 +6,11 @@ from bench import recovery as script
 from bench.procs import BenchError
 from bench.report import Figure, Target
 from bench.session import Session
+from manager.transport import manager_queues
 
 __all__ = ["recovery"]
 
-_QUEUES = ("split", "sum", "title", "work", "wm", "wm.jobs", "wm.dead", "wm.signals")
+_QUEUES = ("split", "sum", "title", "work")
 
 
 async def _time_start(session: Session, db: str, prefix: str) -> tuple[float, str]:
@@ -25,7 +26,7 @@ async def recovery(session: Session, jobs: int) -> list[Figure]:
     The baseline is the same start on an empty journal: what recovery adds is the difference.
     """
     prefix = f"{session.prefix}rec"
-    session.owns(*(f"{prefix}.{name}" for name in _QUEUES))
+    session.owns(*(f"{prefix}.{name}" for name in _QUEUES), *manager_queues(f"{prefix}.wm"))
     (session.tmp / "recovery.yaml").write_text(script.WORKFLOW.replace("{p}", prefix))
     full, empty = session.journals.new("recovery"), session.journals.new("empty")
     built_s = await script.build_journal(full, prefix, jobs, 10)

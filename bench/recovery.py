@@ -25,6 +25,7 @@ from manager.config import parse_workflows
 from manager.engine import EngineState, JobSubmitted, StepReplied, apply
 from manager.journal import open_journal
 from manager.recorder import record
+from manager.transport import manager_queues
 
 WORKFLOW = """
 workflows:
@@ -99,8 +100,9 @@ async def cleanup(prefix: str) -> None:
     connection = await aio_pika.connect("amqp://guest:guest@127.0.0.1:5672/")
     async with connection:
         channel = await connection.channel()
-        for name in ("split", "sum", "title", "work", "wm", "wm.jobs", "wm.dead", "wm.signals"):
-            await channel.queue_delete(f"{prefix}.{name}")
+        steps = (f"{prefix}.{name}" for name in ("split", "sum", "title", "work"))
+        for name in (*steps, *manager_queues(f"{prefix}.wm")):
+            await channel.queue_delete(name)
 
 
 async def main() -> None:

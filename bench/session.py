@@ -18,6 +18,7 @@ from bench.journals import Journals
 from bench.managed import ManagerDriver
 from bench.procs import BenchError, Child, start_manager, start_workers, wait_for_consumers
 from bench.shapes import STEP_QUEUES, workflow_yaml
+from manager.transport import manager_queues
 
 __all__ = ["BrokerUnreachable", "ManagedRun", "Session", "SessionOptions"]
 
@@ -124,7 +125,7 @@ class Session:
         self._managers += 1
         queue = f"{self.prefix}wm{self._managers}"
         outcomes = f"{queue}.outcomes"
-        self.owns(queue, f"{queue}.jobs", f"{queue}.dead", f"{queue}.signals", outcomes)
+        self.owns(*manager_queues(queue), outcomes)
         db = self.journals.new(f"wm{self._managers}")
         process = await start_manager(self.config, db, queue, self.options.amqp_url)
         try:

@@ -91,6 +91,7 @@ from manager.transport import (
     Outbound,
     Transport,
     dead_letter_queue,
+    manager_queues,
     signal_queue,
     trigger_queue,
 )
@@ -195,14 +196,7 @@ class Orchestrator:
         queue = self.settings.queue
         partitions = self.ownership.partitioning.queues() if self.ownership else []
         await self.transport.declare(
-            [
-                queue,
-                trigger_queue(queue),
-                signal_queue(queue),
-                dead_letter_queue(queue),
-                *partitions,
-                *step_queues(self.workflows.values()),
-            ]
+            [*manager_queues(queue), *partitions, *step_queues(self.workflows.values())]
         )
         await self._outbox.publish(pending)
         self.transport.watch(self._restored)

@@ -28,6 +28,7 @@ from manager.transport.naming import (
     dead_letter_queue,
     event_routing_key,
     events_exchange,
+    manager_queues,
     signal_queue,
     trigger_queue,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "event_routing_key",
     "events_exchange",
     "header_text",
+    "manager_queues",
     "mask_url",
     "outcome_notice",
     "split_correlation_id",

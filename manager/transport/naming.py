@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "manager_queues",
     "DEFAULT_QUEUE",
     "MAX_MESSAGE_BYTES",
     "HEADER_WORKFLOW",
@@ -60,6 +61,11 @@ def signal_queue(queue: str) -> str:
 def dead_letter_queue(queue: str) -> str:
     """The queue messages that cannot be processed at all are moved to."""
     return f"{queue}.dead"
+
+
+def manager_queues(queue: str) -> tuple[str, ...]:
+    """Every queue a manager on `queue` declares for itself (not its partitions' or steps')."""
+    return (queue, trigger_queue(queue), signal_queue(queue), dead_letter_queue(queue))
 
 
 def events_exchange(queue: str) -> str:

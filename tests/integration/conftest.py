@@ -18,6 +18,7 @@ import pytest
 
 from manager.config import load_workflows
 from manager.orchestrator import step_queues
+from manager.transport import manager_queues
 
 from .harness import Manager, Process, start_manager, start_worker
 
@@ -188,11 +189,6 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
 async def _delete_queues(channel: aio_pika.abc.AbstractChannel, system: System) -> None:
     """Leave the shared broker as we found it: drop the queues this test's manager declared."""
     queue = system.manager.queue
-    names = [
-        queue,
-        f"{queue}.jobs",
-        f"{queue}.dead",
-        *step_queues(load_workflows(system.config).values()),
-    ]
+    names = [*manager_queues(queue), *step_queues(load_workflows(system.config).values())]
     for name in names:
         await channel.queue_delete(name)

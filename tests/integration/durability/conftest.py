@@ -19,6 +19,7 @@ import httpx
 import pytest
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
 
+from manager.transport import manager_queues
 from tests.pgdatabase import PARAMS, fresh_database
 
 from ..harness import Process, free_port
@@ -53,7 +54,7 @@ class Rig:
 
     def __post_init__(self) -> None:
         self.config.write_text(WORKFLOW.replace("{p}", self.prefix))
-        self.queues.update({self.queue, self.trigger_queue, f"{self.queue}.dead"})
+        self.queues.update(manager_queues(self.queue))
         self.queues.update(f"{self.prefix}.{step}" for step in WORKER_STEPS)
 
     @property

@@ -14,6 +14,7 @@ import pytest
 from manager.config import load_workflows
 from manager.events.sse import read_events
 from manager.orchestrator import step_queues
+from manager.transport import manager_queues
 
 from ..harness import Manager, Process, start_manager, start_worker
 
@@ -114,8 +115,7 @@ async def site(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Site
         code = await one.manager.process.stop()
         assert code == 0, f"manager exited with {code}:\n{one.manager.process.output}"
         queue = one.manager.queue
-        for name in (queue, f"{queue}.jobs", f"{queue}.dead",
-                     *step_queues(load_workflows(config).values())):  # fmt: skip
+        for name in (*manager_queues(queue), *step_queues(load_workflows(config).values())):
             await channel.queue_delete(name)
         await channel.exchange_delete(one.exchange)
     await connection.close()

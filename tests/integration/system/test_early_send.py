@@ -11,7 +11,7 @@ import aio_pika
 from manager.config import parse_workflows
 from manager.journal import open_journal
 from manager.orchestrator import ManagerSettings, Orchestrator, step_queues
-from manager.transport import Broker
+from manager.transport import Broker, manager_queues
 from tests.integration.durability.helpers import rabbitmqctl
 
 WORKFLOW = """
@@ -88,7 +88,6 @@ async def test_requests_go_out_before_the_commit_and_the_reply_is_acked_after(
     finally:
         await orchestrator.stop()
         channel = await connection.channel()
-        queues = [settings.queue, f"{settings.queue}.jobs", f"{settings.queue}.dead"]
-        for name in [*queues, *step_queues(workflows.values())]:
+        for name in [*manager_queues(settings.queue), *step_queues(workflows.values())]:
             await channel.queue_delete(name)
         await connection.close()

@@ -12,7 +12,7 @@ from manager.engine import EngineState, JobSubmitted, StepReplied, apply
 from manager.journal import open_journal
 from manager.orchestrator import ManagerSettings, Orchestrator, step_queues
 from manager.recorder import record
-from manager.transport import Broker
+from manager.transport import Broker, manager_queues
 
 WORKFLOW = """
 workflows:
@@ -60,7 +60,6 @@ async def test_finished_jobs_past_retention_are_deleted(amqp_url, unique, tmp_pa
         connection = await aio_pika.connect(amqp_url)
         async with connection:
             channel = await connection.channel()
-            queues = [settings.queue, f"{settings.queue}.jobs", f"{settings.queue}.dead"]
-            queues += step_queues(workflows.values())
+            queues = [*manager_queues(settings.queue), *step_queues(workflows.values())]
             for name in queues:
                 await channel.queue_delete(name)

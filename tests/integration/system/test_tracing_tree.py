@@ -22,7 +22,7 @@ from manager.engine.traceids import job_span_id, step_span_id
 from manager.journal import open_journal
 from manager.orchestrator import ManagerSettings, Orchestrator, step_queues
 from manager.traces.export import SpanRecorder
-from manager.transport import Broker
+from manager.transport import Broker, manager_queues
 from pyworker import Worker
 
 from .test_tracing_process import WORKFLOW  # the same fan-out: prep, then a child per item
@@ -120,5 +120,5 @@ async def _delete_queues(amqp_url: str, queue: str, workflows) -> None:
     connection = await aio_pika.connect(amqp_url)
     async with connection:
         channel = await connection.channel()
-        for name in (queue, f"{queue}.jobs", f"{queue}.dead", *step_queues(workflows.values())):
+        for name in (*manager_queues(queue), *step_queues(workflows.values())):
             await channel.queue_delete(name)
