@@ -90,8 +90,20 @@ CREATE TABLE partition_leases (
 );
 """
 
+# The managers of a partitioned journal, each heartbeated with its leases: how many share the
+# partitions (balancing), and where each one's HTTP API is (forwarding a request to the owner).
+_V3 = """
+CREATE TABLE cluster_members (
+    name text COLLATE "C" PRIMARY KEY,
+    api_url text,
+    joined_at double precision NOT NULL,
+    renewed_at double precision NOT NULL,
+    expires_at double precision NOT NULL
+);
+"""
+
 # MIGRATIONS[i] takes a journal from version i to i + 1, in the transaction that opens it.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -151,7 +163,5 @@ async def prepare(conn: psycopg.AsyncConnection, where: PgLocation, *, create: b
         for migration in MIGRATIONS[version:]:
             await conn.execute(migration)
         if version < SCHEMA_VERSION:
-            await conn.execute(
-                f"UPDATE {_VERSION_TABLE} SET version = %s", (SCHEMA_VERSION,)
-            )
+            await conn.execute(f"UPDATE {_VERSION_TABLE} SET version = %s", (SCHEMA_VERSION,))
     return version
