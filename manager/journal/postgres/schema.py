@@ -90,9 +90,15 @@ CREATE TABLE partition_leases (
 );
 """
 
+# The partition a partitioned manager placed each job tree in (manager/cluster/partitioning.py):
+# NULL, as in every row from before, means its top-level job id's partition.
+_V3 = """
+ALTER TABLE jobs ADD COLUMN partition integer;
+"""
+
 # The managers of a partitioned journal, each heartbeated with its leases: how many share the
 # partitions (balancing), and where each one's HTTP API is (forwarding a request to the owner).
-_V3 = """
+_V4 = """
 CREATE TABLE cluster_members (
     name text COLLATE "C" PRIMARY KEY,
     api_url text,
@@ -103,7 +109,7 @@ CREATE TABLE cluster_members (
 """
 
 # MIGRATIONS[i] takes a journal from version i to i + 1, in the transaction that opens it.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
