@@ -510,7 +510,8 @@ class Orchestrator:
         named = bool(delivery.correlation_id)
         if self.ownership is not None and not isinstance(event, intake.Undeliverable):
             event = await self._placed(event, named)
-            if event.partition is not None and event.partition not in self.ownership.held:
+            # Not `held`: a partition being handed over starts nothing new here.
+            if event.partition is not None and event.partition not in self.ownership.running:
                 chosen = None if named else event.job_id
                 await self._hand_over(delivery, event.partition, handoff.TRIGGER, chosen)
                 return
@@ -570,7 +571,7 @@ class Orchestrator:
             return None
         assert self._placement is not None
         partition = await self._placement.partition_of(canonical_uuid(job_id) or job_id)
-        return None if partition in self.ownership.held else partition
+        return None if partition in self.ownership.running else partition
 
     async def _finished_reason(self, job_id: str) -> str | None:
         """Why a signal cannot be for `job_id`: it ended and left memory; None when it did not."""

@@ -11,10 +11,7 @@ import json
 import sys
 import uuid
 
-import httpx
 import pytest
-
-from manager.journal import open_journal
 
 from ..durability.helpers import READY_TIMEOUT_S, publish_trigger
 from ..harness import Process
@@ -30,8 +27,6 @@ workflows:
     steps:
       - {name: book, queue: "{p}.book"}
 """
-
-_OWNER = "SELECT owner FROM partition_leases WHERE partition = %s"
 
 
 @pytest.fixture
@@ -51,35 +46,6 @@ async def _start_worker(cluster) -> Process:
     return worker
 
 
-async def _holding(cluster) -> dict[str, list[int]]:
-    """Each manager's partitions, as the first one's GET /api/cluster shows them."""
-    async with httpx.AsyncClient(base_url=cluster.managers[0].api_url, timeout=10) as http:
-        view = (await http.get("/api/cluster")).json()
-    return {m["name"]: m["partitions"] for m in view["managers"]}
-
-
-async def _held_elsewhere(cluster) -> None:
-    """Every partition held by a pretend manager, so the managers start with none."""
-    await (await open_journal(cluster.db)).close()  # the tables
-    cluster.query("INSERT INTO cluster_partitions VALUES (%s)", (cluster.partitions,))
-    cluster.query(
-        "INSERT INTO partition_leases (partition, owner, epoch, expires_at)"
-        " SELECT k, 'elsewhere', 1, 1e12 FROM generate_series(0, %s - 1) k",
-        (cluster.partitions,),
-    )
-
-
-async def _spread(cluster) -> None:
-    """Free the pretend manager's partitions one at a time: each goes to the manager whose
-    lease tick comes first, so they end up spread over the managers."""
-    for partition in range(cluster.partitions):
-        cluster.query(
-            "UPDATE partition_leases SET expires_at = 0 WHERE partition = %s", (partition,)
-        )
-        await until(lambda k=partition: cluster.query(_OWNER, (k,)) != [("elsewhere",)], "taken")
-        await asyncio.sleep(0.4)  # a different phase of the managers' lease ticks
-
-
 def _overlaps(spans: list[dict]) -> list[tuple[dict, dict]]:
     """Pairs of requests of one account whose (start, end) overlap."""
     found = []
@@ -96,14 +62,12 @@ async def test_jobs_of_one_account_never_run_at_once_across_three_managers(clust
     record = tmp_path / "requests.jsonl"
     outcomes = await cluster.outcome_queue()
     await _start_worker(cluster)
-    # The partitions spread over the managers: a trigger often reaches one that must hand it
-    # over, and an account's jobs would run on several managers were they not placed by key.
-    await _held_elsewhere(cluster)
+    # The managers share the partitions 2/2/2: a trigger often reaches a manager that must
+    # hand it over, and an account's jobs would run on several managers were they not placed
+    # by their key.
     for _ in range(3):
         await cluster.start_manager()
-    await _spread(cluster)
-    holding = await _holding(cluster)
-    assert len(holding) >= 2, f"the partitions did not spread: {holding}"
+    holding = await cluster.balanced(cluster.managers, timeout_s=30)
 
     sent = []
     for n in range(JOBS):
