@@ -57,6 +57,7 @@ from manager.engine import (
 from manager.engine import timers as timer_keys
 from manager.engine.snapshot import restore
 from manager.errors import (
+    BrokerError,
     DuplicateJob,
     DuplicateKey,
     FencedOut,
@@ -323,11 +324,19 @@ class Orchestrator:
     # -- partitions ----------------------------------------------------------------------
 
     async def adopt(self, partitions: list[int]) -> None:
-        """Run partitions just taken (a failover): replay their running jobs, publish their
-        unconfirmed messages, arm their timers, and consume their queue."""
+        """Run partitions just taken (a failover, a hand-over): replay their running jobs,
+        publish their unconfirmed messages, arm their timers, consume their queue, and fire
+        what their schedules' firings missed meanwhile."""
         if not partitions:
             return
+        assert self.ownership is not None
         taken = set(partitions)
+        # Firings due while no manager ran these partitions (a hand-over, a failover: a lease
+        # lives lease_ttl_s, then waits up to a renewal to be taken) are fired below; those
+        # after the cluster was down are left to the catch-up rule of a start.
+        taken_at = self.now()
+        within = 2 * (self.settings.lease_ttl_s + self.settings.lease_renew_s)
+        unrun = self.ownership.unrun_for(partitions, within)
         roots = await self._running_roots(taken)
         replay(self._state, map(to_event, await self._rows_to_replay(roots)))
         for observer in self._observers:
@@ -339,6 +348,8 @@ class Orchestrator:
         for partition in partitions:
             await self._consume_partition(partition)
         log.info("running partitions %s (%d running jobs taken over)", partitions, len(roots))
+        if unrun is not None:
+            await self.schedules.fire_missed(taken_at - unrun)
 
     async def release(self, partitions: list[int]) -> None:
         """Hand partitions over (balancing): stop consuming their queues, finish the
@@ -645,7 +656,9 @@ class Orchestrator:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             done.set_result(None)
             return done
-        return asyncio.ensure_future(self._outbox.publish(messages))
+        sending = asyncio.ensure_future(self._outbox.publish(messages))
+        sending.add_done_callback(_publish_given_up)
+        return sending
 
     def _carry_out(self, command: Command) -> None:
         """What a command asks of the manager itself, once its event is journaled."""
@@ -738,12 +751,35 @@ class Orchestrator:
             return False  # partitioned: the manager holding this firing's partition fires it
         if job_id in self._state.jobs or await self.finished_row(job_id) is not None:
             return False
+        await self._catch_up_pause(workflow, schedule.name)
         result, sending = await self._process(event)
         await sending
         return result.fired is not None and result.fired.job_id == job_id
 
+    async def _catch_up_pause(self, workflow: str, schedule: str) -> None:
+        """Partitioned: another manager may have paused or resumed the schedule since we
+        replayed its rows; replay its latest pause or resume row into our engine too (it is
+        committed: not journaled again), so our firing meets the state the journal has."""
+        if self.ownership is None:
+            return
+        row = await self.journal.latest_row(schedule_journal_id(workflow, schedule))
+        if row is None:
+            return
+        event = to_event(row)
+        paused = f"{workflow}/{schedule}" in self._state.schedules_paused
+        if isinstance(event, SchedulePaused) and event.paused != paused:
+            apply(self._state, event)
+
     async def pause_schedule(self, workflow: str, schedule: str, paused: bool) -> None:
-        """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one."""
+        """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one.
+
+        Partitioned, a manager running no partition (a standby) cannot commit: NotOwner.
+        """
+        if self.ownership is not None and not self.ownership.running:
+            home = self.ownership.partitioning.of(schedule_journal_id(workflow, schedule))
+            raise NotOwner(
+                "this manager runs no partition now (a standby); ask one that does", home
+            )
         event = SchedulePaused(workflow, schedule, paused, self.now())
         result, sending = await self._process(event)
         if result.refused is not None:
@@ -756,6 +792,7 @@ class Orchestrator:
         `fired` row (committed with its firing), so it survives a restart."""
         row = await self.journal.latest_row(fired_journal_id(workflow, schedule))
         last_job = row.meta.get("job") if row is not None else None
+        await self._catch_up_pause(workflow, schedule)
         return f"{workflow}/{schedule}" in self._state.schedules_paused, last_job
 
     async def find_job(self, job_id: str) -> Job | None:
@@ -880,6 +917,13 @@ class Orchestrator:
                 self._fail(exc)
                 return
             await asyncio.sleep(self.settings.retention_every_s)
+
+
+def _publish_given_up(sending: asyncio.Future[None]) -> None:
+    """A publish cut short by the transport closing (a stop): its messages stay unconfirmed in
+    the journal, for the next start or owner to publish; nothing to report louder."""
+    if not sending.cancelled() and isinstance(sending.exception(), BrokerError):
+        log.debug("publishing given up at stop: %s", sending.exception())
 
 
 def _log_crash(task: asyncio.Task[None]) -> None:
