@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from manager import intake
 from manager.cluster import handoff
+from manager.cluster.directory import Directory
 from manager.cluster.partitioning import partition_queue
 from manager.cluster.view import UNPARTITIONED, cluster_json
 from manager.config import Workflow
@@ -128,6 +129,8 @@ class Orchestrator:
         self.workflows = dict(workflows)
         # Partitioned (several managers on one PostgreSQL journal): only our partitions' jobs.
         self.ownership = ownership
+        # Who runs the other partitions, for the API to ask about their jobs.
+        self.directory = None if ownership is None else Directory(ownership.table, ownership.owner)
         self._reply_queue: str | Callable[[str], str] = (
             settings.queue if ownership is None else ownership.partitioning.reply_queue
         )
@@ -356,12 +359,13 @@ class Orchestrator:
         return drawn if drawn is not None else self.new_id()
 
     def _require_owner(self, root_id: str) -> None:
-        """NotOwner (the API answers 503) for a job another manager runs."""
+        """NotOwner (the API asks the owner instead) for a job another manager runs."""
         if not self._owns(root_id):
             assert self.ownership is not None
+            partition = self.ownership.partitioning.of(root_id)
             raise NotOwner(
-                f"job {root_id} is in partition {self.ownership.partitioning.of(root_id)}, "
-                "which another manager runs; ask that manager"
+                f"job {root_id} is in partition {partition}, which another manager runs",
+                partition,
             )
 
     async def _restored(self) -> None:
@@ -476,17 +480,23 @@ class Orchestrator:
         await asyncio.shield(sending)
 
     async def _foreign_root(self, job_id: str) -> str | None:
-        """The top-level job of `job_id` when another manager runs it; None when we do."""
+        """The top-level job of `job_id` when another manager runs it; None when we do (a job
+        the journal does not know is taken as a top-level one)."""
         if self.ownership is None or job_id in self._state.jobs:
             return None
-        root = await self._root_of(job_id)
+        root = await self._root_of(job_id) or canonical_uuid(job_id) or job_id
         return None if self._owns(root) else root
 
-    async def _root_of(self, job_id: str) -> str:
-        """The top-level job of `job_id` (a child's root is in the journal; else itself)."""
+    async def _root_of(self, job_id: str) -> str | None:
+        """The top-level job of `job_id`, from the journal: its job row, or (a running child
+        has none until it ends) its latest event row; None when it has neither (no such job,
+        or a child that has written nothing yet: one whose first step waits for a signal)."""
         canonical = canonical_uuid(job_id) or job_id
         row = await self.journal.job(canonical)
-        return row.root_id if row is not None else canonical
+        if row is not None:
+            return row.root_id
+        event = await self.journal.latest_row(canonical)
+        return event.root_id if event is not None and event.root_id else None
 
     async def _finished_reason(self, job_id: str) -> str | None:
         """Why a signal cannot be for `job_id`: it ended and left memory; None when it did not."""
@@ -670,16 +680,28 @@ class Orchestrator:
         last_job = row.meta.get("job") if row is not None else None
         return f"{workflow}/{schedule}" in self._state.schedules_paused, last_job
 
-    async def find_job(self, job_id: str) -> Job | None:
-        """A job in memory, or a finished one restored from its journal snapshot."""
+    async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
+        """A job in memory, or a finished one restored from its journal snapshot.
+
+        Partitioned, a running job (a child too) of another manager's partition is live in
+        that manager's memory: NotOwner, so the API asks it; with `replay_foreign` (it cannot
+        be asked now), the job as its committed journal rows make it.
+        """
         job = self._state.jobs.get(job_id)
         if job is not None:
             return job
         row = self._ended.get(job_id) or await self.journal.job(job_id)
-        if row is not None and row.snapshot is None and not self._owns(row.root_id):
-            return await self._replayed(row)
         if row is None or row.snapshot is None:
-            return None
+            if self.ownership is None:
+                return None
+            root = row.root_id if row is not None else await self._root_of(job_id)
+            if root is None and not replay_foreign:
+                raise NotOwner(f"no job {job_id}", None)  # unless another manager runs it
+            if root is None or self._owns(root):
+                return None
+            if not replay_foreign:
+                self._require_owner(root)
+            return await self._replayed(root, job_id)
         workflow = self._state.definitions.get(row.definition)
         if workflow is None:
             stored = await self.journal.definitions([row.definition])
@@ -688,14 +710,14 @@ class Orchestrator:
             workflow = Workflow.model_validate_json(stored[row.definition][1])
         return restore(row.snapshot, workflow)
 
-    async def _replayed(self, row: JobRow) -> Job | None:
-        """A running job another manager runs, as its committed journal rows make it: replayed
-        through the same engine into a state of its own (ours is left alone)."""
+    async def _replayed(self, root_id: str, job_id: str) -> Job | None:
+        """A job of a tree another manager runs, as its committed journal rows make it:
+        replayed through the same engine into a state of its own (ours is left alone)."""
         stored = await self.journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
         state = EngineState.from_workflows(self.workflows, pinned, self.settings.max_running_jobs)
-        replay(state, map(to_event, await self.journal.replay_rows([row.root_id])))
-        return state.jobs.get(row.id)
+        replay(state, map(to_event, await self.journal.replay_rows([root_id])))
+        return state.jobs.get(job_id)
 
     async def finished_row(self, job_id: str) -> JobRow | None:
         """The journal row of a job that has ended and left memory, if `job_id` names one."""
@@ -750,10 +772,15 @@ class Orchestrator:
         return "kept" if job.steps[step].status is StepStatus.PENDING else "completed"
 
     async def _require_owner_of(self, job_id: str) -> None:
-        """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory)."""
-        root = await self._foreign_root(job_id)
-        if root is not None:
-            self._require_owner(root)
+        """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory);
+        NotOwner with no partition for a job the journal does not know (another manager may
+        run it: a child that has written nothing yet)."""
+        if self.ownership is None or job_id in self._state.jobs:
+            return
+        root = await self._root_of(job_id)
+        if root is None:
+            raise NotOwner(f"no job {job_id}", None)
+        self._require_owner(root)
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
         job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory
