@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.managers import managers
 from bench.procs import BenchError
 from bench.profiling import Profile, Recorder, read_profile
 from bench.readme import write_readme
@@ -26,7 +27,7 @@ EXIT_OK = 0  # every figure measured (a missed target does not fail the run)
 EXIT_ERROR = 1  # a job failed or timed out, or a process died: no figures
 EXIT_USAGE = 2
 EXIT_BROKER = 3  # RabbitMQ unreachable
-SCENARIOS = ("throughput", "latency", "linear", "fanout", "recovery")
+SCENARIOS = ("throughput", "latency", "linear", "fanout", "recovery", "managers")
 
 EPILOG = """\
 examples:
@@ -34,6 +35,7 @@ examples:
   python -m bench                              # the full run (a few minutes)
   python -m bench --write-readme --profile bench/profile   # full run, results into README
   python -m bench --db postgresql://postgres@127.0.0.1/postgres   # journals in PostgreSQL
+  python -m bench --db postgresql://postgres@127.0.0.1/postgres --only managers --partitions 4
 
 exit codes: 0 measured (missed targets are reported, not failed), 1 a job failed or timed
 out, 2 bad arguments, 3 RabbitMQ unreachable
@@ -68,6 +70,13 @@ def _parser() -> argparse.ArgumentParser:
         help="keep every manager's journal in this PostgreSQL database, each in a fresh schema "
         "(dropped at the end), instead of a fresh SQLite file",
     )
+    parser.add_argument(
+        "--partitions",
+        type=_positive,
+        default=4,
+        metavar="P",
+        help="the managers scenario's --partitions, for one manager and for two (default 4)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="pyworker processes (default 1)")
     parser.add_argument(
         "--worker-prefetch", type=int, default=100, help="worker prefetch per queue (default 100)"
@@ -86,6 +95,12 @@ def _postgres_url(text: str) -> str:
     if not is_postgres_url(text):
         raise argparse.ArgumentTypeError(f"not a postgresql:// URL: {text!r}")
     return text
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {text!r}")
+    return int(text)
 
 
 def _scenarios(text: str) -> tuple[str, ...]:
@@ -111,7 +126,11 @@ async def _profiled_throughput(run: ManagedRun, plan: Plan, directory: Path) -> 
 
 
 async def _run(
-    plan: Plan, options: SessionOptions, only: tuple[str, ...], profile_dir: Path | None
+    plan: Plan,
+    options: SessionOptions,
+    only: tuple[str, ...],
+    profile_dir: Path | None,
+    partitions: int,
 ) -> Results:
     results = Results()
     async with Session(options) as session:
@@ -133,6 +152,11 @@ async def _run(
                 results.add(figures)
         if "recovery" in only:
             results.add(await recovery(session, plan.recovery_jobs))
+        if "managers" in only and options.postgres_url is not None:
+            async for figures in managers(session, plan, partitions):
+                results.add(figures)
+        elif "managers" in only:
+            print("managers: skipped (several managers share a PostgreSQL journal: give --db)")
     return results
 
 
@@ -141,6 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.profile is not None and not Recorder.available():
         print("python -m bench: --profile needs py-spy (pip install py-spy)", file=sys.stderr)
+        return EXIT_USAGE
+    if "managers" in args.only and args.only != SCENARIOS and args.db is None:
+        print("python -m bench: --only managers needs --db postgresql://...", file=sys.stderr)
         return EXIT_USAGE
     plan = QUICK if args.quick else FULL
     options = SessionOptions(
@@ -156,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"warning: load average {load:.1f} before the run: other processes compete for the CPU"
         )
     try:
-        results = asyncio.run(_run(plan, options, args.only, args.profile))
+        results = asyncio.run(_run(plan, options, args.only, args.profile, args.partitions))
     except BrokerUnreachable as exc:
         print(f"python -m bench: error: {exc}", file=sys.stderr)
         return EXIT_BROKER

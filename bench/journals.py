@@ -34,9 +34,10 @@ class Journals:
         """What the journals are, for the report: "SQLite" or "PostgreSQL"."""
         return "SQLite" if self._url is None else "PostgreSQL"
 
-    def new(self, name: str) -> str:
-        """A fresh, empty journal named after `name`: its --db value."""
-        if self._url is None:
+    def new(self, name: str, sqlite: bool = False) -> str:
+        """A fresh, empty journal named after `name`: its --db value (a SQLite file when
+        `sqlite`, even with --db)."""
+        if self._url is None or sqlite:
             return str(self._tmp / f"{name}.db")
         schema = f"bench_{uuid.uuid4().hex[:8]}_{name}"
         self._execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))

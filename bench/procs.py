@@ -19,6 +19,7 @@ __all__ = [
     "Child",
     "cpu_s",
     "memory_kb",
+    "pids_named",
     "reset_peak",
     "start_manager",
     "start_workers",
@@ -48,6 +49,7 @@ class Child:
         self.name = name
         self.proc = proc
         self.tail: deque[str] = deque(maxlen=40)
+        self.api_url = ""  # a manager's HTTP API (set by start_manager)
         self._waiters: list[tuple[re.Pattern[str], asyncio.Future[str]]] = []
         self._reader = asyncio.create_task(self._read(), name=f"read {name}")
 
@@ -110,13 +112,22 @@ class Child:
         return self.proc.returncode if self.proc.returncode is not None else -1
 
 
-async def start_manager(config: Path, db: str, queue: str, amqp_url: str) -> Child:
-    """`python -m manager serve` on a free port; returns once it serves (HTTP API up)."""
-    manager = await Child.start(
-        "manager",
+async def start_manager(
+    config: Path, db: str, queue: str, amqp_url: str, partitions: int | None = None
+) -> Child:
+    """`python -m manager serve` on a free port; returns once it serves (HTTP API up).
+
+    Its HTTP API's address is the child's `api_url`.
+    """
+    port = free_port()
+    args = [
         sys.executable, "-m", "manager", "serve", "--config", str(config), "--db", db,
-        "--queue", queue, "--port", str(free_port()), "--amqp-url", amqp_url,
-    )  # fmt: skip
+        "--queue", queue, "--port", str(port), "--amqp-url", amqp_url,
+    ]  # fmt: skip
+    if partitions is not None:
+        args += ["--partitions", str(partitions)]
+    manager = await Child.start("manager", *args)
+    manager.api_url = f"http://127.0.0.1:{port}"
     await manager.wait_for_line(r"HTTP API on", timeout_s=60)
     return manager
 
@@ -182,15 +193,21 @@ def thread_cpu_s(pid: int) -> dict[str, float]:
     return result
 
 
-def broker_pid() -> int | None:
-    """The local RabbitMQ's Erlang VM (beam.smp), to read its CPU time; None if not found."""
+def pids_named(command: str) -> list[int]:
+    """The processes whose command (/proc/<pid>/comm) is `command`, e.g. `postgres`."""
+    found = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and (proc / "comm").read_text().strip() == "beam.smp":
-                return int(proc.name)
+            if proc.name.isdigit() and (proc / "comm").read_text().strip() == command:
+                found.append(int(proc.name))
         except OSError:
             continue
-    return None
+    return found
+
+
+def broker_pid() -> int | None:
+    """The local RabbitMQ's Erlang VM (beam.smp), to read its CPU time; None if not found."""
+    return next(iter(pids_named("beam.smp")), None)
 
 
 def memory_kb(pid: int | str, field: str) -> int:

@@ -18,6 +18,7 @@ from bench.journals import Journals
 from bench.managed import ManagerDriver
 from bench.procs import BenchError, Child, start_manager, start_workers, wait_for_consumers
 from bench.shapes import STEP_QUEUES, workflow_yaml
+from manager.cluster.partitioning import partition_queue
 from manager.transport import manager_queues
 
 __all__ = ["BrokerUnreachable", "ManagedRun", "Session", "SessionOptions"]
@@ -40,12 +41,17 @@ class SessionOptions:
 
 @dataclass
 class ManagedRun:
-    """A manager process on a fresh journal and the driver that triggers its jobs."""
+    """Manager processes on one fresh journal and the driver that triggers their jobs."""
 
-    process: Child
+    processes: list[Child]
     driver: ManagerDriver
-    db: str  # its --db
+    db: str  # their --db
     queue: str
+
+    @property
+    def process(self) -> Child:
+        """The first manager (the only one, without partitions)."""
+        return self.processes[0]
 
 
 class Session:
@@ -119,25 +125,34 @@ class Session:
         return self._baseline
 
     @contextlib.asynccontextmanager
-    async def manager(self) -> AsyncIterator[ManagedRun]:
-        """A fresh manager (own queue, own journal) for the duration of the block."""
+    async def manager(
+        self, count: int = 1, partitions: int | None = None, sqlite: bool = False
+    ) -> AsyncIterator[ManagedRun]:
+        """`count` fresh managers (own queue, one fresh journal, `--partitions` when given) for
+        the duration of the block; `sqlite`: the journal is a SQLite file even with --db."""
         assert self.connection is not None
         self._managers += 1
         queue = f"{self.prefix}wm{self._managers}"
         outcomes = f"{queue}.outcomes"
         self.owns(*manager_queues(queue), outcomes)
-        db = self.journals.new(f"wm{self._managers}")
-        process = await start_manager(self.config, db, queue, self.options.amqp_url)
+        self.owns(*(partition_queue(queue, k) for k in range(partitions or 0)))
+        db = self.journals.new(f"wm{self._managers}", sqlite)
+        processes: list[Child] = []
         try:
+            for _ in range(count):
+                processes.append(
+                    await start_manager(self.config, db, queue, self.options.amqp_url, partitions)
+                )
             driver = await ManagerDriver.open(self.connection, f"{queue}.jobs", outcomes)
             try:
-                yield ManagedRun(process, driver, db, queue)
+                yield ManagedRun(processes, driver, db, queue)
             finally:
                 await driver.close()
         finally:
-            code = await process.stop()
-        if code != 0:
-            raise BenchError(f"the manager exited with {code}:\n{process.output}")
+            codes = [await process.stop() for process in reversed(processes)]
+        for process, code in zip(reversed(processes), codes, strict=True):
+            if code != 0:
+                raise BenchError(f"a manager exited with {code}:\n{process.output}")
 
     async def __aexit__(self, *exc_info: object) -> None:
         try:

@@ -88,3 +88,12 @@ def test_the_quick_benchmark_keeps_its_journals_in_postgresql_with_db(amqp_url):
             f"no line for {pattern!r}:\n{output}"
         )
     assert schemas == [], f"schemas left behind: {schemas}"
+
+
+def test_the_managers_scenario_without_db_is_a_usage_error():
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "managers"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--only managers needs --db postgresql://" in done.stderr
