@@ -9,25 +9,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from manager.cluster.view import Lease
+from manager.cluster.view import Lease, Member
 
 __all__ = ["Directory", "Peer"]
 
 MAX_AGE_S = 1.0
-
-
-class Member(Protocol):
-    """A manager alive on the journal, as the lease table lists it."""
-
-    @property
-    def name(self) -> str:
-        """host:pid, as in the leases."""
-        ...
-
-    @property
-    def api_url(self) -> str | None:
-        """Where its HTTP API answers the other managers."""
-        ...
 
 
 class ClusterTable(Protocol):

@@ -14,7 +14,7 @@ import pytest
 from manager.api import create_app
 from manager.api.forwarding import ANSWERED_BY, FORWARDED_BY, Forwarder
 from manager.cluster.directory import Directory, Peer
-from manager.cluster.view import Lease
+from manager.cluster.view import Lease, Member
 from manager.errors import JournalError, NotOwner
 
 from .conftest import load_workflows
@@ -25,19 +25,12 @@ OWNER_URL = "http://there:8080"
 
 
 @dataclass
-class Member:
-    name: str
-    api_url: str | None
-    renewed_s_ago: float = 0.0
-
-
-@dataclass
 class Table:
     """The lease table: partition 3 held by OWNER unless a test changes it; counts reads."""
 
     owner: str | None = OWNER
     expires_in_s: float = 2.5
-    members_: list[Member] = field(default_factory=lambda: [Member(ME, "http://here:8080")])
+    members_: list[Member] = field(default_factory=lambda: [Member(ME, "http://here:8080", 0.1)])
     reads: int = 0
     broken: bool = False
 
@@ -48,7 +41,7 @@ class Table:
         return [Lease(3, self.owner, 4, self.expires_in_s, 0.2), Lease(5, ME, 1, 2.0, 0.1)]
 
     async def members(self) -> list[Member]:
-        return [*self.members_, Member(OWNER, OWNER_URL)]
+        return [*self.members_, Member(OWNER, OWNER_URL, 0.1)]
 
 
 class Service:
@@ -205,7 +198,7 @@ async def test_an_owner_without_an_api_url_is_named(
     client: httpx.AsyncClient, table: Table
 ) -> None:
     table.owner = "quiet:3"
-    table.members_.append(Member("quiet:3", None))
+    table.members_.append(Member("quiet:3", None, 0.1))
     response = await client.delete(f"/api/job/{JOB}")
     assert response.status_code == 503
     assert "its owner quiet:3 advertises no API URL" in response.json()["error"]
@@ -264,7 +257,7 @@ async def test_a_job_of_no_known_partition_is_asked_of_every_other_manager_in_tu
     answered_by: str | None,
 ) -> None:
     service.unknown = True  # a running child job that has written nothing yet, say
-    table.members_.append(Member("third:3", "http://third:8080"))
+    table.members_.append(Member("third:3", "http://third:8080", 0.1))
     owner.knows = knows
     body = json.dumps({"ok": True}).encode()
     response = await client.post(f"/api/job/{JOB}/signal/approve", content=body)
