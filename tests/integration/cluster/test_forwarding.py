@@ -32,7 +32,6 @@ WAITING = """
 """
 FORWARDED_BY = "x-wm-forwarded-by"
 ANSWERED_BY = "x-wm-answered-by"
-STABLE_READS = 3
 
 
 async def cluster_view(member: Member) -> dict[str, Any]:
@@ -43,29 +42,17 @@ async def cluster_view(member: Member) -> dict[str, Any]:
 
 
 async def settled_pair(cluster: ClusterRig) -> tuple[Member, Member, int]:
-    """Two managers whose partitions stay put (three reads in a row, a second apart, show
-    the same owner of every partition); one of them, one partition it runs, and the other."""
+    """Two managers sharing the partitions evenly, as GET /api/cluster shows them: one of
+    them, one partition it runs, and the other."""
     cluster.config.write_text((chaos.WORKFLOW + WAITING).replace("{p}", cluster.prefix))
-    first = await cluster.start_manager()
-    await first.process.wait_for_line(r"holds \d+\b")
-    second = await cluster.start_manager()
-    await second.process.wait_for_line(r"holds \d+\b")
-    seen: list[dict[int, str]] = []
-    deadline = asyncio.get_running_loop().time() + 30
-    while len(seen) < STABLE_READS or any(s != seen[-1] for s in seen[-STABLE_READS:]):
-        assert asyncio.get_running_loop().time() < deadline, f"partitions still moving: {seen}"
-        view = await cluster_view(first)
-        owners = {
-            lease["partition"]: lease["owner"]
-            for lease in view["leases"]
-            if lease["owner"] is not None and lease["expires_in_s"] > 0
-        }
-        seen.append(owners if len(owners) == cluster.partitions else {})
-        await asyncio.sleep(1.0)
-    by_name = {m.owner: m for m in (first, second)}
-    partition, name = sorted(seen[-1].items())[0]
-    owner = by_name[name]
-    return owner, second if owner is first else first, partition
+    first, second = await cluster.start_manager(), await cluster.start_manager()
+    await cluster.balanced([first, second])
+    view = await cluster_view(second)
+    # Each advertises its API where the other reaches it (the default: its host and port).
+    urls = {m["name"]: m["api_url"] for m in view["managers"]}
+    assert urls == {first.owner: first.api_url, second.owner: second.api_url}, view
+    lease = next(lease for lease in view["leases"] if lease["owner"] == first.owner)
+    return first, second, lease["partition"]
 
 
 async def ask(member: Member, method: str, path: str, body: Any = None) -> httpx.Response:
