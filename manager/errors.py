@@ -93,7 +93,11 @@ class JobConflict(ManagerError):
 
 
 class NotOwner(ManagerError):
-    """The job is in a partition another manager runs (or none of ours yet): ask that one."""
+    """The job is in `partition`, which another manager runs (or none yet): ask that one."""
+
+    def __init__(self, message: str, partition: int) -> None:
+        super().__init__(message)
+        self.partition = partition
 
 
 class BrokerError(ManagerError):

@@ -20,13 +20,14 @@ import heapq
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from manager import intake
 from manager.cluster import handoff
 from manager.cluster.partitioning import partition_queue
+from manager.cluster.placement import Placement
 from manager.cluster.view import UNPARTITIONED, cluster_json
 from manager.config import Workflow
 from manager.config.schedules import Schedule
@@ -68,11 +69,12 @@ from manager.errors import (
     UnknownWorkflow,
 )
 from manager.ignoredlog import IgnoredLog
-from manager.journal import Batch, EventRow, JobHistory, JobRow, Journal
+from manager.journal import EventRow, JobHistory, JobRow, Journal
 from manager.observers import DeadLetterWatcher, Observer
 from manager.outbox import Outbox
 from manager.recorder import (
     Record,
+    ReplyQueue,
     duplicate_reason,
     finished_notice,
     fired_journal_id,
@@ -128,8 +130,15 @@ class Orchestrator:
         self.workflows = dict(workflows)
         # Partitioned (several managers on one PostgreSQL journal): only our partitions' jobs.
         self.ownership = ownership
-        self._reply_queue: str | Callable[[str], str] = (
+        self._reply_queue: ReplyQueue = (
             settings.queue if ownership is None else ownership.partitioning.reply_queue
+        )
+        # Rows of jobs that ended, until their batch is committed: they may have left memory.
+        self._ended: dict[str, JobRow] = {}
+        self._placement = (
+            None
+            if ownership is None
+            else Placement(ownership.partitioning, journal, lambda: self._state, self._ended)
         )
         self._observers = tuple(observers)
         self._dead_letter_watchers = tuple(
@@ -148,8 +157,6 @@ class Orchestrator:
         self._outbox = Outbox(transport, journal, clock, self._fail, settings.publish_retry_s)
         self._timers = Timekeeper(clock, self._timer_due)
         self._ignored = IgnoredLog(log)
-        # Rows of jobs that ended, until their batch is committed: they may have left memory.
-        self._ended: dict[str, JobRow] = {}
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -253,7 +260,7 @@ class Orchestrator:
         self._state = EngineState.from_workflows(
             self.workflows, pinned, self.settings.max_running_jobs
         )
-        roots = [root for root in await self.journal.running_roots() if self._owns(root)]
+        roots = await self._running_roots()
         replay(self._state, map(to_event, await self._rows_to_replay(roots)))
         for observer in self._observers:
             observer.recovered(self._state.jobs.values())
@@ -273,18 +280,35 @@ class Orchestrator:
         schedule_rows = await self.journal.schedule_rows(journal_ids)
         return list(heapq.merge(rows, schedule_rows, key=attrgetter("seq")))
 
+    async def _running_roots(self, partitions: set[int] | None = None) -> list[str]:
+        """The running top-level jobs of our partitions (or of `partitions`); all of them,
+        unpartitioned. Oldest first."""
+        roots = await self.journal.running_roots()
+        if self.ownership is None:
+            return roots
+        return await self._in_partitions(roots, partitions)
+
     async def _pending(self, partitions: set[int] | None = None) -> list[Outbound]:
         """Messages the journal holds as unconfirmed (of our partitions, or of `partitions`)."""
         rows = await self.journal.pending_outbound()
         if self.ownership is not None:
-            of = self.ownership.partitioning.of
-            wanted = partitions if partitions is not None else set(self.ownership.held)
-            rows = [row for row in rows if row.root_id is None or of(row.root_id) in wanted]
+            roots = {row.root_id for row in rows if row.root_id is not None}
+            kept = set(await self._in_partitions(roots, partitions))
+            rows = [row for row in rows if row.root_id is None or row.root_id in kept]
         return [pending_message(row) for row in rows]
 
-    def _owns(self, root_id: str) -> bool:
-        """True when the job tree `root_id` is ours to run (always, unpartitioned)."""
-        return self.ownership is None or self.ownership.owns(root_id)
+    async def _in_partitions(
+        self, roots: Collection[str], partitions: set[int] | None
+    ) -> list[str]:
+        """Those of the top-level jobs `roots` in our partitions (or in `partitions`)."""
+        assert self.ownership is not None and self._placement is not None
+        wanted = partitions if partitions is not None else set(self.ownership.held)
+        return await self._placement.select(roots, wanted)
+
+    def _owns(self, root_id: str, placed: int | None = None) -> bool:
+        """True when the job tree `root_id` (placed in `placed`, else by its id) is ours to run
+        (always, unpartitioned)."""
+        return self.ownership is None or self.ownership.owns(root_id, placed)
 
     # -- partitions ----------------------------------------------------------------------
 
@@ -294,9 +318,7 @@ class Orchestrator:
         if not partitions:
             return
         taken = set(partitions)
-        assert self.ownership is not None
-        of = self.ownership.partitioning.of
-        roots = [r for r in await self.journal.running_roots() if of(r) in taken]
+        roots = await self._running_roots(taken)
         replay(self._state, map(to_event, await self._rows_to_replay(roots)))
         for observer in self._observers:
             observer.recovered(self._state.jobs.values())
@@ -339,11 +361,10 @@ class Orchestrator:
             await self.on_reply(delivery)
 
     async def _hand_over(
-        self, delivery: Delivery, root_id: str, kind: str, job_id: str | None
+        self, delivery: Delivery, partition: int, kind: str, job_id: str | None
     ) -> None:
         """Send a trigger or signal to its partition's queue, for the owner; then ack it."""
-        assert self.ownership is not None
-        queue = self.ownership.partitioning.reply_queue(root_id)
+        queue = partition_queue(self.settings.queue, partition)
         log.debug("%s handed over to %s", kind, queue)
         await self._outbox.publish([handoff.handed_over(delivery, queue, kind, job_id)])
         self.transport.ack(delivery)
@@ -355,14 +376,20 @@ class Orchestrator:
         drawn = self.ownership.partitioning.new_id_in(self.ownership.held, self.new_id)
         return drawn if drawn is not None else self.new_id()
 
-    def _require_owner(self, root_id: str) -> None:
-        """NotOwner (the API answers 503) for a job another manager runs."""
-        if not self._owns(root_id):
+    def _require_owner(self, root_id: str, placed: int | None = None) -> None:
+        """NotOwner (the API answers 503) for a job tree another manager runs (placed in
+        `placed`, else by its id)."""
+        if not self._owns(root_id, placed):
             assert self.ownership is not None
+            partition = self.ownership.partitioning.of(root_id, placed)
             raise NotOwner(
-                f"job {root_id} is in partition {self.ownership.partitioning.of(root_id)}, "
-                "which another manager runs; ask that manager"
+                f"job {root_id} is in partition {partition}, which another manager runs",
+                partition,
             )
+
+    async def _placed(self, event: JobSubmitted, named: bool) -> JobSubmitted:
+        """`event` with the partition its job goes to (`Placement.place`); unpartitioned, as is."""
+        return event if self._placement is None else await self._placement.place(event, named)
 
     async def _restored(self) -> None:
         """After a reconnect: publish what the journal holds as unconfirmed.
@@ -411,18 +438,21 @@ class Orchestrator:
     async def on_trigger(self, delivery: Delivery) -> None:
         """A job trigger: start the job (or answer a duplicate), or dead-letter it with why.
 
-        Partitioned, a trigger naming a job of another manager's partition is handed to it;
-        one naming none gets a new id in one of ours.
+        Partitioned, a trigger whose job goes to another manager's partition (by its key or
+        its id: `_placed`) is handed to it; one naming no job gets a new id.
         """
         new_id = self._new_job_id()
-        named = canonical_uuid(delivery.correlation_id) if delivery.correlation_id else None
-        root = named or (None if delivery.correlation_id else new_id)
-        if root is not None and not self._owns(root):
-            await self._hand_over(delivery, root, handoff.TRIGGER, None if named else new_id)
-            return
         event = intake.trigger_event(
             delivery, self.now(), new_id, self.settings.max_message_bytes, new_trace_id()
         )
+        # Only a sender-chosen id can name a job that already ran; a new id cannot.
+        named = bool(delivery.correlation_id)
+        if self.ownership is not None and not isinstance(event, intake.Undeliverable):
+            event = await self._placed(event, named)
+            if event.partition is not None and event.partition not in self.ownership.held:
+                chosen = None if named else event.job_id
+                await self._hand_over(delivery, event.partition, handoff.TRIGGER, chosen)
+                return
         if isinstance(event, intake.Undeliverable):
             await self._reject(delivery, event.reason, "invalid_trigger")
             if delivery.reply_to:
@@ -432,8 +462,6 @@ class Orchestrator:
             self.transport.ack(delivery)
             return
         log.debug("trigger %s for %s", event.job_id, event.workflow)
-        # Only a sender-chosen id can name a job that already ran; a new id cannot.
-        named = bool(delivery.correlation_id)
         if named and await self._answer_finished(event):
             self.transport.ack(delivery)
             return
@@ -456,8 +484,8 @@ class Orchestrator:
         event = intake.signal_event(delivery, self.now(), self.settings.max_message_bytes)
         if isinstance(event, intake.Undeliverable):
             reason = event.reason
-        elif (root := await self._foreign_root(event.job_id)) is not None:
-            await self._hand_over(delivery, root, handoff.SIGNAL, None)
+        elif (partition := await self._foreign_partition(event.job_id)) is not None:
+            await self._hand_over(delivery, partition, handoff.SIGNAL, None)
             return
         else:
             reason = await self._finished_reason(event.job_id)
@@ -475,18 +503,13 @@ class Orchestrator:
         self.transport.ack(delivery)
         await asyncio.shield(sending)
 
-    async def _foreign_root(self, job_id: str) -> str | None:
-        """The top-level job of `job_id` when another manager runs it; None when we do."""
+    async def _foreign_partition(self, job_id: str) -> int | None:
+        """The partition of `job_id`'s tree when another manager runs it; None when we do."""
         if self.ownership is None or job_id in self._state.jobs:
             return None
-        root = await self._root_of(job_id)
-        return None if self._owns(root) else root
-
-    async def _root_of(self, job_id: str) -> str:
-        """The top-level job of `job_id` (a child's root is in the journal; else itself)."""
-        canonical = canonical_uuid(job_id) or job_id
-        row = await self.journal.job(canonical)
-        return row.root_id if row is not None else canonical
+        assert self._placement is not None
+        partition = await self._placement.partition_of(canonical_uuid(job_id) or job_id)
+        return None if partition in self.ownership.held else partition
 
     async def _finished_reason(self, job_id: str) -> str | None:
         """Why a signal cannot be for `job_id`: it ended and left memory; None when it did not."""
@@ -500,8 +523,8 @@ class Orchestrator:
             return False
         log.info("duplicate trigger for finished job=%s", row.id, extra={"job": row.id})
         if event.reply_to:
-            entry, notice = finished_notice(row, event.reply_to, event.at)
-            await self.journal.append(Batch(events=[entry]))
+            batch, notice = finished_notice(row, event.reply_to, event.at)
+            await self.journal.append(batch)
             await self._outbox.publish([notice])
         return True
 
@@ -613,8 +636,16 @@ class Orchestrator:
         chosen = job_id is not None  # a new id of ours cannot name an existing job
         job_id = job_id if job_id is not None else self._new_job_id()
         canonical = canonical_uuid(job_id)
-        if canonical is not None:
-            self._require_owner(canonical)
+        trace_id, parent = (trace.trace_id, trace.span_id) if trace else (new_trace_id(), None)
+        submitted = JobSubmitted(
+            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
+            priority=priority,
+            not_before=not_before,
+            meta=meta,
+        )  # fmt: skip
+        submitted = await self._placed(self.pinned(submitted), chosen)
+        if canonical is not None and submitted.partition is not None:
+            self._require_owner(canonical, submitted.partition)
         if (
             chosen
             and canonical is not None
@@ -625,14 +656,7 @@ class Orchestrator:
             )
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
-        trace_id, parent = (trace.trace_id, trace.span_id) if trace else (new_trace_id(), None)
-        submitted = JobSubmitted(
-            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
-            priority=priority,
-            not_before=not_before,
-            meta=meta,
-        )  # fmt: skip
-        result, sending = await self._process(self.pinned(submitted))
+        result, sending = await self._process(submitted)
         if result.rejected is not None:
             rejected = result.rejected
             raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
@@ -644,12 +668,13 @@ class Orchestrator:
     async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
         """Submit a schedule's firing as job `job_id`; False when it starts no job (it ran
         already, or its previous job still runs and the schedule skips overlaps)."""
-        if not self._owns(job_id):
+        submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self.now())
+        event = dataclasses.replace(self.pinned(submitted), schedule=schedule.name)
+        event = await self._placed(event, named=True)
+        if not self._owns(job_id, event.partition):
             return False  # partitioned: the manager holding this firing's partition fires it
         if job_id in self._state.jobs or await self.finished_row(job_id) is not None:
             return False
-        submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self.now())
-        event = dataclasses.replace(self.pinned(submitted), schedule=schedule.name)
         result, sending = await self._process(event)
         await sending
         return result.fired is not None and result.fired.job_id == job_id
@@ -676,7 +701,7 @@ class Orchestrator:
         if job is not None:
             return job
         row = self._ended.get(job_id) or await self.journal.job(job_id)
-        if row is not None and row.snapshot is None and not self._owns(row.root_id):
+        if row is not None and row.snapshot is None and not self._owns(row.root_id, row.partition):
             return await self._replayed(row)
         if row is None or row.snapshot is None:
             return None
@@ -751,9 +776,11 @@ class Orchestrator:
 
     async def _require_owner_of(self, job_id: str) -> None:
         """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory)."""
-        root = await self._foreign_root(job_id)
-        if root is not None:
-            self._require_owner(root)
+        partition = await self._foreign_partition(job_id)
+        if partition is not None:
+            raise NotOwner(
+                f"job {job_id} is in partition {partition}, which another manager runs", partition
+            )
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
         job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory

@@ -55,9 +55,12 @@ __all__ = [
     "duplicate_reason",
     "schedule_journal_id",
     "fired_journal_id",
+    "ReplyQueue",
 ]
 
 _REJECTED = "rejected"
+# The queue replies come back on; partitioned, a function of (top-level job id, its partition).
+ReplyQueue = str | Callable[[str, int | None], str]
 
 
 @dataclass(slots=True)
@@ -78,19 +81,21 @@ class Record:
     fired: ScheduleFired | None = None
 
 
-def record(
-    event: Event, commands: Iterable[Command], reply_queue: str | Callable[[str], str]
-) -> Record:
+def record(event: Event, commands: Iterable[Command], reply_queue: ReplyQueue) -> Record:
     """The journal batch and the outbound messages of an applied event, from its commands.
 
     `reply_queue` names the queue replies come back on, or (partitioned) is a function of the
-    top-level job's id that names it.
+    top-level job's id and its partition that names it. The batch and its job rows carry the
+    partition of the event's job tree (its `Subject`'s).
     """
     result = Record()
     events, outbound = result.batch.events, result.outbound
     at = event.at
     for command in commands:
-        if isinstance(command, Dispatch):
+        if isinstance(command, Subject):
+            result.batch.partition = command.partition
+            events.append(_inbound(event, command))
+        elif isinstance(command, Dispatch):
             row, message = _dispatch(at, command, reply_queue)
             events.append(row)
             outbound.append(message)
@@ -106,8 +111,6 @@ def record(
             _waiting(command, result.batch)
         elif isinstance(command, JobFinished):
             result.ended.append(_finished(command, result.batch))
-        elif isinstance(command, Subject):
-            events.append(_inbound(event, command))
         elif isinstance(command, Ignored):
             meta = {"subject": command.subject, "reason": command.reason}
             events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
@@ -180,10 +183,12 @@ def rejection_notice(reply_to: str, job_id: str | None, reason: str) -> Outbound
     return outcome_notice(reply_to, job_id or "", _REJECTED, body, None)
 
 
-def finished_notice(row: JobRow, reply_to: str, at: float) -> tuple[EventRow, Outbound]:
-    """The outcome notice of a job that ended and left memory, for a trigger naming it again."""
+def finished_notice(row: JobRow, reply_to: str, at: float) -> tuple[Batch, Outbound]:
+    """The outcome notice of a job that ended and left memory, for a trigger naming it again:
+    its batch (in the job's partition) and message."""
     body = outcome_body(row.status, row.result, row.error)
-    return _notice(at, reply_to, row.id, row.root_id, row.status, body)
+    entry, notice = _notice(at, reply_to, row.id, row.root_id, row.status, body)
+    return Batch(events=[entry], partition=row.partition), notice
 
 
 def _inbound(event: Event, subject: Subject) -> EventRow:
@@ -231,6 +236,7 @@ def _submission(event: JobSubmitted) -> dict[str, Any]:
         "priority": event.priority or None,
         "meta": event.meta,
         "schedule": event.schedule,
+        "partition": event.partition,
     }
     meta.update((key, value) for key, value in optional.items() if value is not None)
     return meta
@@ -241,12 +247,10 @@ def _timer_step(key: str) -> tuple[str | None, int | None]:
     return (parsed.step, parsed.attempt) if parsed else (None, None)
 
 
-def _dispatch(
-    at: float, command: Dispatch, reply_queue: str | Callable[[str], str]
-) -> tuple[EventRow, Outbound]:
+def _dispatch(at: float, command: Dispatch, reply_queue: ReplyQueue) -> tuple[EventRow, Outbound]:
     body = jsontext.dumps(command.body)
     if not isinstance(reply_queue, str):
-        reply_queue = reply_queue(command.root_id)
+        reply_queue = reply_queue(command.root_id, command.partition)
     trace = None
     if command.trace_id:
         span = step_span_id(command.job_id, command.step, command.attempt)
@@ -309,7 +313,7 @@ def _started(command: JobStarted, batch: Batch) -> None:
         # cost 3N more rows. Its messages (dispatched, replied) are journaled as any step's,
         # and while it runs it is in memory, where the API reads it.
         return
-    batch.jobs.append(_open_row(command, command.root_id, "running"))
+    batch.jobs.append(_open_row(command, command.root_id, "running", batch.partition))
     _job_event(batch, command, EventKind.STARTED, {"flow": command.flow})
 
 
@@ -317,10 +321,10 @@ def _waiting(command: JobScheduled | JobQueued, batch: Batch) -> None:
     """The row of a job waiting to start (scheduled or queued: recovery brings it back), and
     its event: when it starts, or which concurrency limits it waits for."""
     if isinstance(command, JobScheduled):
-        batch.jobs.append(_open_row(command, command.job_id, "scheduled"))
+        batch.jobs.append(_open_row(command, command.job_id, "scheduled", batch.partition))
         _job_event(batch, command, EventKind.SCHEDULED, {"start_at": command.start_at})
         return
-    batch.jobs.append(_open_row(command, command.job_id, "queued"))
+    batch.jobs.append(_open_row(command, command.job_id, "queued", batch.partition))
     meta = {"scopes": list(command.scopes), "priority": command.priority}
     _job_event(batch, command, EventKind.QUEUED, meta)
 
@@ -334,12 +338,15 @@ def _job_event(
     )
 
 
-def _open_row(command: JobStarted | JobScheduled | JobQueued, root_id: str, status: str) -> JobRow:
+def _open_row(
+    command: JobStarted | JobScheduled | JobQueued, root_id: str, status: str, partition: int | None
+) -> JobRow:
     """The row of a top-level job that has not ended (it is replaced when it ends)."""
     return JobRow(
         id=command.job_id, root_id=root_id, parent_id=None, workflow=command.workflow,
         definition=command.definition, flow=command.flow, status=status,
         submitted_at=command.submitted_at, finished_at=None, payload=command.payload,
+        partition=partition,
     )  # fmt: skip
 
 
@@ -350,7 +357,7 @@ def _finished(command: JobFinished, batch: Batch) -> JobRow:
         workflow=command.workflow, definition=command.definition, flow=command.flow,
         status=str(command.status), submitted_at=command.submitted_at,
         finished_at=snapshot["finished_at"], payload=command.payload, result=command.result,
-        error=command.error, snapshot=snapshot,
+        error=command.error, snapshot=snapshot, partition=batch.partition,
     )  # fmt: skip
     batch.jobs.append(row)
     if command.parent_id is None:
@@ -387,6 +394,7 @@ def to_event(row: EventRow) -> Event:
             priority=meta.get("priority", 0),
             meta=meta.get("meta"),
             schedule=meta.get("schedule"),
+            partition=meta.get("partition"),
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:
         return StepReplied(

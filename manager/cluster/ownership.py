@@ -45,9 +45,9 @@ class Ownership:
         """This manager's name in the lease table."""
         return self.table.owner
 
-    def owns(self, root_id: str) -> bool:
-        """True when the job tree `root_id` is in one of our partitions."""
-        return self.partitioning.of(root_id) in self.held
+    def owns(self, root_id: str, placed: int | None = None) -> bool:
+        """True when the job tree `root_id` (placed in `placed`, else by its id) is ours."""
+        return self.partitioning.of(root_id, placed) in self.held
 
     async def take(self, limit: int) -> list[int]:
         """Take up to `limit` free or expired partitions; the ones taken."""
@@ -84,10 +84,12 @@ class Ownership:
             self.held.pop(partition, None)
         await self.table.release(partitions)
 
-    async def fence(self, cursor: psycopg.AsyncCursor, roots: set[str]) -> None:
-        """The journal's fence: every partition the commit writes for is ours, at our epoch."""
+    async def fence(self, cursor: psycopg.AsyncCursor, placed: set[int], roots: set[str]) -> None:
+        """The journal's fence: every partition the commit writes for is ours, at our epoch:
+        those its batches were `placed` in, and those of the top-level jobs `roots` (of
+        batches placed nowhere: they are in their id's partition)."""
         # Rows of no job (a stray reply's "ignored", sent marks) need every lease still ours.
-        touched = {self.partitioning.of(root) for root in roots} or set(self.held)
+        touched = placed | {self.partitioning.of(root) for root in roots} or set(self.held)
         if not touched:
             raise FencedOut("a commit while this manager holds no partition: it stops")
         missing = sorted(touched - set(self.held))

@@ -1,7 +1,10 @@
 """Which partition a job belongs to, and the queue its replies come back on (pure).
 
-A job's partition is a function of its top-level job's id alone, so a child, a reply, a timer
-and a recovery all agree on it without reading anything.
+A top-level job is placed once, when it is submitted: by its workflow's concurrency or unique
+key when it has one (`manager.engine.placement`), else by its id. The partition is carried
+with the job from then on (the submission's journal row, the engine's Job, its children, the
+commands, the journal's `jobs.partition`); a job without one (from before keys placed jobs)
+is in its top-level job id's partition.
 """
 
 from __future__ import annotations
@@ -29,13 +32,23 @@ class Partitioning:
     queue: str
     count: int
 
-    def of(self, root_id: str) -> int:
-        """The partition of the job tree whose top-level job is `root_id` (stable everywhere)."""
-        return zlib.crc32(root_id.encode()) % self.count
+    def of(self, root_id: str, placed: int | None = None) -> int:
+        """The partition of the job tree whose top-level job is `root_id`: `placed`, where it
+        was placed at submission, else its id's (stable everywhere)."""
+        if placed is not None:
+            return placed
+        return self._hash(root_id)
 
-    def reply_queue(self, root_id: str) -> str:
+    def place(self, key: str | None, job_id: str) -> int:
+        """Where a new top-level job goes: by its placement key's text, else by its id."""
+        return self._hash(job_id if key is None else key)
+
+    def reply_queue(self, root_id: str, placed: int | None = None) -> str:
         """Where replies to the requests of the job tree `root_id` go: its partition's queue."""
-        return partition_queue(self.queue, self.of(root_id))
+        return partition_queue(self.queue, self.of(root_id, placed))
+
+    def _hash(self, text: str) -> int:
+        return zlib.crc32(text.encode()) % self.count
 
     def queues(self) -> list[str]:
         """Every partition's queue, in partition order."""

@@ -17,10 +17,17 @@ from manager.engine.commands import JobQueued
 from manager.engine.state import Job, JobStatus, Rank, Slots
 from manager.engine.work import Work
 
-__all__ = ["Admission", "ALL_JOBS"]
+__all__ = ["Admission", "ALL_JOBS", "concurrency_scope"]
 
 ALL_JOBS = "all"
 """The scope of `max_running_jobs`, which every top-level job counts against."""
+
+
+def concurrency_scope(workflow: Workflow, data: dict) -> str:
+    """The scope of `workflow`'s `concurrency` limit a job reading `data` counts against (its
+    key's value; one scope for the whole workflow without a key). The workflow has one."""
+    assert workflow.concurrency is not None  # only asked of workflows with `concurrency`
+    return f"workflow:{workflow.name}:{workflow.concurrency.key_of(data)}"
 
 
 def _rank(job: Job) -> Rank:
@@ -34,8 +41,7 @@ class Admission:
         """The limits a new top-level job counts against, creating their slots on first use."""
         scopes: list[str] = []
         if workflow.concurrency is not None:
-            key = workflow.concurrency.key_of(payload)
-            scope = f"workflow:{workflow.name}:{key}"
+            scope = concurrency_scope(workflow, payload)
             slots = self.state.scopes.setdefault(scope, Slots(workflow.concurrency.limit))
             slots.limit = workflow.concurrency.limit  # a new definition's limit counts now
             scopes.append(scope)

@@ -42,11 +42,13 @@ __all__ = [
 class Subject:
     """The job an event concerned (None: none) and its top-level job: where the journal files it.
 
-    Always the first command of an event that was not refused or rejected.
+    Always the first command of an event that was not refused or rejected. `partition` is
+    the job tree's, where it was placed (None: unpartitioned, or by its top-level job's id).
     """
 
     job_id: str | None
     root_id: str | None
+    partition: int | None = None
 
 
 @dataclass(slots=True)
@@ -54,7 +56,8 @@ class Dispatch:
     """Publish a step request to `queue`; `workflow` is the top-level workflow's name.
 
     `trace_id` is the job's trace: the request's `traceparent` names this attempt's span in it.
-    `priority` is the job's (0-9): the request's AMQP priority.
+    `priority` is the job's (0-9): the request's AMQP priority. `partition` is the job
+    tree's (None: by its top-level job's id): its reply queue, when partitioned.
     """
 
     job_id: str
@@ -68,6 +71,7 @@ class Dispatch:
     trace_id: str = ""
     priority: int = 0
     meta: dict[str, Any] | None = None  # the job's metadata, sent as the `x-meta` header
+    partition: int | None = None
 
     @property
     def message_id(self) -> str:

@@ -161,6 +161,7 @@ class CompensationRules:
                 attempt=comp.attempt,
                 trace_id=job.trace_id,
                 meta=self._job_meta(job),
+                partition=job.partition,
             )
         )
         if comp.policy.timeout_s is not None:

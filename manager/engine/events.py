@@ -29,6 +29,8 @@ class JobSubmitted:
     `not_before` delays the start to that time (unix seconds); None or a past time: now.
     `priority` (0-9, higher first) orders the job wherever the manager holds work back.
     `schedule` names the workflow's schedule whose firing this is (None: not a firing).
+    `partition` is where a partitioned manager placed the job (`manager.engine.placement`):
+    the job and its children stay there; None when unpartitioned (or placed by its id).
     """
 
     job_id: str
@@ -43,6 +45,7 @@ class JobSubmitted:
     priority: int = 0
     meta: dict[str, Any] | None = None  # the trigger's `x-meta`: context for every request
     schedule: str | None = None
+    partition: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -262,6 +262,9 @@ class Job:
     # job failed or was cancelled with completed steps to undo, its compensations.
     done_order: list[str] | None = None
     compensation: Compensation | None = None
+    # Partitioned: the partition the top-level job was placed in at submission (a child's is
+    # its top-level job's); None when unpartitioned, or for a job placed by its id long ago.
+    partition: int | None = None
 
     @property
     def is_running(self) -> bool:

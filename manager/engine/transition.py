@@ -90,9 +90,11 @@ class Transition(
     def concerns(self, job: Job | None, job_id: str | None = None) -> None:
         """Note the job this event is about (for the journal); `job_id` when it is not in memory."""
         if job is not None:
-            self.subject = Subject(job.id, job.root_id)
+            self.subject = Subject(job.id, job.root_id, job.partition)
         elif job_id is not None:
-            self.subject = Subject(job_id, self.root_of_gone(job_id))
+            root_id = self.root_of_gone(job_id)
+            root = self.state.jobs.get(root_id) if root_id is not None else None
+            self.subject = Subject(job_id, root_id, root.partition if root else None)
 
     def started(self, job: Job) -> JobStarted:
         """The JobStarted command for a job that (re)starts now."""
@@ -191,7 +193,7 @@ class Transition(
         scopes = self._scopes_of(workflow, key_data(event.payload, event.meta)) if limited else ()
         job = self._create_job(
             workflow, workflow, job_id, event.payload, None, trace, event.priority,
-            not (delayed or scopes), scopes,
+            not (delayed or scopes), scopes, event.partition,
         )  # fmt: skip
         self.concerns(job)
         self._begin(job, event, key, delayed)
@@ -263,20 +265,23 @@ class Transition(
         priority: int = 0,
         start: bool = True,
         scopes: tuple[str, ...] = (),
+        partition: int | None = None,
     ) -> Job:
         """A new job, started unless `start` is False: `trace` is its trace id and the span its
         own span hangs from.
 
         A child takes its parent's priority (`priority` is a top-level job's own). `scopes`
-        are the concurrency limits a top-level job counts against.
+        are the concurrency limits a top-level job counts against; `partition` where it was
+        placed (a child's is its top-level job's).
         """
         steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
         job = Job(job_id, workflow, flow, payload, self.at, steps, len(steps), parent)
         if parent is not None:
             above = self.state.jobs[parent.job_id]
             job.root_id, job.priority = above.root_id, above.priority
+            job.partition = above.partition
         else:
-            job.root_id, job.priority = job_id, priority
+            job.root_id, job.priority, job.partition = job_id, priority, partition
         job.trace_id, job.trace_parent = trace
         if workflow.compensates:
             job.done_order = []
@@ -417,6 +422,7 @@ class Transition(
                 trace_id=job.trace_id,
                 priority=job.priority,
                 meta=self._job_meta(job),
+                partition=job.partition,
             )
         )
         timeout_s = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s

@@ -9,7 +9,7 @@ its readers close.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -141,6 +141,11 @@ class BaseJournal:
     async def running_roots(self) -> list[str]:
         """Ids of the running top-level jobs, oldest first."""
         return await self._read("running jobs", queries.running_roots)
+
+    async def placements(self, root_ids: Collection[str]) -> dict[str, int]:
+        """root id -> the partition its tree was placed in, for those of `root_ids` placed by a
+        key; every other tree is in its id's partition (always, in a journal never partitioned)."""
+        return {}
 
     async def replay_rows(self, root_ids: Sequence[str]) -> list[EventRow]:
         """The submissions and replies of the trees under `root_ids`, in seq order."""

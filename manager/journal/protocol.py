@@ -7,7 +7,7 @@ when the batch is durable. Reads see only what has been committed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Protocol
 
 from manager.errors import JournalError
@@ -78,6 +78,11 @@ class Journal(JobHistory, Protocol):
 
     async def running_roots(self) -> list[str]:
         """Ids of the running top-level jobs, oldest first."""
+        ...
+
+    async def placements(self, root_ids: Collection[str]) -> dict[str, int]:
+        """root id -> the partition its tree was placed in, for those of `root_ids` placed by a
+        key (the others are in their id's partition)."""
         ...
 
     async def replay_rows(self, root_ids: Sequence[str]) -> list[EventRow]:

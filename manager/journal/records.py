@@ -77,15 +77,23 @@ class JobRow:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     snapshot: dict[str, Any] | None = None
+    # Partitioned: the partition its tree was placed in (None: by its top-level job's id). Kept
+    # by the PostgreSQL journal only (jobs.partition): an SQLite journal is never partitioned.
+    partition: int | None = None
 
 
 @dataclass(slots=True)
 class Batch:
-    """Everything one inbound message changed: written in one transaction with its neighbours."""
+    """Everything one inbound message changed: written in one transaction with its neighbours.
+
+    `partition`: the partition of the job tree it writes for, which a partitioned manager's
+    commit checks it still holds (None: that of its rows' top-level job ids).
+    """
 
     events: list[EventRow] = field(default_factory=list)
     jobs: list[JobRow] = field(default_factory=list)
     sent: list[tuple[str, float]] = field(default_factory=list)  # (msg_id, sent_at)
+    partition: int | None = None
 
     def __bool__(self) -> bool:
         return bool(self.events or self.jobs or self.sent)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from manager.errors import JournalError
 from manager.journal.codec import encode_event, encode_job
 from manager.journal.failures import closed_error
-from manager.journal.records import Batch
+from manager.journal.records import Batch, JobRow
 
 __all__ = ["Writer", "Store", "Segment"]
 
@@ -39,6 +39,7 @@ class _Pending:
     jobs: list[tuple[Any, ...]]
     sent: list[tuple[float, str]]
     msg_ids: frozenset[str]
+    partition: int | None = None
 
 
 @dataclass(slots=True)
@@ -49,11 +50,17 @@ class _Operation:
 
 @dataclass(slots=True)
 class Segment:
-    """Rows to write in this order: events inserted, jobs upserted, then sent marks applied."""
+    """Rows to write in this order: events inserted, jobs upserted, then sent marks applied.
+
+    `placed`: the partitions its batches said they write for; `unplaced`: its batches that
+    said none (their rows' top-level job ids say it), for a partitioned manager's fence.
+    """
 
     events: list[tuple[Any, ...]] = field(default_factory=list)
     jobs: list[tuple[Any, ...]] = field(default_factory=list)
     sent: list[tuple[float, str]] = field(default_factory=list)
+    placed: set[int] = field(default_factory=set)
+    unplaced: list[_Pending] = field(default_factory=list)
 
 
 class Store(Protocol):
@@ -92,6 +99,10 @@ def _segments(group: list[_Pending]) -> list[Segment]:
         segment.events.extend(pending.events)
         segment.jobs.extend(pending.jobs)
         segment.sent.extend(pending.sent)
+        if pending.partition is None:
+            segment.unplaced.append(pending)
+        else:
+            segment.placed.add(pending.partition)
         marked.update(msg_id for _, msg_id in pending.sent)
     return segments
 
@@ -109,11 +120,18 @@ def _settle(future: asyncio.Future[Any], error: BaseException | None, result: An
 class Writer:
     """Owns the store (the write connection) and the one task that feeds it.
 
-    `where` names the journal in errors (a file path, or a URL without its password).
+    `where` names the journal in errors (a file path, or a URL without its password);
+    `job_values` makes a job row's parameters for the store's statement.
     """
 
-    def __init__(self, store: Store, where: str) -> None:
+    def __init__(
+        self,
+        store: Store,
+        where: str,
+        job_values: Callable[[JobRow], tuple[Any, ...]] = encode_job,
+    ) -> None:
         self._store = store
+        self._job_values = job_values
         self._path = where
         self._loop = asyncio.get_running_loop()
         self._queue: deque[_Pending | _Operation] = deque()
@@ -149,9 +167,10 @@ class Writer:
             pending = _Pending(
                 future=future,
                 events=[encode_event(row) for row in batch.events],
-                jobs=[encode_job(row) for row in batch.jobs],
+                jobs=[self._job_values(row) for row in batch.jobs],
                 sent=[(sent_at, msg_id) for msg_id, sent_at in batch.sent],
                 msg_ids=frozenset(row.msg_id for row in batch.events if row.msg_id),
+                partition=batch.partition,
             )
         except (TypeError, ValueError) as exc:
             # Only this batch is refused: nothing was queued, the journal stays healthy.

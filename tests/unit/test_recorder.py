@@ -189,10 +189,12 @@ def test_a_rejected_submission_writes_nothing_and_answers_its_sender():
     assert answer == rejection_notice("answers", "not-a-uuid", result.rejected.reason)
 
 
-def test_a_finished_jobs_notice_is_journaled_with_its_outcome():
+def test_a_finished_jobs_notice_is_journaled_with_its_outcome_in_its_partition():
     error = {"step": "s", "message": "m"}
-    row = JobRow(JOB, JOB, None, "w", "hash", "w", "failed", 1.0, 2.0, {}, error=error)
-    entry, notice = finished_notice(row, "answers", 5.0)
+    row = JobRow(JOB, JOB, None, "w", "hash", "w", "failed", 1.0, 2.0, {}, error=error, partition=3)
+    batch, notice = finished_notice(row, "answers", 5.0)
+    (entry,) = batch.events
+    assert batch.partition == 3  # the fence checks the job's partition, not its id's
     assert (entry.kind, entry.msg_id, entry.root_id) == (EventKind.NOTIFIED, notice.message_id, JOB)
     assert json.loads(notice.body) == {"error": {"step": "s", "message": "m"}}
     assert dict(notice.headers) == {"x-status": "failed"}

@@ -4,6 +4,7 @@ opens one."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from typing import Any
 
 import psycopg
@@ -11,12 +12,13 @@ from psycopg_pool import AsyncConnectionPool
 
 from manager.errors import JournalError
 from manager.journal.base import BaseJournal
-from manager.journal.postgres import retention
+from manager.journal.postgres import placed, retention
 from manager.journal.postgres.failures import open_failure, read_failure
 from manager.journal.postgres.location import PgLocation
 from manager.journal.postgres.reads import POOL_SIZE, POOL_TIMEOUT_S, PgReads, pg_sql
 from manager.journal.postgres.schema import SCHEMA_VERSION, prepare
 from manager.journal.postgres.store import Fence, Operation, PgStore
+from manager.journal.records import JobRow
 from manager.journal.statements import SAVE_DEFINITION
 from manager.journal.writer import Writer
 
@@ -70,7 +72,7 @@ async def open_pg_journal(url: str, *, create: bool = True) -> PgJournal:
     if old < SCHEMA_VERSION:
         log.info("journal schema at %s: version %d -> %d", where, old, SCHEMA_VERSION)
     store = PgStore(conn, where)
-    return PgJournal(where, Writer(store, str(where)), pool, store)
+    return PgJournal(where, Writer(store, str(where), placed.job_values), pool, store)
 
 
 class PgJournal(BaseJournal):
@@ -100,6 +102,16 @@ class PgJournal(BaseJournal):
             await conn.execute(f"SET idle_in_transaction_session_timeout = {timeout_ms}")
 
         await self._writer.run(limit)
+
+    async def job(self, job_id: str) -> JobRow | None:
+        """The row of job `job_id` (with the partition its tree was placed in), or None."""
+        return await self._read(f"job {job_id}", lambda c: placed.placed_job(c, job_id))
+
+    async def placements(self, root_ids: Collection[str]) -> dict[str, int]:
+        """root id -> the partition its tree was placed in, for those of `root_ids` placed so
+        (the others are in their id's partition)."""
+        ids = sorted(set(root_ids))
+        return await self._read("partitions of jobs", lambda c: placed.placements(c, ids))
 
     async def _close_reads(self) -> None:
         await self._pool.close()

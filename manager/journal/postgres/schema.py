@@ -90,8 +90,14 @@ CREATE TABLE partition_leases (
 );
 """
 
+# The partition a partitioned manager placed each job tree in (manager/cluster/partitioning.py):
+# NULL, as in every row from before, means its top-level job id's partition.
+_V3 = """
+ALTER TABLE jobs ADD COLUMN partition integer;
+"""
+
 # MIGRATIONS[i] takes a journal from version i to i + 1, in the transaction that opens it.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -20,23 +20,24 @@ import psycopg
 from manager.errors import JournalError
 from manager.journal.postgres.failures import is_database_error, write_failure
 from manager.journal.postgres.location import PgLocation
+from manager.journal.postgres.placed import UPSERT_JOB
 from manager.journal.postgres.reads import pg_sql, without_nul
-from manager.journal.statements import INSERT_EVENT, MARK_SENT, UPSERT_JOB
+from manager.journal.statements import INSERT_EVENT, MARK_SENT
 from manager.journal.writer import Segment
 
 __all__ = ["PgStore", "Operation", "Fence", "storable_events"]
 
 # Runs on the write connection; it manages its own transaction.
 Operation = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
-# A partitioned manager's check, last in every commit's transaction: given the top-level job
-# ids the commit writes for, it raises FencedOut unless their partitions' leases are still ours.
-Fence = Callable[[psycopg.AsyncCursor, set[str]], Awaitable[None]]
+# A partitioned manager's check, last in every commit's transaction: given the partitions the
+# commit's batches said they write for, and the top-level job ids of those that said none, it
+# raises FencedOut unless those partitions' leases are still ours.
+Fence = Callable[[psycopg.AsyncCursor, set[int], set[str]], Awaitable[None]]
 
 # The event columns that carry text from the wire as it came: job_id, root_id, step, msg_id
 # (the JSON columns are escaped, the others are the manager's own).
 _RAW_TEXT_COLUMNS = (2, 3, 4, 8)
 _INSERT_EVENT = pg_sql(INSERT_EVENT)
-_UPSERT_JOB = pg_sql(UPSERT_JOB)
 _MARK_SENT = pg_sql(MARK_SENT)
 
 
@@ -49,10 +50,16 @@ def storable_events(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return [without_nul(row) if _has_nul(row) else row for row in rows]
 
 
+def _placed(segments: list[Segment]) -> set[int]:
+    """The partitions the segments' batches said they write for."""
+    return set().union(*(segment.placed for segment in segments))
+
+
 def _roots(segments: list[Segment]) -> set[str]:
-    """The top-level job ids the segments' event and job rows belong to."""
-    roots = {row[3] for segment in segments for row in segment.events if row[3] is not None}
-    roots.update(row[1] for segment in segments for row in segment.jobs)
+    """The top-level job ids of the rows of the segments' batches that named no partition."""
+    unplaced = [pending for segment in segments for pending in segment.unplaced]
+    roots = {row[3] for pending in unplaced for row in pending.events if row[3] is not None}
+    roots.update(row[1] for pending in unplaced for row in pending.jobs)
     return roots
 
 
@@ -71,13 +78,13 @@ class PgStore:
                 if segment.events:
                     await cursor.executemany(_INSERT_EVENT, storable_events(segment.events))
                 if segment.jobs:
-                    await cursor.executemany(_UPSERT_JOB, segment.jobs)
+                    await cursor.executemany(UPSERT_JOB, segment.jobs)
                 if segment.sent:
                     await cursor.executemany(_MARK_SENT, segment.sent)
             if self.fence is not None:
                 # Last, just before COMMIT: the lease rows stay locked for the commit alone, so
                 # a manager paused mid-write does not keep another from taking over.
-                await self.fence(cursor, _roots(segments))
+                await self.fence(cursor, _placed(segments), _roots(segments))
 
     async def run(self, operation: Operation) -> Any:
         """`operation(conn)` on the write connection."""

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import uuid
 
 import pytest
 
 from manager.cluster.handoff import SIGNAL, TRIGGER, handed_over, handoff_kind
+from manager.cluster.ownership import Ownership
 from manager.cluster.partitioning import Partitioning, partition_queue
 from manager.cluster.view import UNPARTITIONED, Lease, cluster_json
+from manager.errors import FencedOut
+from manager.journal.writer import _Pending, _segments
 from manager.transport import Delivery
 
 
@@ -72,3 +76,52 @@ def test_the_cluster_view_groups_live_leases_by_manager() -> None:
     ]
     assert [lease["owner"] for lease in view["leases"]] == ["a:1", "b:2", "a:1", "gone:3", None]
     assert UNPARTITIONED["partitions"] is None and UNPARTITIONED["managers"] == []
+
+
+class _Cursor:
+    """Answers the fence's lease query with the leases as the database has them."""
+
+    def __init__(self, leases: dict[int, tuple[str, int]]) -> None:
+        self.leases = leases
+        self.asked: list[int] = []
+
+    async def execute(self, sql: str, params: tuple[list[int]]) -> None:
+        self.asked = sorted(params[0])
+
+    async def fetchall(self) -> list[tuple[int, str, int]]:
+        return [(p, *self.leases[p]) for p in self.asked]
+
+
+def _ownership(held: dict[int, int]) -> Ownership:
+    ownership = Ownership(None, Partitioning("wm", 8))  # type: ignore[arg-type]
+    ownership.held = dict(held)
+    return ownership
+
+
+async def test_the_fence_checks_the_partitions_a_commit_was_placed_in() -> None:
+    ownership = _ownership({3: 5})
+    cursor = _Cursor({3: ("me", 5)})
+    root = "3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10"  # its id's partition is 7, not ours
+    await ownership.fence(cursor, {3}, set())  # type: ignore[arg-type]
+    assert cursor.asked == [3]
+    with pytest.raises(FencedOut, match="partition 7"):
+        await ownership.fence(cursor, set(), {root})  # type: ignore[arg-type]
+    with pytest.raises(FencedOut, match="partition 6"):
+        await ownership.fence(cursor, {3, 6}, set())  # type: ignore[arg-type]
+    cursor.leases[3] = ("other", 6)  # taken over since
+    with pytest.raises(FencedOut, match="taken over"):
+        await ownership.fence(cursor, {3}, set())  # type: ignore[arg-type]
+
+
+def test_a_group_commit_keeps_each_batchs_partition_for_the_fence() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        pending = [
+            _Pending(loop.create_future(), [], [], [], frozenset(), partition)
+            for partition in (2, None, 5)
+        ]
+        (segment,) = _segments(pending)
+    finally:
+        loop.close()
+    assert segment.placed == {2, 5}
+    assert segment.unplaced == [pending[1]]  # its rows' top-level job ids say where it is

@@ -196,7 +196,7 @@ def _noise(draw: st.DrawFn, run: Run) -> None:
         reply_to = draw(st.sampled_from([None, "q1", "q2"]))
         job_id = draw(st.sampled_from(sorted({e.job_id for e in run.events if _is_submit(e)})))
         commands = run.do(JobSubmitted(job_id, "w", {}, run.now(), reply_to=reply_to))
-        assert commands[0] == Subject(job_id, job_id)
+        assert commands[0] == Subject(job_id, job_id, run.state.jobs[job_id].partition)
         assert isinstance(commands[1], Ignored)
         return
     if kind == "duplicate" and run.replies:
@@ -242,7 +242,18 @@ def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
         payload = _output(draw, wf, POOLS[job_id])
         reply_to = draw(st.sampled_from([None, "q1"]))
         priority = draw(st.integers(0, 9))
-        run.do(JobSubmitted(job_id, "w", payload, run.now(), reply_to=reply_to, priority=priority))
+        partition = draw(st.none() | st.integers(0, 7))  # where a partitioned manager placed it
+        run.do(
+            JobSubmitted(
+                job_id,
+                "w",
+                payload,
+                run.now(),
+                reply_to=reply_to,
+                priority=priority,
+                partition=partition,
+            )  # fmt: skip
+        )
     noise = 0
     while run.outstanding:
         if noise < MAX_NOISE and draw(st.integers(0, 4)) == 0:
@@ -394,6 +405,16 @@ def _check_outcomes(run: Run) -> None:
             assert job.result == expected
 
 
+def _check_partitions(run: Run) -> None:
+    """A child stays in its top-level job's partition; requests name it for their reply queue."""
+    jobs = run.state.jobs
+    for job in jobs.values():
+        assert job.partition == jobs[_root(run.state, job.id)].partition
+    for command in (c for commands in run.commands for c in commands):
+        if isinstance(command, Dispatch):
+            assert command.partition == jobs[command.root_id].partition
+
+
 @settings(
     max_examples=150,
     deadline=None,
@@ -406,6 +427,7 @@ def test_random_runs_replay_exactly_and_match_the_reference_model(wf: Workflow, 
     run = _drive(data.draw, wf)
     _check_dispatches(run)
     _check_replay(run)
+    _check_partitions(run)
     if run.all_good:
         _check_outcomes(run)
         assert all(not job.is_running for job in run.state.jobs.values())

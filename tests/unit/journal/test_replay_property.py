@@ -1,5 +1,6 @@
 """For random runs, the state rebuilt from a real journal (a SQLite file, a PostgreSQL database)
-equals the live state."""
+equals the live state, the partition each job was placed in included (and PostgreSQL answers
+which partition a running tree is in without a replay)."""
 
 from __future__ import annotations
 
@@ -50,9 +51,17 @@ moves = st.lists(
     st.tuples(st.floats(0, 0.999), st.sampled_from(["ok", "ok", "ok", "error", "dup", "stray"])),
     max_size=60,
 )
+# Where each of up to 3 jobs was placed (None: by its id, as an unpartitioned manager does).
+placements = st.lists(st.none() | st.integers(0, 7), min_size=3, max_size=3)
 
 
-async def _run(path: Path | str, jobs: int, items: int, plan: list[tuple[float, str]]) -> None:
+async def _run(
+    path: Path | str,
+    jobs: int,
+    items: int,
+    plan: list[tuple[float, str]],
+    placed: list[int | None] | None = None,
+) -> None:
     defs = workflows(FLOW)
     live = EngineState.from_workflows(defs)
     journal = await open_journal(path)
@@ -71,9 +80,19 @@ async def _run(path: Path | str, jobs: int, items: int, plan: list[tuple[float, 
             if isinstance(command, JobFinished) and command.parent_id is None:
                 apply(live, JobArchived(command.job_id, event.at))
 
+    partitions = placed or [None] * jobs
     for n in range(jobs):
         job_id = str(uuid.UUID(int=n + 1))
-        feed(JobSubmitted(job_id, "w", {"n": n}, float(n), definition=wf.content_hash))
+        feed(
+            JobSubmitted(
+                job_id,
+                "w",
+                {"n": n},
+                float(n),
+                definition=wf.content_hash,
+                partition=partitions[n],
+            )  # fmt: skip
+        )
     clock = 100.0
     for fraction, how in plan:
         clock += 1
@@ -97,21 +116,30 @@ async def _run(path: Path | str, jobs: int, items: int, plan: list[tuple[float, 
     rebuilt = EngineState.from_workflows(
         defs, [Workflow.model_validate_json(text) for _, text in stored.values()]
     )
-    replay(rebuilt, map(to_event, await journal.replay_rows(await journal.running_roots())))
+    roots = await journal.running_roots()
+    replay(rebuilt, map(to_event, await journal.replay_rows(roots)))
+    found = await journal.placements(roots)
+    rows = [await journal.job(str(uuid.UUID(int=n + 1))) for n in range(jobs)]
     await journal.close()
-    assert rebuilt.jobs == live.jobs
+    assert rebuilt.jobs == live.jobs  # Job.partition included
+    if isinstance(path, str):  # PostgreSQL keeps each tree's partition in its jobs row
+        wanted = {root: live.jobs[root].partition for root in roots}
+        assert found == {root: p for root, p in wanted.items() if p is not None}
+        assert [row.partition for row in rows if row] == [
+            partitions[n] for n, row in enumerate(rows) if row
+        ]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=st.integers(1, 3), items=st.integers(0, 3), plan=moves)
-def test_state_rebuilt_from_the_journal_equals_the_live_state(jobs, items, plan):
+@given(jobs=st.integers(1, 3), items=st.integers(0, 3), plan=moves, placed=placements)
+def test_state_rebuilt_from_the_journal_equals_the_live_state(jobs, items, plan, placed):
     with tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(_run(Path(tmp) / "wm.db", jobs, items, plan))
+        asyncio.run(_run(Path(tmp) / "wm.db", jobs, items, plan, placed))
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=st.integers(1, 3), items=st.integers(0, 3), plan=moves)
-def test_state_rebuilt_from_a_postgresql_journal_equals_the_live_state(jobs, items, plan):
+@given(jobs=st.integers(1, 3), items=st.integers(0, 3), plan=moves, placed=placements)
+def test_state_rebuilt_from_a_postgresql_journal_equals_the_live_state(jobs, items, plan, placed):
     skip_without_postgres()
     with fresh_database() as url:
-        asyncio.run(_run(url, jobs, items, plan))
+        asyncio.run(_run(url, jobs, items, plan, placed))

@@ -1,0 +1,67 @@
+"""Placing a partitioned manager's new jobs: by key, by id, or where a named job already is."""
+
+from __future__ import annotations
+
+from manager.cluster.partitioning import Partitioning
+from manager.cluster.placement import Placement
+from manager.engine import EngineState, JobSubmitted, apply
+from manager.engine.placement import placement_key
+from manager.journal import JobRow
+from tests.unit.engine.helpers import JOB, OTHER_JOB, workflows
+
+FLOW = """
+workflows:
+  - name: per-account
+    concurrency: {limit: 1, key: account}
+    steps: [{name: s}]
+  - name: plain
+    steps: [{name: s}]
+"""
+SPLIT = Partitioning("wm", 6)
+
+
+class _Journal:
+    """The reads placement makes, from a dict of job rows."""
+
+    def __init__(self, rows: dict[str, JobRow]) -> None:
+        self.rows = rows
+
+    async def job(self, job_id: str) -> JobRow | None:
+        return self.rows.get(job_id)
+
+    async def latest_row(self, job_id: str) -> None:
+        return None
+
+    async def placements(self, roots) -> dict[str, int]:
+        found = {r: self.rows[r].partition for r in roots if r in self.rows}
+        return {r: p for r, p in found.items() if p is not None}
+
+
+def _placement(state: EngineState, rows: dict[str, JobRow] | None = None) -> Placement:
+    return Placement(SPLIT, _Journal(rows or {}), lambda: state, {})  # type: ignore[arg-type]
+
+
+async def test_a_new_job_goes_to_its_keys_partition_whatever_its_id() -> None:
+    placement = _placement(EngineState.from_workflows(workflows(FLOW)))
+    key = placement_key(workflows(FLOW)["per-account"], {"account": "a"}, None)
+    for job_id in (JOB, OTHER_JOB):
+        event = JobSubmitted(job_id, "per-account", {"account": "a"}, 1.0)
+        assert (await placement.place(event, named=True)).partition == SPLIT.place(key, job_id)
+    plain = JobSubmitted(JOB, "plain", {}, 1.0)
+    assert (await placement.place(plain, named=False)).partition == SPLIT.of(JOB)
+    bad = JobSubmitted("not-a-uuid", "plain", {}, 1.0)
+    assert (await placement.place(bad, named=True)).partition is None  # rejected anywhere
+
+
+async def test_a_named_id_of_an_existing_job_goes_where_that_job_is() -> None:
+    state = EngineState.from_workflows(workflows(FLOW))
+    apply(state, JobSubmitted(JOB, "per-account", {"account": "a"}, 1.0, partition=5))
+    row = JobRow(OTHER_JOB, OTHER_JOB, None, "per-account", "h", "per-account", "completed",
+                 1.0, 2.0, {}, partition=1)  # fmt: skip
+    placement = _placement(state, {OTHER_JOB: row})
+    # Another account's payload: the id names a job already, and the trigger goes to it.
+    for job_id, partition in [(JOB, 5), (OTHER_JOB, 1)]:
+        again = JobSubmitted(job_id, "per-account", {"account": "b"}, 3.0)
+        assert (await placement.place(again, named=True)).partition == partition
+        assert await placement.partition_of(job_id) == partition
+    assert await placement.select([JOB, OTHER_JOB, "x"], {1, SPLIT.of("x")}) == [OTHER_JOB, "x"]
