@@ -63,6 +63,7 @@ environment:
   WM_RETENTION               serve's --retention in days (default 7)
   WM_EVENTS                  serve's --events: jobs, steps or off (default jobs)
   WM_PARTITIONS              serve's --partitions: several managers on one PostgreSQL journal
+  WM_ADVERTISE_URL           serve's --advertise-url: where the other managers reach this API
   WM_MAX_RUNNING_JOBS        serve's --max-running-jobs (default: no bound)
   WM_API_URL                 status's and watch's --api-url (default http://127.0.0.1:8080)
   WM_API_TOKEN               serve's --api-token: the API asks every client for it; the
@@ -165,6 +166,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         metavar="P",
         help="several managers on one PostgreSQL journal: its jobs are split into P partitions,"
         " each run by one manager at a time (fixed per database; env WM_PARTITIONS)",
+    )
+    serve.add_argument(
+        "--advertise-url",
+        default=env.get("WM_ADVERTISE_URL") or None,
+        metavar="URL",
+        help="with --partitions: where the other managers reach this one's HTTP API, to hand "
+        "it requests about the jobs it runs (env WM_ADVERTISE_URL; default: http://HOST:PORT, "
+        "a wildcard HOST replaced by this machine's name)",
     )
     serve.add_argument(
         "--log-level",
@@ -419,10 +428,18 @@ def _serve(args: argparse.Namespace) -> int:
         return _usage(f"--events (or WM_EVENTS) must be jobs, steps or off, got {args.events!r}")
     if args.partitions is not None and not 1 <= args.partitions <= 1024:
         return _usage(f"--partitions must be 1 to 1024, got {args.partitions}")
+    from manager.settings import advertised_url
+
+    advertise_url = args.advertise_url or advertised_url(args.host, args.port)
+    if not advertise_url.startswith(("http://", "https://")):
+        return _usage(
+            f"--advertise-url (or WM_ADVERTISE_URL) must be an http:// or https:// URL, "
+            f"got {advertise_url!r}"
+        )
     settings = ManagerSettings(
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
         events=args.events, max_running_jobs=max_running_jobs,
-        partitions=args.partitions,
+        partitions=args.partitions, advertise_url=advertise_url.rstrip("/"),
     )  # fmt: skip
     run(serve(workflows, settings, args.db, args.host, args.port, api_token=api_token), args.loop)
     return EXIT_OK

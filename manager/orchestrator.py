@@ -41,6 +41,7 @@ from manager.engine import (
     Job,
     JobArchived,
     JobFinished,
+    JobsHandedOver,
     JobStarted,
     JobSubmitted,
     RetryRequested,
@@ -154,7 +155,10 @@ class Orchestrator:
         self._state = EngineState.from_workflows(
             self.workflows, max_running_jobs=settings.max_running_jobs
         )
-        self._outbox = Outbox(transport, journal, clock, self._fail, settings.publish_retry_s)
+        self._outbox = Outbox(
+            transport, journal, clock, self._fail, settings.publish_retry_s,
+            by_reply_queue=ownership is not None,
+        )  # fmt: skip
         self._timers = Timekeeper(clock, self._timer_due)
         self._ignored = IgnoredLog(log)
         self._in_flight = 0
@@ -162,6 +166,11 @@ class Orchestrator:
         self._idle.set()
         self._retention: asyncio.Task[None] | None = None
         self.schedules = Scheduler(self, clock)
+        # Partitioned: the partitions whose jobs are in memory, and the deliveries of each
+        # being handled now (a hand-over waits for those to finish).
+        self._running: set[int] = set()
+        self._handling: dict[int, int] = {}
+        self._handled = asyncio.Event()
 
     def __repr__(self) -> str:
         jobs = self._state.jobs
@@ -212,6 +221,7 @@ class Orchestrator:
         if self.ownership is None:
             await self.transport.consume(queue, self._tracked(self.on_reply))
         else:
+            self._running = set(self.ownership.held)
             for partition in sorted(self.ownership.held):
                 await self._consume_partition(partition)
         await self.transport.consume(trigger_queue(queue), self._tracked(self.on_trigger))
@@ -325,17 +335,54 @@ class Orchestrator:
         await self._tracked(self._outbox.publish_pending)(await self._pending(taken))
         for key, due_at in self._state.timers.items():
             self._timers.arm(key, due_at)
+        self._running.update(partitions)
         for partition in partitions:
             await self._consume_partition(partition)
         log.info("running partitions %s (%d running jobs taken over)", partitions, len(roots))
 
+    async def release(self, partitions: list[int]) -> None:
+        """Hand partitions over (balancing): stop consuming their queues, finish the
+        deliveries in hand, let their publishes be confirmed, then forget their jobs. The
+        lease keeper has stopped anything new of theirs starting here (`Ownership.giving`) and
+        releases their leases once this returns."""
+        assert self.ownership is not None
+        gone = set(partitions)
+        for partition in partitions:
+            await self.transport.stop_consuming(partition_queue(self.settings.queue, partition))
+        while any(self._handling.get(p) for p in gone):
+            self._handled.clear()
+            await self._handled.wait()
+        # No await from here on: a delivery that starts later finds the partition not running.
+        self._running -= gone
+        of = self.ownership.partitioning.of
+        roots = tuple(
+            job.id
+            for job in self._state.jobs.values()
+            if job.parent is None and of(job.id, job.partition) in gone
+        )
+        _, commands = apply(self._state, JobsHandedOver(roots, self.now()))
+        for command in commands:
+            self._carry_out(command)
+        for observer in self._observers:
+            observer.recovered(self._state.jobs.values())
+        queues = {partition_queue(self.settings.queue, p) for p in gone}
+        try:
+            # Bounded: the lease must be renewed meanwhile; a request not confirmed by then is
+            # published again by the next owner (a worker may see it twice, as after a crash).
+            await asyncio.wait_for(self._outbox.quiet(queues), self.ownership.table.ttl_s / 3)
+        except TimeoutError:
+            log.warning("partitions %s handed over with publishes unconfirmed", partitions)
+        self._outbox.flush()
+        await self.journal.flush()  # the sent marks, before another manager reads them
+        log.info("handed partitions %s over (%d running jobs)", partitions, len(roots))
+
     def lost(self, partitions: list[int]) -> None:
         """Leases lost (not renewed in time, or taken over): stop at once; the fence already
-        refuses every commit for them. A restart rejoins as a standby."""
+        refuses every commit for them. The manager rejoins as a standby (manager.term)."""
         self._fail(
             FencedOut(
                 f"lost the lease of partitions {', '.join(map(str, partitions))}: this manager "
-                "stops taking work (restart it to rejoin)"
+                "stops taking their work"
             )
         )
 
@@ -343,11 +390,25 @@ class Orchestrator:
         """The partitions, their leases and the managers running them (GET /api/cluster)."""
         if self.ownership is None:
             return dict(UNPARTITIONED)
-        return cluster_json(await self.ownership.table.leases(), self.ownership.owner)
+        table = self.ownership.table
+        return cluster_json(await table.leases(), await table.members(), table.owner)
 
     async def _consume_partition(self, partition: int) -> None:
         queue = partition_queue(self.settings.queue, partition)
-        await self.transport.consume(queue, self._tracked(self.on_partition))
+
+        async def handle(delivery: Delivery) -> None:
+            if partition not in self._running:
+                # Handed over while this delivery was on its way: the next owner takes it.
+                self.transport.requeue(delivery)
+                return
+            self._handling[partition] = self._handling.get(partition, 0) + 1
+            try:
+                await self.on_partition(delivery)
+            finally:
+                self._handling[partition] -= 1
+                self._handled.set()
+
+        await self.transport.consume(queue, self._tracked(handle))
 
     async def on_partition(self, delivery: Delivery) -> None:
         """A delivery of one of our partitions' queues: a reply, or a trigger or signal that
@@ -373,7 +434,7 @@ class Orchestrator:
         """A new job id; partitioned, one in a partition of ours when we run any."""
         if self.ownership is None:
             return self.new_id()
-        drawn = self.ownership.partitioning.new_id_in(self.ownership.held, self.new_id)
+        drawn = self.ownership.partitioning.new_id_in(self.ownership.running, self.new_id)
         return drawn if drawn is not None else self.new_id()
 
     def _require_owner(self, root_id: str, placed: int | None = None) -> None:
@@ -605,6 +666,8 @@ class Orchestrator:
         return dataclasses.replace(event, definition=definition) if definition else event
 
     def _timer_due(self, key: str) -> None:
+        if self.ownership is not None and key not in self._state.timers:
+            return  # its job was handed over to another manager meanwhile
         task = asyncio.create_task(self._tracked(self._on_timer)(key))
         task.add_done_callback(_log_crash)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 
 from manager.errors import BrokerError, Unroutable
@@ -34,6 +35,8 @@ class Outbox:
         clock: Callable[[], float],
         on_fatal: Callable[[BaseException], None],
         retry_s: float = 1.0,
+        *,
+        by_reply_queue: bool = False,
     ) -> None:
         self._transport = transport
         self._journal = journal
@@ -43,6 +46,11 @@ class Outbox:
         self._confirmed: list[tuple[str, float]] = []
         self._sending: set[str] = set()  # message ids being published now
         self._in_flight = 0
+        # Partitioned only (`by_reply_queue`): journaled messages in flight by the queue their
+        # replies come back on (a partition's), and whoever waits for one to have none.
+        self._track_replies = by_reply_queue
+        self._by_reply: Counter[str] = Counter()
+        self._quiet: list[tuple[set[str], asyncio.Future[None]]] = []
 
     @property
     def pending(self) -> int:
@@ -64,6 +72,17 @@ class Outbox:
                 await self._publish_one(message)
 
         await asyncio.gather(*(lane() for _ in range(min(_LANES, len(messages)))))
+
+    async def quiet(self, reply_queues: set[str]) -> None:
+        """Wait until no journaled message whose replies go to `reply_queues` is in flight."""
+        if not any(self._by_reply[queue] for queue in reply_queues):
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._quiet.append((reply_queues, waiter))
+        try:
+            await waiter
+        finally:
+            self._quiet = [(q, w) for q, w in self._quiet if w is not waiter]
 
     async def publish_pending(self, messages: Iterable[Outbound]) -> int:
         """Publish journaled messages not confirmed yet, but those being published already.
@@ -102,8 +121,11 @@ class Outbox:
 
     async def _publish_one(self, message: Outbound) -> None:
         message_id = message.message_id
+        reply_to = message.reply_to if message_id is not None and self._track_replies else None
         if message_id is not None:
             self._sending.add(message_id)
+        if reply_to is not None:
+            self._by_reply[reply_to] += 1
         self._in_flight += 1
         try:
             await self._until_sent(lambda: self._send(message))
@@ -111,6 +133,8 @@ class Outbox:
             self._in_flight -= 1
             if message_id is not None:
                 self._sending.discard(message_id)
+            if reply_to is not None:
+                self._sent_for(reply_to)
         if message.message_id is not None:
             if not self._confirmed:
                 # One journal batch for every confirm of this loop tick, not one each.
@@ -148,6 +172,15 @@ class Outbox:
                     await asyncio.sleep(self._retry_s)
                 else:
                     await self._transport.wait_connected()
+
+    def _sent_for(self, reply_to: str) -> None:
+        """One message replied to on `reply_to` is no longer in flight: wake who waits."""
+        self._by_reply[reply_to] -= 1
+        if self._by_reply[reply_to] == 0:
+            del self._by_reply[reply_to]
+            for queues, waiter in self._quiet:
+                if not waiter.done() and not any(self._by_reply[q] for q in queues):
+                    waiter.set_result(None)
 
     def _check(self, done: asyncio.Future[None]) -> None:
         if not done.cancelled() and done.exception() is not None:

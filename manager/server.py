@@ -11,7 +11,6 @@ import os
 import signal
 import socket
 from collections.abc import Callable, Coroutine, Iterator, Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -21,16 +20,13 @@ from manager.config import Workflow
 from manager.deadletters import DeadLetterQueue
 from manager.errors import ManagerError
 from manager.events import EventHub
-from manager.events.publisher import EventPublisher
-from manager.journal import is_postgres_url, open_journal
-from manager.journal.base import BaseJournal
 from manager.metrics import Metrics
 from manager.observers import Observer
-from manager.orchestrator import ManagerSettings, Orchestrator
-from manager.transport import Broker
+from manager.orchestrator import ManagerSettings
+from manager.settings import advertised_url
+from manager.term import Term, rejoin, start_term
 
 if TYPE_CHECKING:
-    from manager.cluster.ownership import Ownership
     from manager.traces.export import SpanRecorder
 
 __all__ = ["serve", "listen", "run"]
@@ -113,54 +109,6 @@ def run(main: Coroutine[Any, Any, None], event_loop: str = "auto") -> None:
         runner.run(main)
 
 
-class _NoLeases:
-    """An unpartitioned manager's leases, for the metrics: none."""
-
-    held: Mapping[int, int] = MappingProxyType({})
-    renewal_s = 0.0
-
-
-_NO_LEASES = _NoLeases()
-
-
-async def _join(db: str, journal: BaseJournal, settings: ManagerSettings) -> Ownership | None:
-    """Our partitions' leases when the journal is partitioned (SQLite never loads psycopg)."""
-    if not is_postgres_url(db) and settings.partitions is None:
-        return None
-    from manager.cluster.member import join
-
-    return await join(journal, settings.queue, settings.partitions, settings.lease_ttl_s)
-
-
-def _keep_leases(
-    ownership: Ownership | None, orchestrator: Orchestrator, settings: ManagerSettings
-) -> asyncio.Task[None] | None:
-    """The task renewing our leases and taking free partitions (partitioned managers)."""
-    if ownership is None:
-        return None
-    from manager.cluster.member import keep_leases
-
-    keeping = keep_leases(ownership, orchestrator, settings.lease_renew_s)
-    return asyncio.create_task(keeping, name="leases")
-
-
-async def _stop_with_leases(
-    orchestrator: Orchestrator, leases: asyncio.Task[None] | None, ownership: Ownership | None
-) -> None:
-    """Stop the orchestrator, then release our leases (after the journal's last commit:
-    another manager may take them at once)."""
-    if leases is not None:
-        leases.cancel()
-        await asyncio.wait([leases])  # off the lease connection before close() uses it
-    await orchestrator.stop()
-    if ownership is not None:
-        try:
-            # Bounded: unreleased leases expire on their own, a stop must not wait for them.
-            await asyncio.wait_for(ownership.close(), ownership.table.ttl_s)
-        except TimeoutError:
-            log.warning("leases not released in time: they expire instead")
-
-
 async def serve(
     workflows: Mapping[str, Workflow],
     settings: ManagerSettings,
@@ -189,54 +137,29 @@ async def serve(
             "the HTTP API listens on %s:%d with no API token: anyone who can reach it can start, "
             "cancel and read jobs; set --api-token or WM_API_TOKEN", host, port,
         )  # fmt: skip
-    try:
-        journal = await open_journal(db)
-    except BaseException:
-        sock.close()
-        raise
-    log.info("journal at %s", journal.where)  # a URL is shown without its password
-    try:
-        ownership = await _join(db, journal, settings)
-    except BaseException:
-        sock.close()
-        await journal.close()
-        raise
-    transport = Broker(settings.amqp_url, settings.prefetch)
+    api_url = settings.advertise_url or advertised_url(host, port)
     metrics = Metrics(workflows)
     events = EventHub()
-    publisher = None
-    if settings.events != "off":
-        publisher = EventPublisher(transport, settings.queue, settings.events)
-        events.add_sink(publisher)
     observers: list[Observer] = [metrics, events, *([spans] if spans is not None else [])]
-    orchestrator = Orchestrator(
-        workflows, settings, journal, transport, observers=observers, ownership=ownership
-    )
-    metrics.watch(orchestrator)
-    metrics.watch_leases(ownership or _NO_LEASES)
-    journal.watch_commits(metrics.journal_committed)
     # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
     # default thresholds the collector ran ~1,000 times replaying a 10,000-job journal and
     # took a quarter of the CPU per step (measured by the benchmark, bench/README.md).
     gc.set_threshold(50_000, 20, 100)
     try:
-        await orchestrator.start()
-        if publisher is not None:
-            await publisher.start()
+        term = await start_term(workflows, settings, db, api_url, metrics, events, observers)
     except BaseException:
         sock.close()
-        await journal.close()
         raise
     gc.freeze()  # what recovery built lives as long as the process: stop scanning it
-    leases = _keep_leases(ownership, orchestrator, settings)
+    app = create_app(
+        term.orchestrator,
+        api_token=api_token,
+        metrics=metrics,
+        events=events,
+        dead_letters=DeadLetterQueue(settings.amqp_url, settings.queue),
+    )
     config = uvicorn.Config(
-        create_app(
-            orchestrator,
-            api_token=api_token,
-            metrics=metrics,
-            events=events,
-            dead_letters=DeadLetterQueue(settings.amqp_url, settings.queue),
-        ),
+        app,
         host=host,
         port=port,
         log_level="warning",
@@ -248,21 +171,29 @@ async def serve(
     access = "; every route but the probes needs the API token" if api_token else ""
     log.info("serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access)
     waiter = asyncio.create_task(stop.wait())
-    failed = asyncio.create_task(orchestrator.failed.wait())
-    await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
+    running: Term | None = term
+    failure: BaseException | None = None
+    while running is not None:
+        failed = asyncio.create_task(running.orchestrator.failed.wait())
+        await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
+        failed.cancel()
+        if stop.is_set() or http.done() or not running.rejoins:
+            break
+        log.warning("rejoining as a standby: %s", running.orchestrator.failure)
+        await running.stop(events)
+        running = await rejoin(stop, workflows, settings, db, api_url, metrics, events, observers)
+        if running is not None:
+            app.state.service = running.orchestrator
     log.info("shutting down")
     server.should_exit = True
     events.close()  # open event streams end, or the HTTP server would wait for them
-    if publisher is not None:
-        await publisher.drain(timeout_s=2.0)
-    await _stop_with_leases(orchestrator, leases, ownership)
-    if publisher is not None:
-        await publisher.stop()
+    if running is not None:
+        await running.stop(events)
+        failure = running.orchestrator.failure
     await _close_spans(spans)
     await http
     waiter.cancel()
-    failed.cancel()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)
-    if orchestrator.failure is not None:
-        raise orchestrator.failure
+    if failure is not None:
+        raise failure

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable
 from typing import Literal
 
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from manager.config import Workflow
 from manager.transport import DEFAULT_QUEUE, MAX_MESSAGE_BYTES
 
-__all__ = ["ManagerSettings", "step_queues"]
+__all__ = ["ManagerSettings", "advertised_url", "step_queues"]
 
 
 class ManagerSettings(BaseModel):
@@ -36,6 +37,18 @@ class ManagerSettings(BaseModel):
     # manager's partitions are taken over this long after its last renewal.
     lease_ttl_s: float = Field(default=3.0, gt=0)
     lease_renew_s: float = Field(default=1.0, gt=0)
+    # Where the other managers reach this one's HTTP API (requests about the jobs it runs).
+    advertise_url: str | None = None
+
+
+def advertised_url(host: str, port: int) -> str:
+    """The URL of an API listening on `host`:`port`, as another machine would call it: a
+    wildcard address (listening on every interface) names this machine instead."""
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        host = socket.gethostname()
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address in a URL
+    return f"http://{host}:{port}"
 
 
 def step_queues(workflows: Iterable[Workflow]) -> list[str]:

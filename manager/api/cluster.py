@@ -15,11 +15,16 @@ router = APIRouter()
 
 
 class ManagerEntry(BaseModel):
-    """A manager holding at least one live lease."""
+    """A manager alive on this journal; one holding no partition is a standby."""
 
     name: str = Field(description="host:pid, as in the lease table.")
-    partitions: list[int]
-    lease_age_s: float = Field(description="Seconds since its oldest lease was last renewed.")
+    partitions: list[int] = Field(description="The partitions it runs; empty: a standby.")
+    lease_age_s: float = Field(
+        description="Seconds since its oldest lease (or, holding none, its heartbeat) was renewed."
+    )
+    api_url: str | None = Field(
+        None, description="Where the other managers reach its HTTP API (--advertise-url)."
+    )
 
 
 class LeaseEntry(BaseModel):

@@ -14,12 +14,13 @@ from collections.abc import Collection, Mapping
 
 import psycopg
 
-from manager.cluster.view import Lease
+from manager.cluster.view import Lease, Member
 from manager.errors import FencedOut, JournalError, ManagerError
 
 __all__ = [
     "Lease",
     "LeaseTable",
+    "Member",
     "check_fence",
     "configure_partitions",
 ]
@@ -50,6 +51,19 @@ _LIST = f"""
 SELECT partition, owner, epoch, expires_at - {_NOW}, {_NOW} - renewed_at
 FROM partition_leases ORDER BY partition
 """
+# Rows of managers gone for a minute are deleted by whoever heartbeats next.
+_HEARTBEAT = f"""
+WITH gone AS (DELETE FROM cluster_members WHERE expires_at < {_NOW} - 60 AND name <> %(name)s)
+INSERT INTO cluster_members (name, api_url, joined_at, renewed_at, expires_at)
+VALUES (%(name)s, %(api_url)s, {_NOW}, {_NOW}, {_NOW} + %(ttl)s)
+ON CONFLICT (name) DO UPDATE SET api_url = excluded.api_url, renewed_at = excluded.renewed_at,
+    expires_at = excluded.expires_at
+"""
+_MEMBERS = f"""
+SELECT name, api_url, {_NOW} - renewed_at FROM cluster_members
+WHERE expires_at >= {_NOW} ORDER BY name
+"""
+_LEAVE = "DELETE FROM cluster_members WHERE name = %(name)s"
 _FENCE = """
 SELECT partition, owner, epoch FROM partition_leases
 WHERE partition = ANY(%s) ORDER BY partition FOR SHARE
@@ -96,12 +110,32 @@ class LeaseTable:
     """The lease statements of one manager (`owner`), on a connection of its own."""
 
     def __init__(
-        self, conn: psycopg.AsyncConnection, owner: str, ttl_s: float, conninfo: str = ""
+        self,
+        conn: psycopg.AsyncConnection,
+        owner: str,
+        ttl_s: float,
+        conninfo: str = "",
+        api_url: str | None = None,
     ) -> None:
         self._conn = conn
         self._conninfo = conninfo  # to connect again after the database went away
         self.owner = owner
         self.ttl_s = ttl_s
+        self.api_url = api_url  # where the other managers reach our HTTP API
+
+    async def heartbeat(self) -> None:
+        """Say we are alive (and where our API is) for another time to live."""
+        params = {"name": self.owner, "api_url": self.api_url, "ttl": self.ttl_s}
+        await self._rows(_HEARTBEAT, params)
+
+    async def members(self) -> list[Member]:
+        """The managers alive now (heartbeated within their time to live), by name."""
+        rows = await self._rows(_MEMBERS, None)
+        return [Member(name, url, float(age)) for name, url, age in rows]
+
+    async def leave(self) -> None:
+        """No longer count as a member (a clean stop: the others rebalance at once)."""
+        await self._rows(_LEAVE, {"name": self.owner})
 
     async def take(self, limit: int) -> dict[int, int]:
         """Take up to `limit` free or expired partitions; partition -> the new epoch."""

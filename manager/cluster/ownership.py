@@ -36,6 +36,9 @@ class Ownership:
         self.table = table
         self.partitioning = partitioning
         self.held: dict[int, int] = {}
+        # Partitions being handed over: still held (their last commits are fenced as ours),
+        # but nothing new of theirs starts here.
+        self.giving: set[int] = set()
         self._clock = clock
         self._renewed_at = clock()
         self.renewal_s = 0.0  # how long the last renewal took (a metric)
@@ -45,9 +48,16 @@ class Ownership:
         """This manager's name in the lease table."""
         return self.table.owner
 
+    @property
+    def running(self) -> set[int]:
+        """The partitions whose jobs we run: held, and not being handed over."""
+        return set(self.held) - self.giving
+
     def owns(self, root_id: str, placed: int | None = None) -> bool:
-        """True when the job tree `root_id` (placed in `placed`, else by its id) is ours."""
-        return self.partitioning.of(root_id, placed) in self.held
+        """True when the job tree `root_id` (placed in `placed`, else by its id) is in one of
+        the partitions we run."""
+        partition = self.partitioning.of(root_id, placed)
+        return partition in self.held and partition not in self.giving
 
     async def take(self, limit: int) -> list[int]:
         """Take up to `limit` free or expired partitions; the ones taken."""
@@ -82,6 +92,7 @@ class Ownership:
         """Give `partitions` up: stop fencing for them first, so nothing more is written."""
         for partition in partitions:
             self.held.pop(partition, None)
+            self.giving.discard(partition)
         await self.table.release(partitions)
 
     async def fence(self, cursor: psycopg.AsyncCursor, placed: set[int], roots: set[str]) -> None:
@@ -101,9 +112,10 @@ class Ownership:
         await check_fence(cursor, {p: self.held[p] for p in touched})
 
     async def close(self) -> None:
-        """Release every lease (a clean stop hands the partitions over at once) and close."""
+        """Release every lease and leave (a clean stop: the others take over at once); close."""
         try:
             await self.release(list(self.held))
+            await self.table.leave()
         except JournalError as exc:
             log.warning("leases not released (they expire instead): %s", exc)
         await self.table.close()

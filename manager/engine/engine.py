@@ -13,6 +13,7 @@ from manager.engine.events import (
     CancelRequested,
     Event,
     JobArchived,
+    JobsHandedOver,
     JobSubmitted,
     RetryRequested,
     SchedulePaused,
@@ -20,6 +21,7 @@ from manager.engine.events import (
     StepReplied,
     TimerFired,
 )
+from manager.engine.handover import hand_over
 from manager.engine.state import EngineState
 from manager.engine.transition import Transition
 
@@ -34,7 +36,7 @@ _EVENTS = (
     SchedulePaused,
     SignalReceived,
     JobArchived,
-    SchedulePaused,
+    JobsHandedOver,
 )
 
 
@@ -45,6 +47,8 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
     """
     if not isinstance(event, _EVENTS):
         raise TypeError(f"not an engine event: {event!r}")
+    if isinstance(event, JobsHandedOver):
+        return state, hand_over(state, event.roots)
     transition = Transition(state, event.at)
     if isinstance(event, JobSubmitted):
         transition.submit(event)

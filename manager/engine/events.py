@@ -116,6 +116,15 @@ class JobArchived:
 
 
 @dataclass(frozen=True, slots=True)
+class JobsHandedOver:
+    """Another manager runs the job trees of `roots` from now on (their partition was given
+    up): memory lets them go. Not journaled: their rows stay for the manager that takes them."""
+
+    roots: tuple[str, ...]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulePaused:
     """Someone paused (`paused`) or resumed schedule `schedule` of `workflow`: journaled."""
 
@@ -133,5 +142,6 @@ Event = (
     | RetryRequested
     | SignalReceived
     | JobArchived
+    | JobsHandedOver
     | SchedulePaused
 )

@@ -150,6 +150,11 @@ class EventHub:
         """Call `sink(event)` for every event (e.g. the broker publisher); it must be quick."""
         self._sinks.append(sink)
 
+    def remove_sink(self, sink: Sink) -> None:
+        """Stop calling `sink` (a publisher whose broker connection is closing)."""
+        if sink in self._sinks:
+            self._sinks.remove(sink)
+
     # -- Observer --------------------------------------------------------------------------
 
     def recovered(self, jobs: Iterable[Job]) -> None:

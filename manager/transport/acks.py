@@ -46,6 +46,10 @@ class AckWindow:
         if tag in self._due:
             self._due[tag] = True
 
+    def forget(self, tag: int) -> None:
+        """The delivery was settled otherwise (given back): neither in hand nor due."""
+        self._due.pop(tag, None)
+
     def take(self) -> tuple[int, list[int]]:
         """(tag for one multiple-ack, or 0; tags to ack one by one), settling every due tag."""
         up_to = 0
@@ -97,6 +101,18 @@ class Acker:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
 
+    def requeue(self, message: AbstractIncomingMessage) -> None:
+        """Give `message` back to its queue: a nack with requeue, sent after the acks due now
+        and before any later ones (which must not cover it first)."""
+        window = self._windows.get(message.channel)
+        if window is None:
+            return  # its channel is gone: the broker requeued it already
+        tag = _tag(message)
+        self.flush()
+        self._last = asyncio.get_running_loop().create_task(
+            _give_back(self._last, message.channel, tag, window)
+        )
+
     def flush(self) -> None:
         """Send every due ack now."""
         self._scheduled = False
@@ -125,6 +141,18 @@ def _tag(message: AbstractIncomingMessage) -> int:
     tag = message.delivery_tag
     assert tag is not None  # only no_ack consumers get messages without one
     return tag
+
+
+async def _give_back(
+    previous: asyncio.Task[None] | None, channel: Any, tag: int, window: AckWindow
+) -> None:
+    if previous is not None:
+        await asyncio.wait([previous])
+    try:
+        await channel.basic_nack(tag, multiple=False, requeue=True)
+    except Exception as exc:  # noqa: BLE001 - a closed channel requeues it anyway
+        log.debug("requeue failed (the broker will deliver it again): %s", exc)
+    window.forget(tag)  # settled: a later multiple-ack may pass over it
 
 
 async def _send(

@@ -188,12 +188,18 @@ class Broker:
         """Ack a consumed message (sent at the end of this loop tick, with the others due)."""
         self._acker.ack(delivery.handle)
 
-    async def stop_consuming(self) -> None:
-        """Cancel every consumer; messages in hand are still acked normally."""
-        consumers, self._consumers = self._consumers, []
-        for queue, tag in consumers:
+    def requeue(self, delivery: Delivery) -> None:
+        """Give a delivery back to its queue (a nack with requeue, in order with the acks)."""
+        self._acker.requeue(delivery.handle)
+
+    async def stop_consuming(self, queue: str | None = None) -> None:
+        """Cancel the consumer of `queue` (None: every consumer); messages in hand are still
+        acked normally."""
+        consumers = [c for c in self._consumers if queue is None or c[0].name == queue]
+        self._consumers = [c for c in self._consumers if c not in consumers]
+        for queue_, tag in consumers:
             try:
-                await queue.cancel(tag)
+                await queue_.cancel(tag)
             except AMQP_ERRORS as exc:
                 log.debug("cancelling consumer %s failed: %s", tag, exc)
 

@@ -38,6 +38,7 @@ class MemoryTransport:
         # Set once a publish waits for `confirming`: tests await it to know one is in flight.
         self.holding = asyncio.Event()
         self._consumers: dict[str, Handler] = {}
+        self.requeued: list[Delivery] = []
         self._on_restored: list[Callable[[], Awaitable[None]]] = []
         self._tag = 0
 
@@ -133,9 +134,16 @@ class MemoryTransport:
         for callback in self._on_restored:
             await callback()
 
-    async def stop_consuming(self) -> None:
-        """Forget the consumers."""
-        self._consumers.clear()
+    def requeue(self, delivery: Delivery) -> None:
+        """Record the delivery given back."""
+        self.requeued.append(delivery)
+
+    async def stop_consuming(self, queue: str | None = None) -> None:
+        """Forget the consumer of `queue` (None: every consumer)."""
+        if queue is None:
+            self._consumers.clear()
+        else:
+            self._consumers.pop(queue, None)
 
     async def close(self) -> None:
         """Nothing to close."""

@@ -70,8 +70,13 @@ class Transport(Protocol):
         """Await `on_restored()` after each reconnect."""
         ...
 
-    async def stop_consuming(self) -> None:
-        """Cancel every consumer; deliveries in hand can still be acked."""
+    def requeue(self, delivery: Delivery) -> None:
+        """Give a delivery back to its queue unprocessed, for whoever consumes it next."""
+        ...
+
+    async def stop_consuming(self, queue: str | None = None) -> None:
+        """Cancel the consumer of `queue` (None: every consumer); deliveries in hand can still
+        be acked."""
         ...
 
     async def close(self) -> None:

@@ -58,12 +58,13 @@ class Process:
         async with self._changed:
             self._changed.notify_all()
 
-    async def wait_for_line(self, pattern: str, timeout_s: float = 20.0) -> str:
-        """The first output line matching `pattern`; fails with the output so far if none comes."""
+    async def wait_for_line(self, pattern: str, timeout_s: float = 20.0, after: int = 0) -> str:
+        """The first output line matching `pattern` (from line number `after` on: lines printed
+        since `len(process.lines)` was taken); fails with the output so far if none comes."""
         regex = re.compile(pattern)
 
         def found() -> str | None:
-            return next((line for line in self.lines if regex.search(line)), None)
+            return next((line for line in self.lines[after:] if regex.search(line)), None)
 
         async def wait() -> str:
             async with self._changed:

@@ -96,8 +96,20 @@ _V3 = """
 ALTER TABLE jobs ADD COLUMN partition integer;
 """
 
+# The managers of a partitioned journal, each heartbeated with its leases: how many share the
+# partitions (balancing), and where each one's HTTP API is (forwarding a request to the owner).
+_V4 = """
+CREATE TABLE cluster_members (
+    name text COLLATE "C" PRIMARY KEY,
+    api_url text,
+    joined_at double precision NOT NULL,
+    renewed_at double precision NOT NULL,
+    expires_at double precision NOT NULL
+);
+"""
+
 # MIGRATIONS[i] takes a journal from version i to i + 1, in the transaction that opens it.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -157,7 +169,5 @@ async def prepare(conn: psycopg.AsyncConnection, where: PgLocation, *, create: b
         for migration in MIGRATIONS[version:]:
             await conn.execute(migration)
         if version < SCHEMA_VERSION:
-            await conn.execute(
-                f"UPDATE {_VERSION_TABLE} SET version = %s", (SCHEMA_VERSION,)
-            )
+            await conn.execute(f"UPDATE {_VERSION_TABLE} SET version = %s", (SCHEMA_VERSION,))
     return version

@@ -106,6 +106,31 @@ class ClusterRig:
             cursor = conn.execute(sql, params)
             return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
 
+    def shares(self) -> dict[str, int]:
+        """Live leases per owner, from the lease table."""
+        rows = self.query(
+            "SELECT owner, count(*) FROM partition_leases WHERE owner IS NOT NULL"
+            " AND expires_at > extract(epoch FROM clock_timestamp()) GROUP BY owner"
+        )
+        return {owner: int(count) for owner, count in rows}
+
+    async def balanced(self, managers: list[Member], timeout_s: float = 10.0) -> dict[str, int]:
+        """Wait until `managers` run every partition between them, each ⌊P/M⌋ or ⌈P/M⌉ of
+        them (fails after `timeout_s`); their shares by name."""
+        low, high = self.partitions // len(managers), -(-self.partitions // len(managers))
+        names = {member.owner for member in managers}
+
+        def even() -> bool:
+            shares = self.shares()
+            return (
+                set(shares) == names
+                and sum(shares.values()) == self.partitions
+                and all(low <= n <= high for n in shares.values())
+            )
+
+        await until(even, f"{self.partitions} partitions balanced over {names}", timeout_s)
+        return self.shares()
+
     async def cleanup(self) -> None:
         await chaos.kill_and_delete(self, [*self.workers, *(m.process for m in self.managers)])
 

@@ -1,5 +1,6 @@
-"""Two managers on one partitioned journal: a standby takes over a killed manager's partitions
-and finishes its jobs; a paused manager whose partitions were taken writes nothing for them."""
+"""Two managers on one partitioned journal: they share the partitions; the survivor takes over
+a killed manager's partitions and finishes its jobs; a paused manager whose partitions were
+taken writes nothing for them, and rejoins as a standby that the two then share with again."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ OUTCOMES_TIMEOUT_S = 90.0
 
 
 async def start_pair(cluster):
-    """The first manager takes every partition; the second waits as a standby."""
+    """The first manager takes every partition; the second joins, and the first hands it half."""
     first = await cluster.start_manager()
     await first.process.wait_for_line(rf"holds {cluster.partitions}\b")
     second = await cluster.start_manager()
-    await second.process.wait_for_line(r"holds 0\b")
+    await second.process.wait_for_line(r"holds 0\b")  # nothing free until one is handed over
+    await cluster.balanced([first, second])
+    await first.process.wait_for_line(r"handed partitions .* over")
     return first, second
 
 
@@ -40,9 +43,10 @@ async def running_jobs(cluster, count: int, delay_s: float, ended: int):
 @pytest.mark.timeout(150)
 async def test_a_standby_takes_over_a_killed_managers_partitions_and_jobs(cluster):
     outcomes, payloads, (first, second) = await running_jobs(cluster, 20, 0.2, ended=3)
+    seen = len(second.process.lines)
     assert await first.process.stop(signal.SIGKILL) == -signal.SIGKILL
     killed_at = time.monotonic()
-    line = await second.process.wait_for_line(r"running partitions", 30)
+    line = await second.process.wait_for_line(r"running partitions", 30, after=seen)
     took_s = time.monotonic() - killed_at
     # The figure docs/deploy.md quotes (lease 3 s, renewal 1 s): printed with a failing run.
     print(f"failover: partitions running again {took_s:.2f}s after the kill ({line})")
@@ -75,13 +79,17 @@ async def test_a_paused_manager_writes_nothing_for_the_partitions_taken_meanwhil
         )
     finally:
         first.process.proc.send_signal(signal.SIGCONT)
-    assert await first.process.exited(30) != 0, first.process.output
+    line = await first.process.wait_for_line(r"rejoining as a standby", 30)
     # It learns it from its renewal, its next commit, or the server ending its open transaction.
     said = ("lost the lease", "taken over", "server terminated")
-    assert any(s in first.process.output for s in said), first.process.output
+    assert any(s in line for s in said), first.process.output
+    await first.process.wait_for_line(r"rejoined: running \d+ partitions", 30)
     await outcomes.wait_for(len(payloads), OUTCOMES_TIMEOUT_S)
     check_outcomes(outcomes, payloads)
     await each_job_made_once(cluster, len(payloads), CHILDREN_PER_JOB)
+    # The same process, a standby again: the pair share the partitions once more.
+    assert first.process.proc.returncode is None, first.process.output
+    await cluster.balanced([first, second])
 
 
 @pytest.mark.timeout(90)
@@ -114,3 +122,27 @@ def _comparable(value):
     if isinstance(value, list):
         return [_comparable(v) for v in value]
     return value
+
+
+@pytest.mark.timeout(150)
+async def test_a_joining_manager_is_handed_partitions_with_their_running_jobs(cluster):
+    outcomes = await cluster.outcome_queue()
+    await cluster.start_worker()
+    first = await cluster.start_manager()
+    await first.process.wait_for_line(rf"holds {cluster.partitions}\b")
+    payloads = {str(uuid.uuid4()): n for n in range(24)}
+    for job_id, n in payloads.items():
+        await cluster.trigger({"n": n, "delay_s": 1.0}, job_id, outcomes.queue_name)
+    await until(lambda: cluster.query("SELECT count(*) FROM jobs")[0][0] >= 24, "jobs running")
+    second = await cluster.start_manager()
+    shares = await cluster.balanced([first, second])
+    assert shares == {first.owner: cluster.partitions // 2, second.owner: cluster.partitions // 2}
+    handed = await first.process.wait_for_line(r"handed partitions .* over \((\d+) running jobs\)")
+    assert " (0 running jobs)" not in handed, "nothing was running when the partitions moved"
+    await second.process.wait_for_line(
+        r"running partitions .* \([1-9]\d* running jobs taken over\)"
+    )
+    assert outcomes.distinct < len(payloads), "every job ended before the hand-over"
+    await outcomes.wait_for(len(payloads), OUTCOMES_TIMEOUT_S)
+    check_outcomes(outcomes, payloads)
+    await each_job_made_once(cluster, len(payloads), CHILDREN_PER_JOB)

@@ -1,17 +1,19 @@
-"""Three managers, P=8, 600 word-counts jobs through `<queue>.jobs`: the manager running the
-most partitions is killed (-9) twice and started again each time; every job completes once,
-with its right result, and no job is created twice."""
+"""Three managers, P=8, 600 word-counts jobs through `<queue>.jobs`: the managers share the
+partitions 3/3/2; the manager running the most is killed (-9) twice and started again each
+time, and the partitions are shared again; every job completes once, with its right result,
+and no job is created twice."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import time
 import uuid
 
 import pytest
 
 from ..durability.helpers import CHILDREN_PER_JOB, check_outcomes
-from .rig import each_job_made_once, until
+from .rig import each_job_made_once
 
 JOBS = 600
 KILLS = 2
@@ -40,6 +42,7 @@ async def test_jobs_survive_two_kills_of_the_busiest_of_three_managers(cluster):
     await cluster.start_worker(prefetch=100)
     for _ in range(3):
         await cluster.start_manager()
+    await cluster.balanced(cluster.managers)
     payloads = {str(uuid.uuid4()): n for n in range(JOBS)}
     ids = list(payloads)
 
@@ -58,19 +61,14 @@ async def test_jobs_survive_two_kills_of_the_busiest_of_three_managers(cluster):
         victim = busiest(cluster)
         killed.append(victim.owner)
         assert await victim.process.stop(signal.SIGKILL) == -signal.SIGKILL
+        assert outcomes.distinct < JOBS, f"every job ended before kill {len(killed)}"
         await cluster.start_manager()
-        live = {m.owner for m in cluster.managers if m.process.proc.returncode is None}
-        await until(
-            lambda live=live: (
-                cluster.query(
-                    "SELECT count(*) FROM partition_leases WHERE owner = ANY(%s)", (list(live),)
-                )
-                == [(cluster.partitions,)]
-            ),
-            "the living managers run every partition again",
-        )
+        joined = time.monotonic()
+        live = [m for m in cluster.managers if m.process.proc.returncode is None]
+        # Bounded generously for a loaded CI machine; the figure goes to docs/deploy.md.
+        shares = await cluster.balanced(live, timeout_s=30)
+        print(f"shared again {time.monotonic() - joined:.1f}s after the restart: {shares}")
     await publishing
-    assert outcomes.distinct < JOBS, f"every job ended before the last kill ({killed})"
     await outcomes.wait_for(JOBS, OUTCOMES_TIMEOUT_S)
     check_outcomes(outcomes, payloads)
     await each_job_made_once(cluster, JOBS, CHILDREN_PER_JOB)

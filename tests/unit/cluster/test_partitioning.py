@@ -11,7 +11,7 @@ import pytest
 from manager.cluster.handoff import SIGNAL, TRIGGER, handed_over, handoff_kind
 from manager.cluster.ownership import Ownership
 from manager.cluster.partitioning import Partitioning, partition_queue
-from manager.cluster.view import UNPARTITIONED, Lease, cluster_json
+from manager.cluster.view import UNPARTITIONED, Lease, Member, cluster_json
 from manager.errors import FencedOut
 from manager.journal.writer import _Pending, _segments
 from manager.transport import Delivery
@@ -68,11 +68,17 @@ def test_the_cluster_view_groups_live_leases_by_manager() -> None:
         Lease(3, "gone:3", 2, -4.0, 7.0),  # expired: its owner no longer runs it
         Lease(4, None, 0, -1e9, None),
     ]
-    view = cluster_json(leases, "b:2")
+    members = [
+        Member("a:1", "http://a:8080", 0.2),
+        Member("b:2", None, 0.4),
+        Member("c:3", "http://c:8080", 0.3),  # alive, holding nothing: a standby
+    ]
+    view = cluster_json(leases, members, "b:2")
     assert (view["partitions"], view["manager"]) == (5, "b:2")
     assert view["managers"] == [
-        {"name": "a:1", "partitions": [0, 2], "lease_age_s": 0.5},
-        {"name": "b:2", "partitions": [1], "lease_age_s": 1.0},
+        {"name": "a:1", "partitions": [0, 2], "lease_age_s": 0.5, "api_url": "http://a:8080"},
+        {"name": "b:2", "partitions": [1], "lease_age_s": 1.0, "api_url": None},
+        {"name": "c:3", "partitions": [], "lease_age_s": 0.3, "api_url": "http://c:8080"},
     ]
     assert [lease["owner"] for lease in view["leases"]] == ["a:1", "b:2", "a:1", "gone:3", None]
     assert UNPARTITIONED["partitions"] is None and UNPARTITIONED["managers"] == []
