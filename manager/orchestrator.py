@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from manager import intake
 from manager.cluster import handoff
+from manager.cluster.directory import Directory
 from manager.cluster.partitioning import partition_queue
 from manager.cluster.placement import Placement
 from manager.cluster.view import UNPARTITIONED, cluster_json
@@ -132,6 +133,8 @@ class Orchestrator:
         self.workflows = dict(workflows)
         # Partitioned (several managers on one PostgreSQL journal): only our partitions' jobs.
         self.ownership = ownership
+        # Who runs the other partitions, for the API to ask about their jobs.
+        self.directory = None if ownership is None else Directory(ownership.table, ownership.owner)
         self._reply_queue: ReplyQueue = (
             settings.queue if ownership is None else ownership.partitioning.reply_queue
         )
@@ -449,8 +452,8 @@ class Orchestrator:
         return drawn if drawn is not None else self.new_id()
 
     def _require_owner(self, root_id: str, placed: int | None = None) -> None:
-        """NotOwner (the API answers 503) for a job tree another manager runs (placed in
-        `placed`, else by its id)."""
+        """NotOwner (the API asks that manager instead) for a job tree another manager runs
+        (placed in `placed`, else by its id)."""
         if not self._owns(root_id, placed):
             assert self.ownership is not None
             partition = self.ownership.partitioning.of(root_id, placed)
@@ -795,16 +798,19 @@ class Orchestrator:
         await self._catch_up_pause(workflow, schedule)
         return f"{workflow}/{schedule}" in self._state.schedules_paused, last_job
 
-    async def find_job(self, job_id: str) -> Job | None:
-        """A job in memory, or a finished one restored from its journal snapshot."""
+    async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
+        """A job in memory, or a finished one restored from its journal snapshot.
+
+        Partitioned, a running job (a child too) of another manager's partition is live in
+        that manager's memory: NotOwner, so the API asks it; with `replay_foreign` (it cannot
+        be asked now), the job as its committed journal rows make it.
+        """
         job = self._state.jobs.get(job_id)
         if job is not None:
             return job
         row = self._ended.get(job_id) or await self.journal.job(job_id)
-        if row is not None and row.snapshot is None and not self._owns(row.root_id, row.partition):
-            return await self._replayed(row)
         if row is None or row.snapshot is None:
-            return None
+            return None if self.ownership is None else await self._foreign(job_id, replay_foreign)
         workflow = self._state.definitions.get(row.definition)
         if workflow is None:
             stored = await self.journal.definitions([row.definition])
@@ -813,14 +819,31 @@ class Orchestrator:
             workflow = Workflow.model_validate_json(stored[row.definition][1])
         return restore(row.snapshot, workflow)
 
-    async def _replayed(self, row: JobRow) -> Job | None:
-        """A running job another manager runs, as its committed journal rows make it: replayed
-        through the same engine into a state of its own (ours is left alone)."""
+    async def _foreign(self, job_id: str, replay_foreign: bool) -> Job | None:
+        """A job not in our memory nor ended in the journal: NotOwner when another manager
+        runs its tree (with no partition when no job has that id here: a running child that
+        has written nothing yet may be another manager's); with `replay_foreign`, the job as
+        the journal has it instead."""
+        assert self._placement is not None
+        tree = await self._placement.tree_of(job_id)
+        if tree is None:
+            if replay_foreign:
+                return None
+            raise NotOwner(f"no job {job_id}", None)
+        if self._owns(*tree):
+            return None
+        if not replay_foreign:
+            self._require_owner(*tree)
+        return await self._replayed(tree[0], job_id)
+
+    async def _replayed(self, root_id: str, job_id: str) -> Job | None:
+        """A job of a tree another manager runs, as its committed journal rows make it:
+        replayed through the same engine into a state of its own (ours is left alone)."""
         stored = await self.journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
         state = EngineState.from_workflows(self.workflows, pinned, self.settings.max_running_jobs)
-        replay(state, map(to_event, await self.journal.replay_rows([row.root_id])))
-        return state.jobs.get(row.id)
+        replay(state, map(to_event, await self.journal.replay_rows([root_id])))
+        return state.jobs.get(job_id)
 
     async def finished_row(self, job_id: str) -> JobRow | None:
         """The journal row of a job that has ended and left memory, if `job_id` names one."""
@@ -875,12 +898,16 @@ class Orchestrator:
         return "kept" if job.steps[step].status is StepStatus.PENDING else "completed"
 
     async def _require_owner_of(self, job_id: str) -> None:
-        """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory)."""
-        partition = await self._foreign_partition(job_id)
-        if partition is not None:
-            raise NotOwner(
-                f"job {job_id} is in partition {partition}, which another manager runs", partition
-            )
+        """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory);
+        with no partition when no job has that id here (another manager may run it: a running
+        child that has written nothing yet)."""
+        if self.ownership is None or job_id in self._state.jobs:
+            return
+        assert self._placement is not None
+        tree = await self._placement.tree_of(job_id)
+        if tree is None:
+            raise NotOwner(f"no job {job_id}", None)
+        self._require_owner(*tree)
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
         job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory
