@@ -56,11 +56,13 @@ def _split(body: dict[str, Any]) -> dict[str, list[int]]:
 
 
 def _balanced(held: dict[str, list[int]], count: int, partitions: int) -> bool:
-    """Every partition held, by `count` managers holding ⌊P/M⌋ or ⌈P/M⌉ each."""
+    """Every partition held, by `count` managers holding ⌊P/M⌋ or ⌈P/M⌉ each (a standby, with
+    none, is listed by some manager builds and not by others)."""
     owned = sorted(p for ps in held.values() for p in ps)
     low, high = partitions // count, -(-partitions // count)
-    sizes_ok = all(low <= len(ps) <= high for ps in held.values())
-    return len(held) == count and owned == list(range(partitions)) and sizes_ok
+    holding = [ps for ps in held.values() if ps]
+    sizes_ok = all(low <= len(ps) <= high for ps in holding)
+    return len(holding) == min(count, partitions) and owned == list(range(partitions)) and sizes_ok
 
 
 async def wait_for_balance(
@@ -88,12 +90,12 @@ async def wait_for_balance(
 
 
 def _unbalanced(held: dict[str, list[int]], count: int, partitions: int, timeout_s: float) -> str:
-    seen = "; ".join(f"{name} holds {ps}" for name, ps in held.items()) or "no manager holds any"
+    seen = "; ".join(f"{name} holds {ps or 'none'}" for name, ps in held.items()) or "no lease"
     message = (
         f"{count} managers with --partitions {partitions}: the partitions were not split between "
         f"them after {timeout_s:.0f}s (GET /api/cluster: {seen})"
     )
-    if count > 1 and len(held) < count:
+    if count > 1 and sum(1 for ps in held.values() if ps) < min(count, partitions):
         message += (
             "; a manager holding none is a standby: this manager build does not hand partitions "
             "over to a manager that joins (balancing), so two managers cannot be compared"

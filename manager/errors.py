@@ -11,7 +11,8 @@
     ├── JobNotFound            no job (or no such step) has the given id (cancel, retry, signal)
     ├── JobConflict            the job is not in a state that allows the request (cancel,
     │                          retry, signal)
-    ├── NotOwner               the job is in a partition another manager runs (several managers)
+    ├── NotOwner               the job is in a partition another manager runs, or may be
+    │                          (several managers)
     ├── BrokerError            RabbitMQ cannot be reached or refused an operation
     │   └── Unroutable         a published message reached no queue (the queue does not exist)
     ├── JournalError           the journal (SQLite or PostgreSQL) cannot be opened or written
@@ -93,9 +94,13 @@ class JobConflict(ManagerError):
 
 
 class NotOwner(ManagerError):
-    """The job is in `partition`, which another manager runs (or none yet): ask that one."""
+    """The job is in `partition`, which another manager runs (or none yet): ask that one.
 
-    def __init__(self, message: str, partition: int) -> None:
+    `partition` None: this manager does not know the job, and its partition cannot be told
+    (a running child job has no journal row yet): another manager may run it.
+    """
+
+    def __init__(self, message: str, partition: int | None) -> None:
         super().__init__(message)
         self.partition = partition
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from manager import intake
 from manager.cluster import handoff
+from manager.cluster.directory import Directory
 from manager.cluster.partitioning import partition_queue
 from manager.cluster.placement import Placement
 from manager.cluster.view import UNPARTITIONED, cluster_json
@@ -57,6 +58,7 @@ from manager.engine import (
 from manager.engine import timers as timer_keys
 from manager.engine.snapshot import restore
 from manager.errors import (
+    BrokerError,
     DuplicateJob,
     DuplicateKey,
     FencedOut,
@@ -131,6 +133,8 @@ class Orchestrator:
         self.workflows = dict(workflows)
         # Partitioned (several managers on one PostgreSQL journal): only our partitions' jobs.
         self.ownership = ownership
+        # Who runs the other partitions, for the API to ask about their jobs.
+        self.directory = None if ownership is None else Directory(ownership.table, ownership.owner)
         self._reply_queue: ReplyQueue = (
             settings.queue if ownership is None else ownership.partitioning.reply_queue
         )
@@ -323,11 +327,19 @@ class Orchestrator:
     # -- partitions ----------------------------------------------------------------------
 
     async def adopt(self, partitions: list[int]) -> None:
-        """Run partitions just taken (a failover): replay their running jobs, publish their
-        unconfirmed messages, arm their timers, and consume their queue."""
+        """Run partitions just taken (a failover, a hand-over): replay their running jobs,
+        publish their unconfirmed messages, arm their timers, consume their queue, and fire
+        what their schedules' firings missed meanwhile."""
         if not partitions:
             return
+        assert self.ownership is not None
         taken = set(partitions)
+        # Firings due while no manager ran these partitions (a hand-over, a failover: a lease
+        # lives lease_ttl_s, then waits up to a renewal to be taken) are fired below; those
+        # after the cluster was down are left to the catch-up rule of a start.
+        taken_at = self.now()
+        within = 2 * (self.settings.lease_ttl_s + self.settings.lease_renew_s)
+        unrun = self.ownership.unrun_for(partitions, within)
         roots = await self._running_roots(taken)
         replay(self._state, map(to_event, await self._rows_to_replay(roots)))
         for observer in self._observers:
@@ -339,6 +351,8 @@ class Orchestrator:
         for partition in partitions:
             await self._consume_partition(partition)
         log.info("running partitions %s (%d running jobs taken over)", partitions, len(roots))
+        if unrun is not None:
+            await self.schedules.fire_missed(taken_at - unrun)
 
     async def release(self, partitions: list[int]) -> None:
         """Hand partitions over (balancing): stop consuming their queues, finish the
@@ -438,8 +452,8 @@ class Orchestrator:
         return drawn if drawn is not None else self.new_id()
 
     def _require_owner(self, root_id: str, placed: int | None = None) -> None:
-        """NotOwner (the API answers 503) for a job tree another manager runs (placed in
-        `placed`, else by its id)."""
+        """NotOwner (the API asks that manager instead) for a job tree another manager runs
+        (placed in `placed`, else by its id)."""
         if not self._owns(root_id, placed):
             assert self.ownership is not None
             partition = self.ownership.partitioning.of(root_id, placed)
@@ -646,7 +660,9 @@ class Orchestrator:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             done.set_result(None)
             return done
-        return asyncio.ensure_future(self._outbox.publish(messages))
+        sending = asyncio.ensure_future(self._outbox.publish(messages))
+        sending.add_done_callback(_publish_given_up)
+        return sending
 
     def _carry_out(self, command: Command) -> None:
         """What a command asks of the manager itself, once its event is journaled."""
@@ -739,12 +755,35 @@ class Orchestrator:
             return False  # partitioned: the manager holding this firing's partition fires it
         if job_id in self._state.jobs or await self.finished_row(job_id) is not None:
             return False
+        await self._catch_up_pause(workflow, schedule.name)
         result, sending = await self._process(event)
         await sending
         return result.fired is not None and result.fired.job_id == job_id
 
+    async def _catch_up_pause(self, workflow: str, schedule: str) -> None:
+        """Partitioned: another manager may have paused or resumed the schedule since we
+        replayed its rows; replay its latest pause or resume row into our engine too (it is
+        committed: not journaled again), so our firing meets the state the journal has."""
+        if self.ownership is None:
+            return
+        row = await self.journal.latest_row(schedule_journal_id(workflow, schedule))
+        if row is None:
+            return
+        event = to_event(row)
+        paused = f"{workflow}/{schedule}" in self._state.schedules_paused
+        if isinstance(event, SchedulePaused) and event.paused != paused:
+            apply(self._state, event)
+
     async def pause_schedule(self, workflow: str, schedule: str, paused: bool) -> None:
-        """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one."""
+        """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one.
+
+        Partitioned, a manager running no partition (a standby) cannot commit: NotOwner.
+        """
+        if self.ownership is not None and not self.ownership.running:
+            home = self.ownership.partitioning.of(schedule_journal_id(workflow, schedule))
+            raise NotOwner(
+                "this manager runs no partition now (a standby); ask one that does", home
+            )
         event = SchedulePaused(workflow, schedule, paused, self.now())
         result, sending = await self._process(event)
         if result.refused is not None:
@@ -757,18 +796,22 @@ class Orchestrator:
         `fired` row (committed with its firing), so it survives a restart."""
         row = await self.journal.latest_row(fired_journal_id(workflow, schedule))
         last_job = row.meta.get("job") if row is not None else None
+        await self._catch_up_pause(workflow, schedule)
         return f"{workflow}/{schedule}" in self._state.schedules_paused, last_job
 
-    async def find_job(self, job_id: str) -> Job | None:
-        """A job in memory, or a finished one restored from its journal snapshot."""
+    async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
+        """A job in memory, or a finished one restored from its journal snapshot.
+
+        Partitioned, a running job (a child too) of another manager's partition is live in
+        that manager's memory: NotOwner, so the API asks it; with `replay_foreign` (it cannot
+        be asked now), the job as its committed journal rows make it.
+        """
         job = self._state.jobs.get(job_id)
         if job is not None:
             return job
         row = self._ended.get(job_id) or await self.journal.job(job_id)
-        if row is not None and row.snapshot is None and not self._owns(row.root_id, row.partition):
-            return await self._replayed(row)
         if row is None or row.snapshot is None:
-            return None
+            return None if self.ownership is None else await self._foreign(job_id, replay_foreign)
         workflow = self._state.definitions.get(row.definition)
         if workflow is None:
             stored = await self.journal.definitions([row.definition])
@@ -777,14 +820,31 @@ class Orchestrator:
             workflow = Workflow.model_validate_json(stored[row.definition][1])
         return restore(row.snapshot, workflow)
 
-    async def _replayed(self, row: JobRow) -> Job | None:
-        """A running job another manager runs, as its committed journal rows make it: replayed
-        through the same engine into a state of its own (ours is left alone)."""
+    async def _foreign(self, job_id: str, replay_foreign: bool) -> Job | None:
+        """A job not in our memory nor ended in the journal: NotOwner when another manager
+        runs its tree (with no partition when no job has that id here: a running child that
+        has written nothing yet may be another manager's); with `replay_foreign`, the job as
+        the journal has it instead."""
+        assert self._placement is not None
+        tree = await self._placement.tree_of(job_id)
+        if tree is None:
+            if replay_foreign:
+                return None
+            raise NotOwner(f"no job {job_id}", None)
+        if self._owns(*tree):
+            return None
+        if not replay_foreign:
+            self._require_owner(*tree)
+        return await self._replayed(tree[0], job_id)
+
+    async def _replayed(self, root_id: str, job_id: str) -> Job | None:
+        """A job of a tree another manager runs, as its committed journal rows make it:
+        replayed through the same engine into a state of its own (ours is left alone)."""
         stored = await self.journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
         state = EngineState.from_workflows(self.workflows, pinned, self.settings.max_running_jobs)
-        replay(state, map(to_event, await self.journal.replay_rows([row.root_id])))
-        return state.jobs.get(row.id)
+        replay(state, map(to_event, await self.journal.replay_rows([root_id])))
+        return state.jobs.get(job_id)
 
     async def finished_row(self, job_id: str) -> JobRow | None:
         """The journal row of a job that has ended and left memory, if `job_id` names one."""
@@ -839,12 +899,16 @@ class Orchestrator:
         return "kept" if job.steps[step].status is StepStatus.PENDING else "completed"
 
     async def _require_owner_of(self, job_id: str) -> None:
-        """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory)."""
-        partition = await self._foreign_partition(job_id)
-        if partition is not None:
-            raise NotOwner(
-                f"job {job_id} is in partition {partition}, which another manager runs", partition
-            )
+        """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory);
+        with no partition when no job has that id here (another manager may run it: a running
+        child that has written nothing yet)."""
+        if self.ownership is None or job_id in self._state.jobs:
+            return
+        assert self._placement is not None
+        tree = await self._placement.tree_of(job_id)
+        if tree is None:
+            raise NotOwner(f"no job {job_id}", None)
+        self._require_owner(*tree)
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
         job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory
@@ -881,6 +945,13 @@ class Orchestrator:
                 self._fail(exc)
                 return
             await asyncio.sleep(self.settings.retention_every_s)
+
+
+def _publish_given_up(sending: asyncio.Future[None]) -> None:
+    """A publish cut short by the transport closing (a stop): its messages stay unconfirmed in
+    the journal, for the next start or owner to publish; nothing to report louder."""
+    if not sending.cancelled() and isinstance(sending.exception(), BrokerError):
+        log.debug("publishing given up at stop: %s", sending.exception())
 
 
 def _log_crash(task: asyncio.Task[None]) -> None:

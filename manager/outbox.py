@@ -156,7 +156,11 @@ class Outbox:
             await self._transport.publish(message)
 
     async def _until_sent(self, send: Callable[[], Awaitable[None]]) -> None:
-        """Call `send` until it succeeds: after a broker error, once connected again."""
+        """Call `send` until it succeeds: after a broker error, once connected again.
+
+        BrokerError once the transport is closed (the manager stopping): a journaled message
+        stays unconfirmed there, and is published again by whoever runs its job next.
+        """
         held = False
         while True:
             try:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from manager.api import ApiToken, create_app
+from manager.api.forwarding import Forwarder
 from manager.config import Workflow
 from manager.deadletters import DeadLetterQueue
 from manager.errors import ManagerError
@@ -151,12 +152,14 @@ async def serve(
         sock.close()
         raise
     gc.freeze()  # what recovery built lives as long as the process: stop scanning it
+    forwarder = Forwarder()  # requests about other managers' jobs go to them
     app = create_app(
         term.orchestrator,
         api_token=api_token,
         metrics=metrics,
         events=events,
         dead_letters=DeadLetterQueue(settings.amqp_url, settings.queue),
+        forwarder=forwarder,
     )
     config = uvicorn.Config(
         app,
@@ -192,6 +195,7 @@ async def serve(
         failure = running.orchestrator.failure
     await _close_spans(spans)
     await http
+    await forwarder.close()
     waiter.cancel()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)

@@ -19,6 +19,7 @@ from manager.api.cluster import router as cluster_router
 from manager.api.deadletters import install_dead_letters
 from manager.api.errors import install_error_handlers
 from manager.api.events import install_events
+from manager.api.forwarding import Forwarder
 from manager.api.routes import router
 from manager.api.schedules import router as schedules_router
 from manager.api.scrape import MetricsSource
@@ -70,13 +71,15 @@ def create_app(
     metrics: MetricsSource | None = None,
     events: EventHub | None = None,
     dead_letters: DeadLetterQueue | None = None,
+    forwarder: Forwarder | None = None,
 ) -> FastAPI:
     """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
 
     With `api_token`, every route but the probes needs it (manager.api.access). With
     `metrics`, `GET /metrics` serves them (Prometheus text format). `events`: the hub
     observing the orchestrator, served at `GET /api/events`. `dead_letters`: the queue
-    served at `/api/dead-letters`.
+    served at `/api/dead-letters`. `forwarder`: how a request about a job another manager
+    runs reaches that manager (close it when the server stops).
     """
     app = FastAPI(
         title="workflow-manager",
@@ -87,6 +90,7 @@ def create_app(
     app.state.service = service
     app.state.clock = clock
     app.state.api_token = api_token
+    app.state.forwarder = forwarder or Forwarder()
     routes = [*router.routes, *browse_router.routes, *login_router.routes, *ui_router.routes]
     install_error_handlers(app, routes)
     app.include_router(router)

@@ -8,7 +8,7 @@ other SubmitError (payload, job id)           400
 JobNotFound (cancel, retry)                   404
 JobConflict (cancel a finished job, ...)      409
 BrokerError                                   503
-NotOwner (another manager runs the job)       503
+NotOwner (another manager runs the job)       its owner's answer, or 503 (manager.api.forwarding)
 anything else                                 500, details left to the server log
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import ExceptionHandler
@@ -126,8 +126,10 @@ async def _on_broker_error(request: Request, exc: BrokerError) -> JSONResponse:
     return error_response(503, f"RabbitMQ is unavailable: {exc}")
 
 
-async def _on_not_owner(request: Request, exc: NotOwner) -> JSONResponse:
-    return error_response(503, str(exc), {"Retry-After": "1"})
+async def _on_not_owner(request: Request, exc: NotOwner) -> Response:
+    # The manager running the job answers (manager.api.forwarding), or 503 says why not.
+    forwarder = request.app.state.forwarder
+    return await forwarder.answer(request, exc, request.app.state.service.directory)
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
-from manager.api import views
+from manager.api import forwarding, views
 from manager.api.errors import unknown_workflow
 from manager.api.inputs import (
     parse_job_id,
@@ -38,7 +38,7 @@ from manager.engine.state import MAX_PRIORITY
 from manager.starttimes import MAX_DELAY_S, MAX_UNIX_S
 from manager.traces import submitter_trace
 
-__all__ = ["router"]
+__all__ = ["router", "OWNER_AWAY"]
 
 DEFAULT_INTERVAL_MIN = 480.0
 _TRACEPARENT_DOC = (
@@ -76,6 +76,16 @@ JobIdPath = Annotated[
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorBody} for code in codes}
+
+
+# Several managers: another manager's job is answered by that manager, or 503 when it cannot be.
+OWNER_AWAY: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": ErrorBody,
+        "description": "Another manager runs the job and cannot be asked now (its partition "
+        "is being taken over, or the manager is unreachable); try again after `Retry-After`.",
+    }
+}
 
 
 _UUID = {"type": "string", "format": "uuid"}
@@ -233,16 +243,19 @@ async def running_jobs(service: Service) -> dict[str, Any]:
     tags=["jobs"],
     response_model=JobDetail,
     response_model_exclude_none=True,
-    responses=_errors(400, 404),
+    responses={**_errors(400, 404), **OWNER_AWAY},
 )
 async def job_detail(
     job_id: JobIdPath,
+    request: Request,
     service: Service,
     now: Now,
-) -> JSONResponse:
+) -> Response:
     """One job or child job: its steps by state, and its result or error once it has ended."""
     key = parse_job_id(job_id, "job id")
-    job = await service.find_job(key)
+    job = await forwarding.find_job(request, service, key)
+    if isinstance(job, Response):
+        return job  # the answer of the manager running it
     if job is None:
         message = f"no job {key} (running jobs are listed at /api/jobs)"
         raise HTTPException(status_code=404, detail=message)
@@ -254,7 +267,7 @@ async def job_detail(
     tags=["jobs"],
     response_model=JobDetail,
     response_model_exclude_none=True,
-    responses=_errors(400, 404, 409),
+    responses={**_errors(400, 404, 409), **OWNER_AWAY},
 )
 async def cancel_job(
     job_id: JobIdPath,
@@ -271,7 +284,7 @@ async def cancel_job(
     tags=["jobs"],
     response_model=JobDetail,
     response_model_exclude_none=True,
-    responses=_errors(400, 404, 409),
+    responses={**_errors(400, 404, 409), **OWNER_AWAY},
 )
 async def retry_job(
     job_id: JobIdPath,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from manager.cluster.directory import Directory
 from manager.config.models import Workflow
 from manager.engine import EngineState, Job
 from manager.engine.traceids import TraceParent
@@ -51,6 +52,11 @@ class JobService(Protocol):
         ...
 
     @property
+    def directory(self) -> Directory | None:
+        """Who runs each partition and where its API is; None without partitions."""
+        ...
+
+    @property
     def failure(self) -> BaseException | None:
         """Why the manager stopped taking work (its journal failed), or None."""
         ...
@@ -74,8 +80,10 @@ class JobService(Protocol):
         """The partitions and their leases (GET /api/cluster)."""
         ...
 
-    async def find_job(self, job_id: str) -> Job | None:
-        """A job by canonical id: running ones from memory, finished ones from the journal."""
+    async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
+        """A job by canonical id: running ones from memory, finished ones from the journal;
+        NotOwner for a running job of another manager's partition (with `replay_foreign`:
+        that job as its committed journal rows make it)."""
         ...
 
     async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:

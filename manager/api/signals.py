@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from manager.api.inputs import parse_job_id, parse_payload
 from manager.api.models import ErrorBody
-from manager.api.routes import JobIdPath, Service
+from manager.api.routes import OWNER_AWAY, JobIdPath, Service
 
 __all__ = ["router", "SignalResponse"]
 
@@ -49,7 +49,7 @@ _BODY_DOC: dict[str, Any] = {
     "/api/job/{job_id}/signal/{step}",
     tags=["jobs"],
     response_model=SignalResponse,
-    responses={code: {"model": ErrorBody} for code in (400, 404, 409)},
+    responses={**{code: {"model": ErrorBody} for code in (400, 404, 409)}, **OWNER_AWAY},
     openapi_extra=_BODY_DOC,
 )
 async def signal_step(

@@ -27,14 +27,17 @@ __all__ = [
 
 _NOW = "extract(epoch FROM clock_timestamp())"
 _COUNT = "SELECT count FROM cluster_partitions"
+# Returns, with each partition taken, when its previous owner last renewed it (NULL: never
+# run): its firings since then may have been missed (`Ownership.run_since`).
 _TAKE = f"""
-UPDATE partition_leases SET owner = %(owner)s, epoch = epoch + 1,
-    expires_at = {_NOW} + %(ttl)s, renewed_at = {_NOW}
-WHERE partition IN (
-    SELECT partition FROM partition_leases
+WITH free AS (
+    SELECT partition, renewed_at FROM partition_leases
     WHERE owner IS NULL OR expires_at < {_NOW}
     ORDER BY partition LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING partition, epoch
+UPDATE partition_leases SET owner = %(owner)s, epoch = epoch + 1,
+    expires_at = {_NOW} + %(ttl)s, renewed_at = {_NOW}
+FROM free WHERE partition_leases.partition = free.partition
+RETURNING partition_leases.partition, partition_leases.epoch, free.renewed_at, {_NOW}
 """
 _RENEW = f"""
 UPDATE partition_leases SET expires_at = {_NOW} + %(ttl)s, renewed_at = {_NOW}
@@ -137,12 +140,16 @@ class LeaseTable:
         """No longer count as a member (a clean stop: the others rebalance at once)."""
         await self._rows(_LEAVE, {"name": self.owner})
 
-    async def take(self, limit: int) -> dict[int, int]:
-        """Take up to `limit` free or expired partitions; partition -> the new epoch."""
+    async def take(self, limit: int) -> dict[int, tuple[int, float | None]]:
+        """Take up to `limit` free or expired partitions; partition -> (the new epoch, seconds
+        since its previous owner last renewed it, None if no manager ever ran it)."""
         if limit <= 0:
             return {}
         rows = await self._rows(_TAKE, {"owner": self.owner, "ttl": self.ttl_s, "limit": limit})
-        return {int(p): int(e) for p, e in rows}
+        return {
+            int(p): (int(e), None if before is None else float(now) - float(before))
+            for p, e, before, now in rows
+        }
 
     async def renew(self, held: Mapping[int, int]) -> dict[int, int]:
         """Renew the leases in `held` (partition -> epoch); those still ours."""

@@ -39,6 +39,9 @@ class Ownership:
         # Partitions being handed over: still held (their last commits are fenced as ours),
         # but nothing new of theirs starts here.
         self.giving: set[int] = set()
+        # For each partition taken: seconds it had gone unrun when we took it (since its
+        # previous owner's last renewal; None: never run). Its missed firings lie there.
+        self.unrun_s: dict[int, float | None] = {}
         self._clock = clock
         self._renewed_at = clock()
         self.renewal_s = 0.0  # how long the last renewal took (a metric)
@@ -62,10 +65,20 @@ class Ownership:
     async def take(self, limit: int) -> list[int]:
         """Take up to `limit` free or expired partitions; the ones taken."""
         taken = await self.table.take(limit)
-        self.held.update(taken)
+        self.held.update({partition: epoch for partition, (epoch, _) in taken.items()})
+        self.unrun_s.update({partition: ago for partition, (_, ago) in taken.items()})
         if taken:
             log.info("took partitions %s", _listed(taken))
         return sorted(taken)
+
+    def unrun_for(self, partitions: list[int], within_s: float) -> float | None:
+        """How long the longest unrun of `partitions` went without a manager, when all were
+        run by one until at most `within_s` ago (a hand-over, a failover); else None (never
+        run, or the whole cluster was down: a start's catch-up rules apply instead)."""
+        gaps = [self.unrun_s.get(partition) for partition in partitions]
+        if not gaps or any(gap is None or gap > within_s for gap in gaps):
+            return None
+        return max(gap for gap in gaps if gap is not None)
 
     async def renew(self) -> list[int]:
         """Renew every lease we hold; the partitions lost (taken by another, or not renewed in

@@ -60,6 +60,7 @@ class Broker:
         self._event_channel: AbstractChannel | None = None
         self._consume_channel: AbstractChannel | None = None
         self._consumers: list[tuple[AbstractQueue, str]] = []
+        self._closed = False
         # Queues that exist with arguments of their owner's: used as they are, never declared.
         self._as_found: set[str] = set()
         # One WARNING when an outage starts, one INFO when it ends (with what was held back).
@@ -82,7 +83,13 @@ class Broker:
         return self.outage.down_for_s
 
     async def wait_connected(self) -> None:
-        """Return once the connection is back (at once while connected): an event, not a poll."""
+        """Return once the connection is back (at once while connected): an event, not a poll.
+
+        BrokerError once closed: nothing waiting would ever be sent (a caller that retried at
+        once would spin the event loop instead).
+        """
+        if self._closed:
+            raise BrokerError("the connection to RabbitMQ was closed")
         await self.outage.wait_connected()
 
     def held(self, kind: str, count: int = 1) -> None:
@@ -258,6 +265,7 @@ class Broker:
     async def close(self) -> None:
         """Close the connection (and its channels)."""
         self.outage.close()  # on purpose: no outage to report
+        self._closed = True
         await self._acker.drain()
         connection, self._connection = self._connection, None
         self._publish_channel = self._consume_channel = self._event_channel = None

@@ -39,6 +39,7 @@ class MemoryTransport:
         self.holding = asyncio.Event()
         self._consumers: dict[str, Handler] = {}
         self.requeued: list[Delivery] = []
+        self.closed = False
         self._on_restored: list[Callable[[], Awaitable[None]]] = []
         self._tag = 0
 
@@ -58,7 +59,9 @@ class MemoryTransport:
             self._up.clear()
 
     async def wait_connected(self) -> None:
-        """Return once `connected` is True again."""
+        """Return once `connected` is True again; BrokerError once closed, as the Broker."""
+        if self.closed:
+            raise BrokerError("the connection to RabbitMQ was closed")
         await self._up.wait()
 
     def held(self, kind: str, count: int = 1) -> None:
@@ -146,8 +149,9 @@ class MemoryTransport:
             self._consumers.pop(queue, None)
 
     async def close(self) -> None:
-        """Nothing to close."""
+        """Nothing to close: disconnected for good."""
         self.connected = False
+        self.closed = True
 
     # -- for tests ---------------------------------------------------------------------
 

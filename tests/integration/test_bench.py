@@ -26,6 +26,9 @@ FIGURES = [
     r"recovery, [0-9,]+ running jobs: start until consuming",
 ]
 FAN_OUT = ["time", "manager peak RSS", "RSS growth per child", "journal size"]
+# The managers scenario (with --db): one line for jobs/s and one for CPU per step, each setup.
+MANAGERS = ["one manager, SQLite", "one manager, PostgreSQL P=2", "two managers, PostgreSQL P=2"]
+CPU = ": CPU per step"
 
 
 def _queues_left(prefix: str) -> list[str]:
@@ -74,7 +77,7 @@ def test_the_quick_benchmark_keeps_its_journals_in_postgresql_with_db(amqp_url):
     with fresh_database() as url:
         done = subprocess.run(
             [sys.executable, "-m", "bench", "--quick", "--amqp-url", amqp_url, "--db", url,
-             "--only", "throughput,fanout,recovery"],
+             "--only", "throughput,fanout,recovery,managers", "--partitions", "2"],
             cwd=ROOT, capture_output=True, text=True, timeout=280, check=False,
         )  # fmt: skip
         with psycopg.connect(url) as conn:
@@ -83,7 +86,8 @@ def test_the_quick_benchmark_keeps_its_journals_in_postgresql_with_db(amqp_url):
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "PostgreSQL journals" in done.stdout.splitlines()[0], output
-    for pattern in (FIGURES[0], FIGURES[-1], r"fan-out, [0-9,]+ children: journal size"):
+    managers = [rf"[0-9,]+ jobs, {setup}{what}" for setup in MANAGERS for what in ("", CPU)]
+    for pattern in (FIGURES[0], FIGURES[-1], r"fan-out, [0-9,]+ children: journal size", *managers):
         assert [line for line in done.stdout.splitlines() if re.match(pattern + NUMBER, line)], (
             f"no line for {pattern!r}:\n{output}"
         )

@@ -38,10 +38,11 @@ export function showCluster(main) {
     }
     const rows = view.managers.map((m) => h("tr", { "data-manager": m.name },
       h("td", {}, h("code", {}, m.name), m.name === view.manager ? h("span", { class: "muted" }, " (this one)") : ""),
-      h("td", { "data-field": "partitions" }, m.partitions.join(", ")),
+      h("td", { "data-field": "partitions" }, m.partitions.length ? m.partitions.join(", ") : h("span", { class: "muted" }, "standby")),
+      h("td", { "data-field": "api-url" }, m.api_url === null || m.api_url === undefined ? "–" : h("code", {}, m.api_url)),
       h("td", {}, seconds(m.lease_age_s))));
     replace(managers, h("h2", {}, `${view.managers.length} manager${view.managers.length === 1 ? "" : "s"}, ${view.partitions} partitions`),
-      rows.length ? table(["Manager", "Partitions", "Lease age"], rows, { class: "managers" }) : h("p", { class: "muted" }, "No manager holds a lease."));
+      rows.length ? table(["Manager", "Partitions", "API", "Lease age"], rows, { class: "managers" }) : h("p", { class: "muted" }, "No manager holds a lease."));
     const leaseRows = view.leases.map((lease) => h("tr", { "data-partition": String(lease.partition) },
       h("td", {}, String(lease.partition)),
       h("td", {}, statusBadge(leaseState(lease), { "data-field": "lease-state" })),

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from ..durability.helpers import CHILDREN_PER_JOB, check_outcomes
-from .rig import each_job_made_once, until
+from .rig import comparable, each_job_made_once, until
 
 OUTCOMES_TIMEOUT_S = 90.0
 
@@ -103,7 +103,7 @@ async def test_any_manager_answers_about_a_job_another_runs_as_the_owner_does(cl
         async with httpx.AsyncClient(timeout=10) as http:
             got = [await http.get(f"{m.api_url}/api/job/{job_id}") for m in (first, second)]
         assert [r.status_code for r in got] == [200, 200], [r.text for r in got]
-        return [_comparable(r.json()) for r in got]
+        return [comparable(r.json()) for r in got]
 
     await until(lambda: cluster.query("SELECT 1 FROM jobs WHERE id = %s", (job_id,)), "the job row")
     owner, other = await answers()
@@ -113,15 +113,6 @@ async def test_any_manager_answers_about_a_job_another_runs_as_the_owner_does(cl
     await each_job_made_once(cluster, 1, CHILDREN_PER_JOB)
     owner, other = await answers()
     assert owner["status"] == "completed" and owner == other
-
-
-def _comparable(value):
-    """A job's answer without what depends on when it was asked (elapsed seconds, anywhere)."""
-    if isinstance(value, dict):
-        return {k: _comparable(v) for k, v in value.items() if "elapsed" not in k}
-    if isinstance(value, list):
-        return [_comparable(v) for v in value]
-    return value
 
 
 @pytest.mark.timeout(150)

@@ -1,11 +1,13 @@
 """The cluster page: a manager with --partitions on PostgreSQL, its partitions and their leases
-(each lease's state with its label and icon)."""
+(each lease's state with its label and icon), and a standby holding none (its API address is
+shown as text)."""
 
 from __future__ import annotations
 
 import uuid
 
 import aio_pika
+import psycopg
 
 from tests.pgdatabase import fresh_database
 
@@ -38,6 +40,21 @@ async def test_the_cluster_page_shows_the_managers_partitions_and_leases(amqp_ur
             assert set(await states.all_text_contents()) == {"held"}
             assert await page.locator("[data-partition] .badge.status-held svg").count() == 4
             assert await page.get_attribute('a[data-nav="cluster"]', "aria-current") == "page"
+            assert (await row.locator('[data-field="api-url"]').text_content()) == manager.api_url
+
+            # Another manager, alive and holding nothing (a row as its heartbeat writes it).
+            with psycopg.connect(db, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO cluster_members (name, api_url, joined_at, renewed_at, expires_at)"
+                    " VALUES ('other:1', '<b>http://other:8080</b>', 0, 0, 1e12)"
+                )
+            await page.click('[data-action="reload"]')
+            standby = page.locator('tr[data-manager="other:1"]')
+            await standby.wait_for()
+            assert (await standby.locator('[data-field="partitions"]').text_content()) == "standby"
+            url = standby.locator('[data-field="api-url"]')
+            assert await url.text_content() == "<b>http://other:8080</b>"
+            assert await url.locator("b").count() == 0
         finally:
             code = await manager.process.stop()
             await _delete_queues(amqp_url, prefix)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from manager.errors import BrokerError
 from manager.journal import Batch, EventKind, EventRow, open_journal
 from manager.outbox import Outbox
@@ -92,4 +94,47 @@ async def test_a_dead_letter_keeps_the_message_and_says_why(tmp_path):
     assert (dead.body, dead.correlation_id, dead.reply_to, dead.message_id) == (
         b"junk", "c", "r", "m",
     )  # fmt: skip
+    await journal.close()
+
+
+async def test_a_held_publish_gives_up_when_the_transport_closes_and_stays_unconfirmed(tmp_path):
+    transport = Flaky(failures=1)
+    transport.declared.add("q")
+    transport.connected = False
+    outbox, journal = await _outbox(tmp_path, transport)
+    row = EventRow(at=1.0, kind=EventKind.DISPATCHED, body=b"{}", msg_id="j:s:1")
+    await journal.append(Batch(events=[row]))
+    message = Outbound("q", b"{}", "j:s", message_id="j:s:1", step_request=True)
+    publishing = asyncio.ensure_future(outbox.publish([message]))
+    done, _ = await asyncio.wait([publishing], timeout=0.05)
+    assert not done
+    await transport.close()  # the manager stopping (a new term): it must not spin, nor hang
+    transport.connected = False
+    # Another broker error wakes the lane: the closed transport ends its wait.
+    transport.connected = True
+    transport.connected = False
+    with pytest.raises(BrokerError, match="closed"):
+        await asyncio.wait_for(publishing, 5)
+    await journal.flush()
+    assert [r.msg_id for r in await journal.pending_outbound()] == ["j:s:1"]
+    assert outbox.pending == 0
+    await journal.close()
+
+
+async def test_quiet_waits_for_the_publishes_replied_to_on_a_queue(tmp_path):
+    transport = MemoryTransport()
+    transport.declared.update({"q", "r"})
+    transport.confirming.clear()  # the broker holds its confirms
+    journal = await open_journal(tmp_path / "wm.db")
+    outbox = Outbox(transport, journal, lambda: 1.0, lambda _: None, by_reply_queue=True)
+    held = Outbound("q", b"{}", "j:s", "wm.p1", message_id="j:s:1", step_request=True)
+    publishing = asyncio.ensure_future(outbox.publish([held]))
+    await transport.holding.wait()
+    await asyncio.wait_for(outbox.quiet({"wm.p2"}), 1)  # nothing replied to there
+    waiting = asyncio.ensure_future(outbox.quiet({"wm.p1", "wm.p2"}))
+    done, _ = await asyncio.wait([waiting], timeout=0.05)
+    assert not done
+    transport.confirming.set()
+    await asyncio.wait_for(waiting, 1)
+    await publishing
     await journal.close()
