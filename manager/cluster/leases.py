@@ -67,9 +67,20 @@ SELECT name, api_url, {_NOW} - renewed_at FROM cluster_members
 WHERE expires_at >= {_NOW} ORDER BY name
 """
 _LEAVE = "DELETE FROM cluster_members WHERE name = %(name)s"
-_FENCE = """
-SELECT partition, owner, epoch FROM partition_leases
-WHERE partition = ANY(%s) ORDER BY partition FOR SHARE
+# One round trip: lock and read the leases, and count the commit in `partition_commits`
+# at the epochs we hold (rolled back with the transaction when the check fails).
+_FENCE = f"""
+WITH leases AS (
+    SELECT partition, owner, epoch FROM partition_leases
+    WHERE partition = ANY(%(partitions)s) ORDER BY partition FOR SHARE
+), counted AS (
+    INSERT INTO partition_commits AS c (partition, epoch, owner, first_at, last_at, commits)
+    SELECT held.partition, held.epoch, %(owner)s, {_NOW}, {_NOW}, 1
+    FROM unnest(%(partitions)s::integer[], %(epochs)s::bigint[]) AS held(partition, epoch)
+    ON CONFLICT (partition, epoch) DO UPDATE SET last_at = excluded.last_at,
+        commits = c.commits + 1
+)
+SELECT partition, owner, epoch FROM leases ORDER BY partition
 """
 
 
@@ -191,12 +202,15 @@ class LeaseTable:
             raise JournalError(f"cannot reach the partition leases: {first}") from exc
 
 
-async def check_fence(cursor: psycopg.AsyncCursor, held: Mapping[int, int]) -> None:
-    """In a commit's transaction: lock the leases of `held`'s partitions and check them ours.
+async def check_fence(cursor: psycopg.AsyncCursor, owner: str, held: Mapping[int, int]) -> None:
+    """In a commit's transaction: lock the leases of `held`'s partitions (partition -> the
+    epoch we took it at), check them ours, and count the commit in `partition_commits`.
 
     FencedOut when another manager has taken one since (the transaction is rolled back).
     """
-    await cursor.execute(_FENCE, (list(held),))
+    partitions = list(held)
+    epochs = [held[p] for p in partitions]
+    await cursor.execute(_FENCE, {"partitions": partitions, "epochs": epochs, "owner": owner})
     for partition, owner, epoch in await cursor.fetchall():
         if epoch != held[partition]:
             raise FencedOut(

@@ -122,7 +122,7 @@ class Ownership:
                 f"a commit for partition {missing[0]}, which this manager does not hold: "
                 "it writes nothing more for it and stops"
             )
-        await check_fence(cursor, {p: self.held[p] for p in touched})
+        await check_fence(cursor, self.table.owner, {p: self.held[p] for p in touched})
 
     async def close(self) -> None:
         """Release every lease and leave (a clean stop: the others take over at once); close."""

@@ -108,8 +108,24 @@ CREATE TABLE cluster_members (
 );
 """
 
+# Which manager committed for each partition at each lease epoch, first and last (the
+# database's clock), in the fence of every commit: the journal shows that no commit came at
+# an old epoch after a newer one. One row per partition and epoch: epochs move only when a
+# partition changes hands, so the table stays small.
+_V5 = """
+CREATE TABLE partition_commits (
+    partition integer NOT NULL,
+    epoch bigint NOT NULL,
+    owner text NOT NULL,
+    first_at double precision NOT NULL,
+    last_at double precision NOT NULL,
+    commits bigint NOT NULL,
+    PRIMARY KEY (partition, epoch)
+);
+"""
+
 # MIGRATIONS[i] takes a journal from version i to i + 1, in the transaction that opens it.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -114,6 +114,27 @@ class ClusterRig:
         )
         return {owner: int(count) for owner, count in rows}
 
+    def commits(self) -> dict[int, list[tuple[int, str, int]]]:
+        """partition -> (epoch, owner, commits) at each epoch it was committed for, in epoch
+        order, after checking the journal's ledger: no commit came at an older epoch after
+        one at a newer (each epoch's last commit precedes the next epoch's first)."""
+        rows = self.query(
+            "SELECT partition, epoch, owner, first_at, last_at, commits FROM partition_commits"
+            " ORDER BY partition, epoch"
+        )
+        ledger: dict[int, list[tuple[int, str, int]]] = {}
+        last: dict[int, tuple[int, float]] = {}
+        for partition, epoch, owner, first_at, last_at, count in rows:
+            if partition in last:
+                before, before_last = last[partition]
+                assert before_last <= first_at, (
+                    f"partition {partition}: a commit at epoch {before} ({before_last}) after "
+                    f"the first at epoch {epoch} ({first_at}): {rows}"
+                )
+            last[partition] = (epoch, last_at)
+            ledger.setdefault(partition, []).append((int(epoch), owner, int(count)))
+        return ledger
+
     async def balanced(self, managers: list[Member], timeout_s: float = 10.0) -> dict[str, int]:
         """Wait until `managers` run every partition between them, each ⌊P/M⌋ or ⌈P/M⌉ of
         them (fails after `timeout_s`); their shares by name."""
@@ -146,7 +167,8 @@ async def until(predicate: Callable[[], bool], what: str, timeout_s: float = 30.
 
 async def each_job_made_once(cluster: ClusterRig, roots: int, children: int) -> None:
     """Once committed (an outcome may go out while its commit is in flight): `roots` completed
-    top-level jobs, each with exactly `children` child jobs, so none was created twice."""
+    top-level jobs, each with exactly `children` child jobs, so none was created twice; and no
+    commit at an old epoch in the journal's ledger (`ClusterRig.commits`)."""
     sql = (
         "SELECT count(*) FILTER (WHERE parent_id IS NULL AND status = 'completed'),"
         " count(*) FILTER (WHERE parent_id IS NOT NULL) FROM jobs"
@@ -160,6 +182,7 @@ async def each_job_made_once(cluster: ClusterRig, roots: int, children: int) -> 
     )
     assert cluster.query(sql) == [(roots, roots * children)]
     assert not counts, f"jobs with another number of children: {counts[:5]}"
+    assert cluster.commits(), "no commit in the ledger"
 
 
 def ids_in_partition(partition: int, count: int, how_many: int) -> list[str]:

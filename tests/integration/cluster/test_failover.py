@@ -90,6 +90,14 @@ async def test_a_paused_manager_writes_nothing_for_the_partitions_taken_meanwhil
     # The same process, a standby again: the pair share the partitions once more.
     assert first.process.proc.returncode is None, first.process.output
     await cluster.balanced([first, second])
+    # The journal's ledger: the paused manager committed at epoch 1 only, each partition's
+    # last such commit before the first at epoch 2 (`commits` checks the order).
+    ledger = cluster.commits()
+    for partition, at in ledger.items():
+        stale = [(epoch, owner) for epoch, owner, _ in at if owner == first.owner and epoch < 3]
+        assert all(epoch == 1 for epoch, _ in stale), (partition, at)
+    taken = [(epoch, owner) for at in ledger.values() for epoch, owner, _ in at if epoch == 2]
+    assert taken and all(owner == second.owner for _, owner in taken), ledger
 
 
 @pytest.mark.timeout(90)

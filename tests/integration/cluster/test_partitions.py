@@ -124,4 +124,9 @@ async def test_a_manager_whose_partition_is_taken_over_commits_nothing_more(clus
     assert manager.process.proc.returncode is None, manager.process.output
     written = cluster.query("SELECT seq, kind, root_id FROM events WHERE seq > %s", (last_seq,))
     assert not written, f"written after the take-over: {written}\n{manager.process.output}"
+    # The ledger says the same: every commit was at the first epoch, none at the usurper's.
+    ledger = cluster.commits()
+    assert ledger and all(
+        [(epoch, owner) for epoch, owner, _ in at] == [(1, manager.owner)] for at in ledger.values()
+    ), ledger
     assert "lost" in manager.process.output

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -90,16 +92,20 @@ class _Cursor:
     def __init__(self, leases: dict[int, tuple[str, int]]) -> None:
         self.leases = leases
         self.asked: list[int] = []
+        self.counted: list[tuple[str, int, int]] = []  # (owner, partition, epoch) per commit
 
-    async def execute(self, sql: str, params: tuple[list[int]]) -> None:
-        self.asked = sorted(params[0])
+    async def execute(self, sql: str, params: dict[str, Any]) -> None:
+        self.asked = sorted(params["partitions"])
+        held = zip(params["partitions"], params["epochs"], strict=True)
+        self.counted += [(params["owner"], p, e) for p, e in sorted(held)]
 
     async def fetchall(self) -> list[tuple[int, str, int]]:
         return [(p, *self.leases[p]) for p in self.asked]
 
 
 def _ownership(held: dict[int, int]) -> Ownership:
-    ownership = Ownership(None, Partitioning("wm", 8))  # type: ignore[arg-type]
+    table = SimpleNamespace(owner="me")  # the fence reads no more of it
+    ownership = Ownership(table, Partitioning("wm", 8))  # type: ignore[arg-type]
     ownership.held = dict(held)
     return ownership
 
@@ -110,6 +116,7 @@ async def test_the_fence_checks_the_partitions_a_commit_was_placed_in() -> None:
     root = "3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10"  # its id's partition is 7, not ours
     await ownership.fence(cursor, {3}, set())  # type: ignore[arg-type]
     assert cursor.asked == [3]
+    assert cursor.counted == [("me", 3, 5)]  # the commit is counted at the epoch we hold
     with pytest.raises(FencedOut, match="partition 7"):
         await ownership.fence(cursor, set(), {root})  # type: ignore[arg-type]
     with pytest.raises(FencedOut, match="partition 6"):
