@@ -35,6 +35,7 @@ from manager.engine import (
     SchedulePauseSet,
     SignalReceived,
     StepReplied,
+    StepWaiting,
     Subject,
     TimerFired,
     jsontext,
@@ -105,12 +106,8 @@ def record(event: Event, commands: Iterable[Command], reply_queue: ReplyQueue) -
             )
             events.append(row)
             outbound.append(message)
-        elif isinstance(command, JobStarted):
-            _started(command, result.batch)
-        elif isinstance(command, JobScheduled | JobQueued):
-            _waiting(command, result.batch)
-        elif isinstance(command, JobFinished):
-            result.ended.append(_finished(command, result.batch))
+        elif isinstance(command, JobStarted | JobScheduled | JobQueued | JobFinished | StepWaiting):
+            _job_rows(command, result)
         elif isinstance(command, Ignored):
             meta = {"subject": command.subject, "reason": command.reason}
             events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
@@ -315,6 +312,30 @@ def _started(command: JobStarted, batch: Batch) -> None:
         return
     batch.jobs.append(_open_row(command, command.root_id, "running", batch.partition))
     _job_event(batch, command, EventKind.STARTED, {"flow": command.flow})
+
+
+def _job_rows(
+    command: JobStarted | JobScheduled | JobQueued | JobFinished | StepWaiting, result: Record
+) -> None:
+    """The rows saying where a job is: started, waiting to start, waiting for a signal, ended."""
+    if isinstance(command, JobStarted):
+        _started(command, result.batch)
+    elif isinstance(command, StepWaiting):
+        if command.job_id != command.root_id:
+            result.batch.events.append(_child_waiting(command))
+    elif isinstance(command, JobFinished):
+        result.ended.append(_finished(command, result.batch))
+    else:
+        _waiting(command, result.batch)
+
+
+def _child_waiting(command: StepWaiting) -> EventRow:
+    """The row of a child job's step that waits for a signal. The signal may reach any manager,
+    which finds the child's partition from this row when the child has journaled nothing else."""
+    return EventRow(
+        at=command.at, kind=EventKind.WAITING, job_id=command.job_id, root_id=command.root_id,
+        step=command.step,
+    )  # fmt: skip
 
 
 def _waiting(command: JobScheduled | JobQueued, batch: Batch) -> None:

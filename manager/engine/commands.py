@@ -127,7 +127,8 @@ class JobStarted:
 @dataclass(slots=True)
 class StepWaiting:
     """A waiting step (`wait: true`) was reached: it waits for its signal (until `timeout_at`,
-    if it has a timeout). For events and metrics; nothing is journaled for it."""
+    if it has a timeout). For events and metrics; a child job's is journaled too, naming its
+    top-level job (so any manager finds the child's partition)."""
 
     job_id: str
     root_id: str

@@ -26,6 +26,9 @@ class EventKind:
     CANCEL = "cancel"  # a cancel request: replayed
     RETRY = "retry"  # a retry request: replayed
     SIGNAL = "signal"  # a signal for a waiting step (its payload in the body): replayed
+    # A child job's step began to wait (not replayed): a child has no row of its own until it
+    # ends, so this one tells any manager the child's top-level job, hence its partition.
+    WAITING = "waiting"
 
 
 REPLAYED_KINDS = (

@@ -176,6 +176,29 @@ def test_a_child_job_is_written_once_when_it_ends():
     assert children[0] not in state.jobs  # it left memory as it completed
 
 
+def test_a_childs_waiting_step_is_journaled_naming_its_top_level_job():
+    gated = workflows(FLOW.replace("- name: work", "- {name: work, wait: true}"))
+    state = EngineState.from_workflows(gated)
+    submitted = JobSubmitted(JOB, "w", {}, 1.0)
+    record(submitted, apply(state, submitted)[1], "wm")
+    event = StepReplied(JOB, "split", b'{"items": ["a", "b"]}', 2.0, attempt=1)
+    batch = record(event, apply(state, event)[1], "wm").batch
+    children = state.jobs[JOB].steps["fan"].children
+    # Nothing else of the children is journaled yet: these rows place them (in JOB's tree).
+    waiting = [r for r in batch.events if r.kind == EventKind.WAITING]
+    assert [(r.job_id, r.root_id, r.step) for r in waiting] == [(c, JOB, "work") for c in children]
+    assert EventKind.WAITING not in REPLAYED_KINDS
+
+
+def test_a_top_level_jobs_waiting_step_writes_no_row():
+    gated = workflows(FLOW.replace("      - name: split\n", "      - {name: split, wait: true}\n"))
+    state = EngineState.from_workflows(gated)
+    submitted = JobSubmitted(JOB, "w", {}, 1.0)
+    batch = record(submitted, apply(state, submitted)[1], "wm").batch
+    assert state.jobs[JOB].steps["split"].status == "waiting"
+    assert EventKind.WAITING not in [r.kind for r in batch.events]  # its job row places it
+
+
 def test_a_rejected_submission_writes_nothing_and_answers_its_sender():
     state = EngineState.from_workflows(workflows(FLOW))
     event = JobSubmitted("not-a-uuid", "w", {}, 1.0, reply_to="answers")

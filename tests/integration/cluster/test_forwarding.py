@@ -8,6 +8,7 @@ import asyncio
 import signal
 from typing import Any
 
+import aio_pika
 import httpx
 import pytest
 
@@ -107,20 +108,26 @@ async def test_submit_retry_and_signal_sent_to_a_non_owner_take_effect_on_the_ow
     assert twice.status_code == 409, twice.text
 
 
-@pytest.mark.timeout(120)
-async def test_a_running_child_job_reads_the_same_on_a_non_owner_and_cancel_reaches_it(cluster):
+async def gated_job(cluster: ClusterRig) -> tuple[Member, Member, str, list[str]]:
+    """A `gated` job submitted through the manager not running it: the owner, the other, the
+    job's id and its children, every one of them waiting for its signal."""
     owner, other, partition = await settled_pair(cluster)
     await cluster.start_worker()
     job_id = ids_in_partition(partition, cluster.partitions, 1)[0]
     submitted = await ask(other, "POST", f"/api/workflow/gated?id={job_id}", {"n": 2})
     assert submitted.status_code == 200, submitted.text
-
     deadline = asyncio.get_running_loop().time() + 30
     while not (root := (await ask(owner, "GET", f"/api/job/{job_id}")).json()).get("running"):
         assert asyncio.get_running_loop().time() < deadline, f"no children: {root}"
         await asyncio.sleep(0.1)
     children = root["running"][0]["tasks"]
     assert len(children) == chaos.CHILDREN_PER_JOB
+    return owner, other, job_id, children
+
+
+@pytest.mark.timeout(120)
+async def test_a_running_child_job_reads_the_same_on_a_non_owner_and_cancel_reaches_it(cluster):
+    owner, other, job_id, children = await gated_job(cluster)
     child = await same_answer(owner, other, f"/api/job/{children[0]}")
     assert (child["status"], child["parent"]) == ("running", job_id)
     assert [s["name"] for s in child["waiting"]] == ["approve"]
@@ -139,6 +146,22 @@ async def test_a_running_child_job_reads_the_same_on_a_non_owner_and_cancel_reac
     assert ended["status"] == "cancelled"
     again = await ask(other, "DELETE", f"/api/job/{job_id}")
     assert again.status_code == 409, again.text
+
+
+@pytest.mark.timeout(120)
+async def test_amqp_signals_reach_children_that_have_journaled_nothing_but_their_wait(cluster):
+    # Every child waits at its first step, so each has only its `waiting` row in the journal.
+    # Both managers consume `<queue>.signals`, so some signals reach the one not running the
+    # job, which must find each child's partition (its top-level job's) and hand it on.
+    owner, other, job_id, children = await gated_job(cluster)
+    for child in children:
+        message = aio_pika.Message(b'{"ok": true}', correlation_id=f"{child}:approve")
+        await cluster.channel.default_exchange.publish(message, f"{cluster.queue}.signals")
+    await eventually(other, job_id, "completed")
+    for child in children:
+        assert await job_status(other, child) == "completed"
+    dead = await cluster.channel.declare_queue(f"{cluster.queue}.dead", passive=True)
+    assert dead.declaration_result.message_count == 0
 
 
 @pytest.mark.timeout(90)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from manager.cluster.partitioning import Partitioning
 from manager.cluster.placement import Placement
-from manager.engine import EngineState, JobSubmitted, apply
+from manager.engine import EngineState, JobSubmitted, StepReplied, TimerFired, apply
 from manager.engine.placement import placement_key
-from manager.journal import JobRow
+from manager.journal import JobRow, open_journal
+from manager.recorder import record
+from tests.pgdatabase import fresh_database
 from tests.unit.engine.helpers import JOB, OTHER_JOB, workflows
 
 FLOW = """
@@ -16,6 +18,15 @@ workflows:
     steps: [{name: s}]
   - name: plain
     steps: [{name: s}]
+  - name: gated
+    concurrency: {limit: 9, key: account}
+    steps:
+      - {name: s}
+      - {name: each, task: gate, depends: [s]}
+    tasks:
+      - name: gate
+        itemListKey: items
+        steps: [{name: approve, wait: true}]
 """
 SPLIT = Partitioning("wm", 6)
 
@@ -65,3 +76,31 @@ async def test_a_named_id_of_an_existing_job_goes_where_that_job_is() -> None:
         assert (await placement.place(again, named=True)).partition == partition
         assert await placement.partition_of(job_id) == partition
     assert await placement.select([JOB, OTHER_JOB, "x"], {1, SPLIT.of("x")}) == [OTHER_JOB, "x"]
+
+
+async def test_another_manager_finds_a_waiting_childs_tree_from_the_journal() -> None:
+    # The owner runs a job placed by its key; its children wait at once, so each has journaled
+    # only the row of its waiting step. A manager with none of it in memory places them.
+    with fresh_database() as url:
+        journal = await open_journal(url)
+        try:
+            await _place_waiting_children(journal)
+        finally:
+            await journal.close()
+
+
+async def _place_waiting_children(journal) -> None:
+    owner = EngineState.from_workflows(workflows(FLOW))
+    key = placement_key(workflows(FLOW)["gated"], {"account": "a"}, None)
+    for event in (
+        JobSubmitted(JOB, "gated", {"account": "a"}, 1.0, partition=SPLIT.place(key, JOB)),
+        TimerFired(f"admit:{JOB}", 1.5),  # a keyed job is admitted under its limit
+        StepReplied(JOB, "s", b'{"items": [1, 2]}', 2.0, attempt=1),
+    ):
+        await journal.append(record(event, apply(owner, event)[1], "wm").batch)
+    children = owner.jobs[JOB].steps["each"].children
+    other = Placement(SPLIT, journal, lambda: EngineState.from_workflows(workflows(FLOW)), {})
+    assert SPLIT.place(key, JOB) != SPLIT.of(JOB)  # else the test proves nothing
+    for child in children:
+        assert (await other.tree_of(child))[0] == JOB  # type: ignore[index]
+        assert await other.partition_of(child) == SPLIT.place(key, JOB)
