@@ -4,6 +4,8 @@ The stream is opened first and the job read after (`GET /api/job/{id}`), so no e
 between. Each event is shown as it comes; the job's steps are read again (at most every
 `refresh_s`) to draw them with their status and a progress bar for task steps. A dropped
 stream is resumed with `Last-Event-ID`; a `reset` (events no longer kept) re-reads the job.
+With several managers, a 503 (the manager running the job cannot be asked while its partition
+moves) is tried again after its `Retry-After`, for as long as a lost connection is.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = ["watch_job", "render_job_view", "progress_bar"]
 ENDED = {"completed", "failed", "cancelled"}
 _MARKS = {"completed": "✓", "running": "▶", "retrying": "↻", "failed": "✗"}
 _RECONNECT_FOR_S = 30.0
+_MAX_WAIT_S = 5.0  # at most this long between tries, whatever Retry-After says
 _BAR_WIDTH = 24
 _END_OF_STREAM = None
 
@@ -145,6 +148,30 @@ async def _pump(response: httpx.Response, queue: asyncio.Queue[SseMessage | None
         await queue.put(_END_OF_STREAM)
 
 
+class _Away(Exception):
+    """`GET /api/events` answered 503: the manager running the job cannot be asked now (its
+    partition is moving); try again after `retry_after_s`."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def _retry_after_s(response: httpx.Response) -> float:
+    """The answer's `Retry-After` seconds, within reason (1 when it gives none)."""
+    try:
+        return min(max(float(response.headers.get("retry-after", "1")), 0.1), _MAX_WAIT_S)
+    except ValueError:
+        return 1.0
+
+
+def _error(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("error", response.text))
+    except (ValueError, AttributeError):
+        return response.text[:300]
+
+
 @contextlib.asynccontextmanager
 async def _stream(
     http: httpx.AsyncClient, job_id: str, last_id: str | None
@@ -153,7 +180,9 @@ async def _stream(
     async with http.stream("GET", "/api/events", params={"job": job_id}, headers=headers) as r:
         if r.status_code != 200:
             await r.aread()
-            raise ManagerError(f"GET /api/events answered {r.status_code}: {r.text[:300]}")
+            if r.status_code == 503:
+                raise _Away(_error(r), _retry_after_s(r))
+            raise ManagerError(f"GET /api/events answered {r.status_code}: {_error(r)}")
         yield r
 
 
@@ -216,31 +245,41 @@ async def watch_job(
     out: TextIO,
     api_token: str | None = None,
     refresh_s: float = 0.2,
+    transport: httpx.AsyncBaseTransport | None = None,
+    reconnect_for_s: float = _RECONNECT_FOR_S,
 ) -> str:
     """Follow job `job_id` until it ends; returns its status (completed, failed or cancelled).
 
     ManagerError when there is no such job; ApiUnreachable when the API cannot be reached
-    (for `_RECONNECT_FOR_S` once the job was found).
+    (for `reconnect_for_s` once the job was found, or while the manager running it cannot be
+    asked). `transport`: tests' stand-in for HTTP.
     """
     view = _View(out)
     last_id: str | None = None
     down_since: float | None = None
     timeout = httpx.Timeout(10.0, read=None)  # an idle stream gets only a heartbeat now and then
     async with httpx.AsyncClient(
-        base_url=api_url.rstrip("/"), timeout=timeout, headers=api_headers(api_token)
+        base_url=api_url.rstrip("/"),
+        timeout=timeout,
+        headers=api_headers(api_token),
+        transport=transport,
     ) as http:
         while True:
             try:
                 status, last_id = await _follow(http, job_id, view, last_id, refresh_s)
                 down_since = None
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, _Away) as exc:
                 now = time.monotonic()
                 down_since = down_since or now
-                if not view.started or now - down_since > _RECONNECT_FOR_S:
-                    raise ApiUnreachable(
-                        f"cannot reach the manager's API at {api_url}: {exc}"
-                    ) from exc
-                await asyncio.sleep(0.5)  # the manager restarts: try again shortly
+                away = isinstance(exc, _Away)  # the job's manager is moving: wait, even at first
+                if (not view.started and not away) or now - down_since > reconnect_for_s:
+                    reason = (
+                        f"{api_url} answered 503 for {now - down_since:.0f}s: {exc}"
+                        if away
+                        else f"cannot reach the manager's API at {api_url}: {exc}"
+                    )
+                    raise ApiUnreachable(reason) from exc
+                await asyncio.sleep(exc.retry_after_s if isinstance(exc, _Away) else 0.5)
                 continue
             if status is not None:
                 return status

@@ -13,15 +13,18 @@ client missed, then live events; an idle stream gets a `: keepalive` comment eve
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from manager.api.errors import unknown_workflow
+from manager.api.forwarding import Forwarder
 from manager.api.inputs import parse_job_id
 from manager.api.models import ErrorBody
+from manager.errors import JournalError, NotOwner
 from manager.events import (
     EVENT_TYPES,
     EventFilter,
@@ -33,6 +36,8 @@ from manager.events import (
 from manager.events.sse import comment, format_event
 
 __all__ = ["install_events", "router"]
+
+log = logging.getLogger(__name__)
 
 _EXAMPLE_ID = "1732441234567-42"
 # One SSE message, as OpenAPI 3.1 describes a text/event-stream: its fields as an object.
@@ -46,6 +51,8 @@ _SSE_MESSAGE: dict[str, Any] = {
     },
 }
 _HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# A relayed stream that brings nothing for this many heartbeats has lost its owner: it ends.
+_IDLE_HEARTBEATS = 2.5
 
 router = APIRouter()
 
@@ -93,6 +100,26 @@ def _filter(request: Request, job: str | None, workflow: str | None) -> EventFil
     return EventFilter(job, workflow)
 
 
+async def _from_owner(request: Request, job_id: str, heartbeat_s: float) -> Response | None:
+    """Partitioned, for a running job of a partition another manager runs: that manager's
+    stream, relayed (or a 503 naming the partition). None: follow the job here."""
+    service = request.app.state.service
+    directory = service.directory
+    if directory is None:
+        return None
+    try:
+        await service.find_job(job_id)
+    except NotOwner as exc:
+        if exc.partition is None:
+            return None  # no job has that id yet: follow it here, as unpartitioned
+        forwarder: Forwarder = request.app.state.forwarder
+        # The owner sends at least a keepalive every heartbeat (ours, as deployed alike).
+        return await forwarder.stream(request, exc, directory, _IDLE_HEARTBEATS * heartbeat_s)
+    except JournalError as err:
+        log.warning("events of job %s followed here: its owner cannot be told (%s)", job_id, err)
+    return None
+
+
 @router.get(
     "/api/events",
     tags=["events"],
@@ -104,6 +131,12 @@ def _filter(request: Request, job: str | None, workflow: str | None) -> EventFil
         },
         400: {"model": ErrorBody},
         404: {"model": ErrorBody},
+        503: {
+            "model": ErrorBody,
+            "description": "With `job`: another manager runs the job and cannot be asked now "
+            "(its partition is being taken over, or the manager is unreachable); try again "
+            "after `Retry-After`.",
+        },
     },
 )
 async def event_stream(
@@ -128,7 +161,14 @@ async def event_stream(
 ) -> Any:
     """Run events as they happen: job.scheduled|started|completed|failed|cancelled,
     step.dispatched|completed|failed|retrying|skipped|recovered. Each SSE id can be sent back as
-    `Last-Event-ID` to resume."""
+    `Last-Event-ID` to resume.
+
+    With several managers (`--partitions`), a stream carries the events of the jobs the
+    manager asked runs. With `job`, any manager answers: a job another manager runs is followed
+    on that manager's stream, relayed; it ends when that stream does or the job's partition
+    moves, and the client reconnects (sending `Last-Event-ID`: a `reset` if the events now come
+    from another manager). Without `job`, only the manager asked's jobs: the broker's
+    `<queue>.events` exchange carries every manager's."""
     hub: EventHub = request.app.state.events
     wanted = _filter(request, job, workflow)
     if last_event_id is not None and parse_event_id(last_event_id) is None:
@@ -137,6 +177,10 @@ async def event_stream(
             detail=f"header 'Last-Event-ID' {last_event_id!r} is not an event id of this "
             f"stream (e.g. {_EXAMPLE_ID}); leave it out to start from now",
         )
+    if wanted.job is not None:
+        relayed = await _from_owner(request, wanted.job, hub.heartbeat_s)
+        if relayed is not None:
+            return relayed
     subscription, resume = hub.subscribe(wanted, last_event_id)
     head = [comment("connected")]
     if resume.reset is not None:

@@ -11,8 +11,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import TypeAdapter
 
-from manager.api import forwarding, views
+from manager.api import clusterwide, forwarding, views
 from manager.api.errors import unknown_workflow
 from manager.api.inputs import (
     parse_job_id,
@@ -153,10 +154,21 @@ _PAYLOAD_DOC: dict[str, Any] = {
 router = APIRouter()
 
 
+_SUMMARIES = TypeAdapter(list[WorkflowSummary])
+
+
 @router.get("/api/workflows", tags=["workflows"], response_model=list[WorkflowSummary])
-async def list_workflows(service: Service) -> list[dict[str, Any]]:
-    """Every workflow served, with how many of its top-level jobs are running."""
-    return views.workflow_summaries(service.workflows, service.state.jobs.values())
+async def list_workflows(request: Request, service: Service) -> list[dict[str, Any]]:
+    """Every workflow served, with how many of its top-level jobs are running. With several
+    managers, on all of them (see `GET /api/jobs`)."""
+    own = views.workflow_summaries(service.workflows, service.state.jobs.values())
+    found = await clusterwide.gather(request, service, own, _summaries)
+    return clusterwide.merged_summaries(found.answers, found.journal)
+
+
+def _summaries(body: bytes) -> list[dict[str, Any]]:
+    """Another manager's `GET /api/workflows` answer (ValueError when it is none)."""
+    return [entry.model_dump() for entry in _SUMMARIES.validate_json(body)]
 
 
 @router.post(
@@ -233,9 +245,21 @@ async def workflow_jobs(
 
 
 @router.get("/api/jobs", tags=["jobs"], response_model=JobIds)
-async def running_jobs(service: Service) -> dict[str, Any]:
-    """Ids of every running job, child jobs included."""
-    return views.running_job_ids(service.state.jobs.values())
+async def running_jobs(request: Request, service: Service) -> dict[str, Any]:
+    """Ids of every running job, child jobs included, in the order they were submitted.
+
+    With several managers (`--partitions`), those of every manager: each one's in that order,
+    the managers taken by name. The running top-level jobs of a manager that cannot be asked
+    now (or of a partition being taken over) come from the journal, last, without their
+    child jobs."""
+    own = views.running_job_ids(service.state.jobs.values())["jobs"]
+    found = await clusterwide.gather(request, service, own, _job_ids)
+    return {"jobs": clusterwide.merged_job_ids(found.answers, found.journal)}
+
+
+def _job_ids(body: bytes) -> list[str]:
+    """Another manager's `GET /api/jobs` answer (ValueError when it is none)."""
+    return JobIds.model_validate_json(body).jobs
 
 
 @router.get(

@@ -54,6 +54,7 @@ class Directory:
         self._clock = clock
         self._owners: dict[int, Peer] = {}
         self._others: list[Peer] = []
+        self._count = 0
         self._read_at: float | None = None
 
     async def owner_of(self, partition: int) -> Peer | None:
@@ -63,6 +64,16 @@ class Directory:
         """
         await self._read()
         return self._owners.get(partition)
+
+    async def owners(self) -> dict[int, Peer]:
+        """The manager running each partition held now (JournalError as `owner_of`)."""
+        await self._read()
+        return dict(self._owners)
+
+    async def partitions(self) -> int:
+        """How many partitions the jobs are split into (JournalError as `owner_of`)."""
+        await self._read()
+        return self._count
 
     async def others(self) -> list[Peer]:
         """The other managers alive now that advertise their API, by name (JournalError as
@@ -74,7 +85,9 @@ class Directory:
         now = self._clock()
         if self._read_at is None or now - self._read_at > self._max_age_s:
             members = await self._table.members()
-            self._owners = _owners(await self._table.leases(), members)
+            leases = await self._table.leases()  # one row per partition, held or not
+            self._owners = _owners(leases, members)
+            self._count = len(leases)
             self._others = [
                 Peer(m.name, m.api_url)
                 for m in sorted(members, key=lambda m: m.name)

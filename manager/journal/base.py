@@ -209,6 +209,10 @@ class BaseJournal:
             ),
         )
 
+    async def running_jobs(self) -> list[history.JobListing]:
+        """Every running top-level job, oldest first."""
+        return await self._read("running jobs", history.running_jobs)
+
     async def finished_since(self, since: float) -> list[tuple[str, str, float]]:
         """(workflow, status, seconds it ran) of the top-level jobs finished since `since`."""
         return await self._read("jobs finished lately", lambda c: history.finished_since(c, since))

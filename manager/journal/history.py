@@ -12,7 +12,7 @@ from typing import Any
 
 from manager.journal.queries import Reads
 
-__all__ = ["ChildRow", "JobListing", "children", "recent_jobs", "finished_since"]
+__all__ = ["ChildRow", "JobListing", "children", "recent_jobs", "running_jobs", "finished_since"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +79,15 @@ async def recent_jobs(
         "SELECT id, workflow, status, submitted_at, finished_at FROM jobs"
         f" WHERE {' AND '.join(where)} ORDER BY submitted_at DESC, id DESC LIMIT ?",
         (*params, limit),
+    )
+    return [JobListing(*row) for row in rows]
+
+
+async def running_jobs(conn: Reads) -> list[JobListing]:
+    """Every running top-level job, oldest first (the index `jobs_running` covers it)."""
+    rows = await conn.execute_fetchall(
+        "SELECT id, workflow, status, submitted_at, finished_at FROM jobs"
+        " WHERE status = 'running' AND parent_id IS NULL ORDER BY submitted_at, id"
     )
     return [JobListing(*row) for row in rows]
 

@@ -44,6 +44,15 @@ class JobHistory(Protocol):
         """Top-level jobs, newest first, matching every filter given."""
         ...
 
+    async def running_jobs(self) -> list[JobListing]:
+        """Every running top-level job, oldest first."""
+        ...
+
+    async def placements(self, root_ids: Collection[str]) -> dict[str, int]:
+        """root id -> the partition its tree was placed in, for those of `root_ids` placed by a
+        key (the others are in their id's partition)."""
+        ...
+
     async def finished_since(self, since: float) -> list[tuple[str, str, float]]:
         """(workflow, status, seconds it ran) of the top-level jobs finished since `since`."""
         ...
@@ -78,11 +87,6 @@ class Journal(JobHistory, Protocol):
 
     async def running_roots(self) -> list[str]:
         """Ids of the running top-level jobs, oldest first."""
-        ...
-
-    async def placements(self, root_ids: Collection[str]) -> dict[str, int]:
-        """root id -> the partition its tree was placed in, for those of `root_ids` placed by a
-        key (the others are in their id's partition)."""
         ...
 
     async def replay_rows(self, root_ids: Sequence[str]) -> list[EventRow]:

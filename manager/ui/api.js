@@ -82,19 +82,20 @@ function setConnection(state) {
   for (const fn of listeners) fn(state);
 }
 
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30000;
+
 /**
  * Follow GET /api/events (Server-Sent Events) with `params` (job= or workflow=); `onEvent(data)`
  * for every run event, and for a `reset` (events were missed: re-read everything) with
- * data {type: "reset"}. The browser reconnects by itself, sending Last-Event-ID.
+ * data {type: "reset"}. The browser reconnects by itself after a dropped stream, sending
+ * Last-Event-ID; after an answer that is no stream (a 503 while the manager running the job
+ * moves, with several managers) it gives up, so a new stream is opened after a second (longer
+ * if that fails again), and a `reset` follows once it is open: it could not resume.
  */
 export function follow(params, onEvent) {
   const query = new URLSearchParams(params).toString();
-  const source = new EventSource(query ? `/api/events?${query}` : "/api/events");
-  setConnection("connecting");
-  source.onopen = () => setConnection("live");
-  source.onerror = () => {
-    setConnection(source.readyState === EventSource.CLOSED ? "closed" : "reconnecting");
-  };
+  const url = query ? `/api/events?${query}` : "/api/events";
   const handle = (message) => {
     let data;
     try {
@@ -104,9 +105,36 @@ export function follow(params, onEvent) {
     }
     onEvent(data);
   };
-  for (const type of EVENT_TYPES) source.addEventListener(type, handle);
-  source.addEventListener("reset", () => onEvent({ type: "reset" }));
-  return () => source.close();
+  let source = null;
+  let retry = null;
+  let waitMs = RETRY_FIRST_MS;
+  let opened = false; // a stream was open before: a new one starts with no Last-Event-ID
+  const open = () => {
+    retry = null;
+    const current = new EventSource(url);
+    source = current;
+    setConnection(opened ? "reconnecting" : "connecting");
+    current.onopen = () => {
+      setConnection("live");
+      waitMs = RETRY_FIRST_MS;
+      if (opened) onEvent({ type: "reset" });
+      opened = true;
+    };
+    current.onerror = () => {
+      setConnection("reconnecting");
+      if (current.readyState !== EventSource.CLOSED) return; // the browser reconnects
+      current.close();
+      retry = setTimeout(open, waitMs);
+      waitMs = Math.min(waitMs * 2, RETRY_MAX_MS);
+    };
+    for (const type of EVENT_TYPES) current.addEventListener(type, handle);
+    current.addEventListener("reset", () => onEvent({ type: "reset" }));
+  };
+  open();
+  return () => {
+    if (retry !== null) clearTimeout(retry);
+    source.close();
+  };
 }
 
 /** `fn` called at most once per `waitMs`, trailing: bursts of events make one refresh. */

@@ -163,3 +163,31 @@ async def test_a_queued_job_shows_its_status_and_since_when_and_starts_live(site
     assert request.correlation_id.startswith(first)
     await site.answer(request, b"{}")
     await page.wait_for_selector('[data-job-status="running"]')
+
+
+async def test_the_page_follows_again_after_its_stream_is_refused(site, page):
+    """A 503 (with several managers: the job's manager moving) makes EventSource give up for
+    good: the page opens a new stream after a second and follows the job live again."""
+    refused: list[str] = []
+
+    async def refuse_once(route) -> None:
+        if refused:
+            await route.continue_()
+            return
+        refused.append(route.request.url)
+        body = json.dumps({"error": "job is in partition 3, which another manager runs, and ..."})
+        await route.fulfill(
+            status=503, content_type="application/json", body=body, headers={"Retry-After": "1"}
+        )
+
+    await page.route("**/api/events?*", refuse_once)
+    job_id = str(uuid.uuid4())
+    await site.trigger("chain", {"book": "Persuasion"}, job_id)
+    await open_job(page, site, job_id)
+    await page.wait_for_selector(node("fetch", "running"))
+    await page.wait_for_selector('#connection[data-state="live"]')
+    assert refused == [f"{site.manager.api_url}/api/events?job={job_id}"]
+
+    await site.answer(await site.take("fetch"), b'{"chapters": 3}')
+    await page.wait_for_selector(node("left", "running"))  # an event made the page re-read
+    assert await page.evaluate("window.__sameDocument") is True

@@ -61,3 +61,24 @@ async def test_finished_since_gives_each_top_level_jobs_run_time(journal):
         ("wc", "completed", 3.0),
         ("wc", "failed", 7.0),
     ]
+
+
+async def test_running_jobs_are_the_running_top_level_ones_oldest_first(journal):
+    await _jobs(journal)
+    D = "9e000000-0000-4000-8000-000000000004"
+    await journal.append(
+        Batch(
+            jobs=[
+                job(D, workflow="wd", submitted_at=T0 + 0.5),
+                job("q", status="queued", submitted_at=T0),  # waits: not running
+                job("c3", root_id=C, parent_id=C, submitted_at=T0 + 4),  # a child
+            ]
+        )
+    )
+
+    running = await journal.running_jobs()
+
+    assert [(j.id, j.workflow, j.status) for j in running] == [
+        (D, "wd", "running"),
+        (C, "other", "running"),
+    ]
