@@ -10,6 +10,12 @@ very same messages again). No stage calls back into the one before it. A crash a
 loses nothing: an unacked message is redelivered (and the engine ignores what it has seen),
 an unconfirmed outbound message is published again by recovery, which replays the journal of
 the running jobs through the same engine.
+
+This module holds that pipeline core: start, stop and recovery, the deliveries in
+(`on_reply`, `on_trigger`, `on_signal`), `_process` and what a command asks of the manager,
+timers and retention. The API's requests are in `manager.requests` (`ApiRequests`), the
+partitions of several managers in `manager.cluster.running` (`PartitionRuns`); `Orchestrator`
+is made of the three.
 """
 
 from __future__ import annotations
@@ -20,57 +26,33 @@ import heapq
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from manager import intake
 from manager.cluster import handoff
 from manager.cluster.directory import Directory
-from manager.cluster.partitioning import partition_queue
 from manager.cluster.placement import Placement
-from manager.cluster.view import UNPARTITIONED, cluster_json
+from manager.cluster.running import PartitionRuns
 from manager.config import Workflow
-from manager.config.schedules import Schedule
 from manager.engine import (
-    CancelRequested,
     CancelTimer,
     Command,
     EngineState,
     Event,
     Ignored,
-    Job,
     JobArchived,
     JobFinished,
-    JobsHandedOver,
     JobStarted,
     JobSubmitted,
-    RetryRequested,
-    SchedulePaused,
-    SignalReceived,
     StartTimer,
-    StepStatus,
     TimerFired,
     apply,
-    canonical_uuid,
     replay,
 )
 from manager.engine import timers as timer_keys
-from manager.engine.snapshot import restore
-from manager.errors import (
-    BrokerError,
-    DuplicateJob,
-    DuplicateKey,
-    FencedOut,
-    InvalidJobId,
-    InvalidPayload,
-    JobConflict,
-    JobNotFound,
-    JournalError,
-    NotOwner,
-    SubmitError,
-    UnknownWorkflow,
-)
+from manager.errors import BrokerError, JournalError
 from manager.ignoredlog import IgnoredLog
 from manager.journal import EventRow, JobHistory, JobRow, Journal
 from manager.observers import DeadLetterWatcher, Observer
@@ -80,17 +62,17 @@ from manager.recorder import (
     ReplyQueue,
     duplicate_reason,
     finished_notice,
-    fired_journal_id,
     pending_message,
     record,
     rejection_notice,
     schedule_journal_id,
     to_event,
 )
+from manager.requests import ApiRequests
 from manager.scheduler import Scheduler
 from manager.settings import ManagerSettings, step_queues
 from manager.timekeeper import Timekeeper
-from manager.traces import TraceParent, new_trace_id
+from manager.traces import new_trace_id
 from manager.transport import (
     Delivery,
     Outbound,
@@ -108,16 +90,15 @@ __all__ = ["ManagerSettings", "Orchestrator", "step_queues"]
 
 log = logging.getLogger(__name__)
 
-_REJECTIONS: dict[str, type[SubmitError]] = {
-    "invalid-id": InvalidJobId,
-    "unknown-workflow": UnknownWorkflow,
-    "invalid-payload": InvalidPayload,
-}
 _DAY_S = 86_400.0
 
 
-class Orchestrator:
-    """Runs jobs: owns the engine state and the timers; drives the pipeline for each event."""
+class Orchestrator(ApiRequests, PartitionRuns):
+    """Runs jobs: owns the engine state and the timers; drives the pipeline for each event.
+
+    The API's requests are `ApiRequests` (`manager.requests`); running some of the partitions
+    of several managers is `PartitionRuns` (`manager.cluster.running`).
+    """
 
     def __init__(
         self,
@@ -311,161 +292,6 @@ class Orchestrator:
             rows = [row for row in rows if row.root_id is None or row.root_id in kept]
         return [pending_message(row) for row in rows]
 
-    async def _in_partitions(
-        self, roots: Collection[str], partitions: set[int] | None
-    ) -> list[str]:
-        """Those of the top-level jobs `roots` in our partitions (or in `partitions`)."""
-        assert self.ownership is not None and self._placement is not None
-        wanted = partitions if partitions is not None else set(self.ownership.held)
-        return await self._placement.select(roots, wanted)
-
-    def _owns(self, root_id: str, placed: int | None = None) -> bool:
-        """True when the job tree `root_id` (placed in `placed`, else by its id) is ours to run
-        (always, unpartitioned)."""
-        return self.ownership is None or self.ownership.owns(root_id, placed)
-
-    # -- partitions ----------------------------------------------------------------------
-
-    async def adopt(self, partitions: list[int]) -> None:
-        """Run partitions just taken (a failover, a hand-over): replay their running jobs,
-        publish their unconfirmed messages, arm their timers, consume their queue, and fire
-        what their schedules' firings missed meanwhile."""
-        if not partitions:
-            return
-        assert self.ownership is not None
-        taken = set(partitions)
-        # Firings due while no manager ran these partitions (a hand-over, a failover: a lease
-        # lives lease_ttl_s, then waits up to a renewal to be taken) are fired below; those
-        # after the cluster was down are left to the catch-up rule of a start.
-        taken_at = self.now()
-        within = 2 * (self.settings.lease_ttl_s + self.settings.lease_renew_s)
-        unrun = self.ownership.unrun_for(partitions, within)
-        roots = await self._running_roots(taken)
-        replay(self._state, map(to_event, await self._rows_to_replay(roots)))
-        for observer in self._observers:
-            observer.recovered(self._state.jobs.values())
-        await self._tracked(self._outbox.publish_pending)(await self._pending(taken))
-        for key, due_at in self._state.timers.items():
-            self._timers.arm(key, due_at)
-        self._running.update(partitions)
-        for partition in partitions:
-            await self._consume_partition(partition)
-        log.info("running partitions %s (%d running jobs taken over)", partitions, len(roots))
-        if unrun is not None:
-            await self.schedules.fire_missed(taken_at - unrun)
-
-    async def release(self, partitions: list[int]) -> None:
-        """Hand partitions over (balancing): stop consuming their queues, finish the
-        deliveries in hand, let their publishes be confirmed, then forget their jobs. The
-        lease keeper has stopped anything new of theirs starting here (`Ownership.giving`) and
-        releases their leases once this returns."""
-        assert self.ownership is not None
-        gone = set(partitions)
-        for partition in partitions:
-            await self.transport.stop_consuming(partition_queue(self.settings.queue, partition))
-        while any(self._handling.get(p) for p in gone):
-            self._handled.clear()
-            await self._handled.wait()
-        # No await from here on: a delivery that starts later finds the partition not running.
-        self._running -= gone
-        of = self.ownership.partitioning.of
-        roots = tuple(
-            job.id
-            for job in self._state.jobs.values()
-            if job.parent is None and of(job.id, job.partition) in gone
-        )
-        _, commands = apply(self._state, JobsHandedOver(roots, self.now()))
-        for command in commands:
-            self._carry_out(command)
-        for observer in self._observers:
-            observer.recovered(self._state.jobs.values())
-        queues = {partition_queue(self.settings.queue, p) for p in gone}
-        try:
-            # Bounded: the lease must be renewed meanwhile; a request not confirmed by then is
-            # published again by the next owner (a worker may see it twice, as after a crash).
-            await asyncio.wait_for(self._outbox.quiet(queues), self.ownership.table.ttl_s / 3)
-        except TimeoutError:
-            log.warning("partitions %s handed over with publishes unconfirmed", partitions)
-        self._outbox.flush()
-        await self.journal.flush()  # the sent marks, before another manager reads them
-        log.info("handed partitions %s over (%d running jobs)", partitions, len(roots))
-
-    def lost(self, partitions: list[int]) -> None:
-        """Leases lost (not renewed in time, or taken over): stop at once; the fence already
-        refuses every commit for them. The manager rejoins as a standby (manager.term)."""
-        self._fail(
-            FencedOut(
-                f"lost the lease of partitions {', '.join(map(str, partitions))}: this manager "
-                "stops taking their work"
-            )
-        )
-
-    async def cluster(self) -> dict[str, Any]:
-        """The partitions, their leases and the managers running them (GET /api/cluster)."""
-        if self.ownership is None:
-            return dict(UNPARTITIONED)
-        table = self.ownership.table
-        return cluster_json(await table.leases(), await table.members(), table.owner)
-
-    async def _consume_partition(self, partition: int) -> None:
-        queue = partition_queue(self.settings.queue, partition)
-
-        async def handle(delivery: Delivery) -> None:
-            if partition not in self._running:
-                # Handed over while this delivery was on its way: the next owner takes it.
-                self.transport.requeue(delivery)
-                return
-            self._handling[partition] = self._handling.get(partition, 0) + 1
-            try:
-                await self.on_partition(delivery)
-            finally:
-                self._handling[partition] -= 1
-                self._handled.set()
-
-        await self.transport.consume(queue, self._tracked(handle))
-
-    async def on_partition(self, delivery: Delivery) -> None:
-        """A delivery of one of our partitions' queues: a reply, or a trigger or signal that
-        another manager handed over."""
-        kind = handoff.handoff_kind(delivery)
-        if kind == handoff.TRIGGER:
-            await self.on_trigger(delivery)
-        elif kind == handoff.SIGNAL:
-            await self.on_signal(delivery)
-        else:
-            await self.on_reply(delivery)
-
-    async def _hand_over(
-        self, delivery: Delivery, partition: int, kind: str, job_id: str | None
-    ) -> None:
-        """Send a trigger or signal to its partition's queue, for the owner; then ack it."""
-        queue = partition_queue(self.settings.queue, partition)
-        log.debug("%s handed over to %s", kind, queue)
-        await self._outbox.publish([handoff.handed_over(delivery, queue, kind, job_id)])
-        self.transport.ack(delivery)
-
-    def _new_job_id(self) -> str:
-        """A new job id; partitioned, one in a partition of ours when we run any."""
-        if self.ownership is None:
-            return self.new_id()
-        drawn = self.ownership.partitioning.new_id_in(self.ownership.running, self.new_id)
-        return drawn if drawn is not None else self.new_id()
-
-    def _require_owner(self, root_id: str, placed: int | None = None) -> None:
-        """NotOwner (the API asks that manager instead) for a job tree another manager runs
-        (placed in `placed`, else by its id)."""
-        if not self._owns(root_id, placed):
-            assert self.ownership is not None
-            partition = self.ownership.partitioning.of(root_id, placed)
-            raise NotOwner(
-                f"job {root_id} is in partition {partition}, which another manager runs",
-                partition,
-            )
-
-    async def _placed(self, event: JobSubmitted, named: bool) -> JobSubmitted:
-        """`event` with the partition its job goes to (`Placement.place`); unpartitioned, as is."""
-        return event if self._placement is None else await self._placement.place(event, named)
-
     async def _restored(self) -> None:
         """After a reconnect: publish what the journal holds as unconfirmed.
 
@@ -579,19 +405,6 @@ class Orchestrator:
         self.transport.ack(delivery)
         await asyncio.shield(sending)
 
-    async def _foreign_partition(self, job_id: str) -> int | None:
-        """The partition of `job_id`'s tree when another manager runs it; None when we do."""
-        if self.ownership is None or job_id in self._state.jobs:
-            return None
-        assert self._placement is not None
-        partition = await self._placement.partition_of(canonical_uuid(job_id) or job_id)
-        return None if partition in self.ownership.running else partition
-
-    async def _finished_reason(self, job_id: str) -> str | None:
-        """Why a signal cannot be for `job_id`: it ended and left memory; None when it did not."""
-        row = await self.finished_row(job_id)
-        return None if row is None else f"job {row.id} is already {row.status}"
-
     async def _answer_finished(self, event: JobSubmitted) -> bool:
         """A trigger for a job that ended and left memory: answer from the journal, once more."""
         row = await self.finished_row(event.job_id)
@@ -691,238 +504,6 @@ class Orchestrator:
     async def _on_timer(self, key: str) -> None:
         _, sending = await self._process(TimerFired(key, self.now()))
         await sending
-
-    # -- the API's requests --------------------------------------------------------------
-
-    async def submit(
-        self,
-        workflow: str,
-        payload: Any,
-        job_id: str | None = None,
-        trace: TraceParent | None = None,
-        priority: int = 0,
-        *,
-        not_before: float | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> str:
-        """Start a job (the HTTP API's way in); returns its id or raises a SubmitError.
-
-        `meta` is the job's metadata (sent on each of its requests as `x-meta`).
-
-        The job joins `trace` (the caller's trace context), else it starts a trace of its own.
-        `priority` (0-9, higher first) orders it wherever the manager holds work back.
-        With a `not_before` later than now it is scheduled, and starts then.
-        """
-        chosen = job_id is not None  # a new id of ours cannot name an existing job
-        job_id = job_id if job_id is not None else self._new_job_id()
-        canonical = canonical_uuid(job_id)
-        trace_id, parent = (trace.trace_id, trace.span_id) if trace else (new_trace_id(), None)
-        submitted = JobSubmitted(
-            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
-            priority=priority,
-            not_before=not_before,
-            meta=meta,
-        )  # fmt: skip
-        submitted = await self._placed(self.pinned(submitted), chosen)
-        if canonical is not None and submitted.partition is not None:
-            self._require_owner(canonical, submitted.partition)
-        if (
-            chosen
-            and canonical is not None
-            and (
-                canonical in self._state.jobs
-                or canonical in self._state.gone  # a completed child, its row maybe not yet written
-                or await self.finished_row(canonical) is not None
-            )
-        ):
-            raise DuplicateJob(f"a job with id {canonical} already exists")
-        result, sending = await self._process(submitted)
-        if result.rejected is not None:
-            rejected = result.rejected
-            raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
-        if result.duplicate is not None:
-            raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
-        await sending
-        return canonical or job_id
-
-    async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
-        """Submit a schedule's firing as job `job_id`; False when it starts no job (it ran
-        already, or its previous job still runs and the schedule skips overlaps)."""
-        submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self.now())
-        event = dataclasses.replace(self.pinned(submitted), schedule=schedule.name)
-        event = await self._placed(event, named=True)
-        if not self._owns(job_id, event.partition):
-            return False  # partitioned: the manager holding this firing's partition fires it
-        if job_id in self._state.jobs or await self.finished_row(job_id) is not None:
-            return False
-        await self._catch_up_pause(workflow, schedule.name)
-        result, sending = await self._process(event)
-        await sending
-        return result.fired is not None and result.fired.job_id == job_id
-
-    async def _catch_up_pause(self, workflow: str, schedule: str) -> None:
-        """Partitioned: another manager may have paused or resumed the schedule since we
-        replayed its rows; replay its latest pause or resume row into our engine too (it is
-        committed: not journaled again), so our firing meets the state the journal has."""
-        if self.ownership is None:
-            return
-        row = await self.journal.latest_row(schedule_journal_id(workflow, schedule))
-        if row is None:
-            return
-        event = to_event(row)
-        paused = f"{workflow}/{schedule}" in self._state.schedules_paused
-        if isinstance(event, SchedulePaused) and event.paused != paused:
-            apply(self._state, event)
-
-    async def pause_schedule(self, workflow: str, schedule: str, paused: bool) -> None:
-        """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one.
-
-        Partitioned, a manager running no partition (a standby) cannot commit: NotOwner.
-        """
-        if self.ownership is not None and not self.ownership.running:
-            home = self.ownership.partitioning.of(schedule_journal_id(workflow, schedule))
-            raise NotOwner(
-                "this manager runs no partition now (a standby); ask one that does", home
-            )
-        event = SchedulePaused(workflow, schedule, paused, self.now())
-        result, sending = await self._process(event)
-        if result.refused is not None:
-            raise JobNotFound(result.refused.reason)
-        await sending
-        log.info("schedule %s/%s %s", workflow, schedule, "paused" if paused else "resumed")
-
-    async def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
-        """Whether a schedule is paused, and the job it last started: the journal's latest
-        `fired` row (committed with its firing), so it survives a restart."""
-        row = await self.journal.latest_row(fired_journal_id(workflow, schedule))
-        last_job = row.meta.get("job") if row is not None else None
-        await self._catch_up_pause(workflow, schedule)
-        return f"{workflow}/{schedule}" in self._state.schedules_paused, last_job
-
-    async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
-        """A job in memory, or a finished one restored from its journal snapshot.
-
-        Partitioned, a running job (a child too) of another manager's partition is live in
-        that manager's memory: NotOwner, so the API asks it; with `replay_foreign` (it cannot
-        be asked now), the job as its committed journal rows make it.
-        """
-        job = self._state.jobs.get(job_id)
-        if job is not None:
-            return job
-        row = self._ended.get(job_id) or await self.journal.job(job_id)
-        if row is None or row.snapshot is None:
-            return None if self.ownership is None else await self._foreign(job_id, replay_foreign)
-        workflow = self._state.definitions.get(row.definition)
-        if workflow is None:
-            stored = await self.journal.definitions([row.definition])
-            if row.definition not in stored:
-                return None
-            workflow = Workflow.model_validate_json(stored[row.definition][1])
-        return restore(row.snapshot, workflow)
-
-    async def _foreign(self, job_id: str, replay_foreign: bool) -> Job | None:
-        """A job not in our memory nor ended in the journal: NotOwner when another manager
-        runs its tree (with no partition when no job has that id here: a running child that
-        has written nothing yet may be another manager's); with `replay_foreign`, the job as
-        the journal has it instead."""
-        assert self._placement is not None
-        tree = await self._placement.tree_of(job_id)
-        if tree is None:
-            if replay_foreign:
-                return None
-            raise NotOwner(f"no job {job_id}", None)
-        if self._owns(*tree):
-            return None
-        if not replay_foreign:
-            self._require_owner(*tree)
-        return await self._replayed(tree[0], job_id)
-
-    async def _replayed(self, root_id: str, job_id: str) -> Job | None:
-        """A job of a tree another manager runs, as its committed journal rows make it:
-        replayed through the same engine into a state of its own (ours is left alone)."""
-        stored = await self.journal.definitions()
-        pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
-        state = EngineState.from_workflows(self.workflows, pinned, self.settings.max_running_jobs)
-        replay(state, map(to_event, await self.journal.replay_rows([root_id])))
-        return state.jobs.get(job_id)
-
-    async def finished_row(self, job_id: str) -> JobRow | None:
-        """The journal row of a job that has ended and left memory, if `job_id` names one."""
-        canonical = canonical_uuid(job_id)
-        if canonical is None or canonical in self._state.jobs:
-            return None
-        return self._ended.get(canonical) or await self.journal.job(canonical)
-
-    async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
-        """Top-level jobs of a workflow by status (finished ones since `finished_since`)."""
-        return await self.journal.workflow_jobs(name, finished_since)
-
-    async def cancel(self, job_id: str) -> Job:
-        """Cancel a scheduled or running job; JobNotFound or JobConflict (it ended) otherwise."""
-        canonical = canonical_uuid(job_id) or job_id
-        await self._require_owner_of(canonical)
-        row = await self.finished_row(canonical)
-        if row is not None:
-            raise JobConflict(
-                f"job {canonical} is already {row.status}; only a running job can be cancelled"
-            )
-        return await self._control(CancelRequested(canonical, self.now()))
-
-    async def retry(self, job_id: str) -> Job:
-        """Run a failed job again from where it failed; JobNotFound or JobConflict otherwise."""
-        canonical = canonical_uuid(job_id) or job_id
-        await self._require_owner_of(canonical)
-        row = await self.finished_row(canonical)
-        if row is not None and row.root_id not in self._state.jobs:
-            # It has left memory: replay its journal to bring it back, then retry it.
-            rows = await self.journal.replay_rows([row.root_id])
-            if row.root_id not in self._state.jobs:
-                replay(self._state, map(to_event, rows))
-        return await self._control(RetryRequested(canonical, self.now()))
-
-    async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
-        """Signal a waiting step; returns "completed" (it was waiting) or "kept" (it will be,
-        and completes when reached). JobNotFound or JobConflict (with why) otherwise."""
-        canonical = canonical_uuid(job_id) or job_id
-        await self._require_owner_of(canonical)
-        reason = await self._finished_reason(canonical)
-        if reason is not None:
-            raise JobConflict(reason)
-        job = self._state.jobs.get(canonical)  # before: a job that completes leaves memory
-        result, sending = await self._process(SignalReceived(canonical, step, payload, self.now()))
-        refused = result.refused
-        if refused is not None or job is None:
-            reason = refused.reason if refused else f"no job {canonical}"
-            kind = refused.kind if refused else "not-found"
-            raise (JobNotFound if kind == "not-found" else JobConflict)(reason)
-        await sending
-        return "kept" if job.steps[step].status is StepStatus.PENDING else "completed"
-
-    async def _require_owner_of(self, job_id: str) -> None:
-        """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory);
-        with no partition when no job has that id here (another manager may run it: a running
-        child that has written nothing yet)."""
-        if self.ownership is None or job_id in self._state.jobs:
-            return
-        assert self._placement is not None
-        tree = await self._placement.tree_of(job_id)
-        if tree is None:
-            raise NotOwner(f"no job {job_id}", None)
-        self._require_owner(*tree)
-
-    async def _control(self, event: CancelRequested | RetryRequested) -> Job:
-        job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory
-        result, sending = await self._process(event)
-        refused = result.refused
-        if refused is not None or job is None:
-            if job is not None and job.parent is None:
-                # Brought back for a retry it cannot have: it goes again.
-                apply(self._state, JobArchived(job.id, self.now()))
-            reason = refused.reason if refused else f"no job {event.job_id}"
-            kind = refused.kind if refused else "not-found"
-            raise (JobNotFound if kind == "not-found" else JobConflict)(reason)
-        await sending
-        return job
 
     # -- retention ---------------------------------------------------------------------
 
