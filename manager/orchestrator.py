@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import heapq
 import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from manager import intake
@@ -262,8 +260,13 @@ class Orchestrator(ApiRequests, PartitionRuns):
         return await self._pending()
 
     async def _rows_to_replay(self, roots: list[str]) -> list[EventRow]:
-        """The replayed rows of the trees under `roots`, and each schedule's latest pause or
-        resume row, in journal order (so a firing replays against the pause state it met)."""
+        """The replayed rows of the trees under `roots`, then each schedule's latest pause or
+        resume row.
+
+        Trees first: each firing among them started its job when applied (a firing the engine
+        ignored has no tree), so it must start again whatever pause the journal holds before
+        it; one can, when another manager journaled it between our reading the schedule as
+        running and our committing the firing."""
         rows = await self.journal.replay_rows(roots)
         journal_ids = [
             schedule_journal_id(wf.name, schedule.name)
@@ -273,7 +276,7 @@ class Orchestrator(ApiRequests, PartitionRuns):
         if not journal_ids:
             return rows
         schedule_rows = await self.journal.schedule_rows(journal_ids)
-        return list(heapq.merge(rows, schedule_rows, key=attrgetter("seq")))
+        return rows + schedule_rows
 
     async def _running_roots(self, partitions: set[int] | None = None) -> list[str]:
         """The running top-level jobs of our partitions (or of `partitions`); all of them,

@@ -8,11 +8,14 @@ import sqlite3
 import uuid
 
 from manager.config import parse_workflows
+from manager.config.schedules import schedule_job_id
+from manager.engine import EngineState, JobSubmitted, SchedulePaused, apply
 from manager.journal import open_journal
 from manager.orchestrator import ManagerSettings, Orchestrator
+from manager.recorder import record
 from manager.transport.memory import MemoryTransport
 
-from .conftest import WORKFLOWS
+from .conftest import QUEUE, WORKFLOWS
 
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
 
@@ -224,3 +227,35 @@ async def test_observers_see_each_committed_events_commands_and_the_recovered_jo
     orchestrator, _ = await start(again)
     assert again.recovered_ids == [JOB] and again.seen == []
     await orchestrator.stop()
+
+
+NIGHTLY = """
+workflows:
+  - name: nightly
+    schedules:
+      - {name: run, every: 86400, catch_up: false}
+    steps:
+      - name: a
+"""
+
+
+async def test_a_firing_that_started_comes_back_though_a_pause_precedes_it_in_the_journal(
+    start, tmp_path
+):
+    # Two managers: one journals a pause while the other, having read the schedule as running,
+    # commits a firing. The journal holds the pause first, yet the firing did start a job.
+    defs = parse_workflows(NIGHTLY)
+    job_id = schedule_job_id("nightly", "run", 86400.0)
+    elsewhere, here = EngineState.from_workflows(defs), EngineState.from_workflows(defs)
+    journal = await open_journal(tmp_path / "wm.db")
+    for state, event in (
+        (elsewhere, SchedulePaused("nightly", "run", True, 1.0)),
+        (here, JobSubmitted(job_id, "nightly", {}, 2.0, schedule="run")),
+    ):
+        await journal.append(record(event, apply(state, event)[1], QUEUE).batch)
+    await journal.close()
+
+    rig = await start(NIGHTLY)
+    assert job_id in rig.orchestrator.state.jobs
+    assert (await rig.request("a")).correlation_id == f"{job_id}:a"  # sent again
+    assert await rig.orchestrator.schedule_status("nightly", "run") == (True, job_id)
