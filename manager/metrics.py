@@ -83,6 +83,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}outbox_pending": "gauge",
     f"{_P}partitions_owned": "gauge",
     f"{_P}lease_renewal_seconds": "gauge",
+    f"{_P}rejoins_total": "counter",
 }
 """Every metric /metrics exposes, by its exposed name, with its type (for docs and tests)."""
 
@@ -217,6 +218,11 @@ class Metrics:
             f"{_P}lease_renewal_seconds", "Seconds the last renewal of this manager's partition "
             "leases took (0 without --partitions).", registry=r,
         )  # fmt: skip
+        self._rejoins = Counter(
+            f"{_P}rejoins", "Times this manager stopped running its partitions and rejoined "
+            "as a standby: cause lease (taken over, or not renewed in time) or database.",
+            ["cause"], registry=r,
+        )  # fmt: skip
         self._workflows: dict[str, _WorkflowSeries] = {}
         self._requests = _Children(self._step_requests)
         self._durations = _Children(self._step_duration)
@@ -260,6 +266,11 @@ class Metrics:
         """Read the partitions held and the last renewal's seconds from `source` at each scrape."""
         self._owned.set_function(lambda: float(len(source.held)))
         self._renewal.set_function(lambda: source.renewal_s)
+
+    def rejoined(self, cause: str) -> None:
+        """This manager stopped running its partitions and rejoins as a standby (`cause`:
+        lease or database)."""
+        self._rejoins.labels(cause=cause).inc()
 
     def render(self) -> bytes:
         """The metrics in the Prometheus text format (served as `content_type`)."""

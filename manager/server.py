@@ -25,7 +25,7 @@ from manager.metrics import Metrics
 from manager.observers import Observer
 from manager.orchestrator import ManagerSettings
 from manager.settings import advertised_url
-from manager.term import Term, rejoin, start_term
+from manager.term import Term, rejoin, rejoin_cause, start_term
 
 if TYPE_CHECKING:
     from manager.traces.export import SpanRecorder
@@ -183,6 +183,7 @@ async def serve(
         if stop.is_set() or http.done() or not running.rejoins:
             break
         log.warning("rejoining as a standby: %s", running.orchestrator.failure)
+        metrics.rejoined(rejoin_cause(running.orchestrator.failure))
         await running.stop(events)
         running = await rejoin(stop, workflows, settings, db, api_url, metrics, events, observers)
         if running is not None:

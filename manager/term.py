@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from manager.config import Workflow
-from manager.errors import BrokerError, JournalError
+from manager.errors import BrokerError, FencedOut, JournalError
 from manager.events import EventHub
 from manager.events.publisher import EventPublisher
 from manager.journal import is_postgres_url, open_journal
@@ -31,7 +31,7 @@ from manager.transport import Broker
 if TYPE_CHECKING:
     from manager.cluster.ownership import Ownership
 
-__all__ = ["Term", "start_term", "rejoin"]
+__all__ = ["Term", "start_term", "rejoin", "rejoin_cause"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,14 @@ class Term:
         if self.publisher is not None:
             events.remove_sink(self.publisher)
             await self.publisher.stop()
+
+
+def rejoin_cause(failure: BaseException | None) -> str:
+    """Why a term ended, as the rejoins metric labels it: lease (taken over, or not renewed in
+    time), database (the journal failed) or error (anything else)."""
+    if isinstance(failure, FencedOut):
+        return "lease"
+    return "database" if isinstance(failure, JournalError) else "error"
 
 
 async def _join(

@@ -226,7 +226,8 @@ class Writer:
         if self._failure is None:
             return None
         # A fresh instance per future: raising one instance many times grows its traceback.
-        error = JournalError(str(self._failure))
+        # Of the same class, so a fenced-out commit is told from a database gone away.
+        error = type(self._failure)(*self._failure.args)
         error.__cause__ = self._failure.__cause__
         return error
 

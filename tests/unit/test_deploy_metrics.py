@@ -52,6 +52,7 @@ def exposed() -> tuple[set[str], set[str]]:
     )
     metrics.dead_lettered("bad_reply")
     metrics.journal_committed(0.001)
+    metrics.rejoined("lease")
     names: set[str] = set()
     labels: set[str] = set(SCRAPE_LABELS)
     for family in text_string_to_metric_families(metrics.render().decode()):
@@ -130,3 +131,4 @@ def test_the_alert_rules_are_well_formed_and_cover_what_operators_need():
     assert 'jobs_finished_total{status="failed"}' in exprs  # a job failure rate
     assert "workflow_manager_broker_connected == 0" in exprs
     assert "unless" in exprs and "step_requests_total" in exprs  # requests with no reply
+    assert "rejoins_total" in exprs  # a manager that lost its leases or its database

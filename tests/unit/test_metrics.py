@@ -19,8 +19,10 @@ from manager.engine import (
     StepWaiting,
     apply,
 )
+from manager.errors import FencedOut, JournalError
 from manager.metrics import METRIC_NAMES, Metrics
 from manager.observers import DeadLetterWatcher, Observer
+from manager.term import rejoin_cause
 
 WF = "books"
 ROOT = "00000000-0000-4000-8000-000000000001"
@@ -274,6 +276,8 @@ def test_recovery_sets_the_waiting_gauge():
     metrics.observe([StepWaiting(CHILD, ROOT, WF, "approve", 1.0)])  # from before the restart
     metrics.recovered(state.jobs.values())
     assert value(metrics, "steps_waiting", workflow=WF, step="approve") == 1
+
+
 def test_a_recovered_step_counts_as_recovered_and_is_not_timed_again():
     metrics = Metrics()
     metrics.observe([step_done("failed", "error", 100.0, 101.0)])
@@ -282,3 +286,18 @@ def test_a_recovered_step_counts_as_recovered_and_is_not_timed_again():
     assert value(metrics, "steps_recovered_total", **labels) == 1
     assert value(metrics, "step_duration_seconds_count", **labels) == 1
     assert value(metrics, "step_failures_total", **labels, reason="error") == 1
+
+
+def test_rejoins_count_by_cause():
+    metrics = Metrics()
+    causes = [
+        rejoin_cause(FencedOut("taken over")),
+        rejoin_cause(JournalError("database away")),
+        rejoin_cause(FencedOut("not renewed")),
+        rejoin_cause(RuntimeError("a bug")),
+    ]
+    for cause in causes:
+        metrics.rejoined(cause)
+    assert value(metrics, "rejoins_total", cause="lease") == 2
+    assert value(metrics, "rejoins_total", cause="database") == 1
+    assert value(metrics, "rejoins_total", cause="error") == 1

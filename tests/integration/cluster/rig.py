@@ -4,6 +4,7 @@ suite's workflow and chaos workers, managers started, killed and stopped by inde
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import sys
 import uuid
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
 
@@ -154,6 +156,14 @@ class ClusterRig:
 
     async def cleanup(self) -> None:
         await chaos.kill_and_delete(self, [*self.workers, *(m.process for m in self.managers)])
+
+
+async def rejoins(member: Member) -> dict[str, float]:
+    """cause -> how often `member` rejoined as a standby, from its /metrics."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        text = (await http.get(f"{member.api_url}/metrics")).text
+    found = re.findall(r'^workflow_manager_rejoins_total\{cause="(\w+)"\} (\S+)$', text, re.M)
+    return {cause: float(count) for cause, count in found}
 
 
 async def until(predicate: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:

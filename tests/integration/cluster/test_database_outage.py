@@ -13,7 +13,7 @@ import pytest
 
 from ..durability.helpers import CHILDREN_PER_JOB, check_outcomes
 from .pgproxy import PgProxy
-from .rig import each_job_made_once
+from .rig import each_job_made_once, rejoins
 
 JOBS = 30
 OUTAGE_S = 5.0
@@ -53,4 +53,7 @@ async def test_managers_stop_on_a_database_outage_and_rejoin_losing_nothing(clus
     for manager in managers:
         async with httpx.AsyncClient(base_url=manager.api_url, timeout=10) as http:
             assert (await http.get("/readyz")).status_code == 200
+        # Counted once: its commit failed (database) or its leases ran out first (lease).
+        counted = await rejoins(manager)
+        assert sum(counted.values()) == 1 and set(counted) <= {"database", "lease"}, counted
     await proxy.cut()

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from ..durability.helpers import CHILDREN_PER_JOB, check_outcomes
-from .rig import comparable, each_job_made_once, until
+from .rig import comparable, each_job_made_once, rejoins, until
 
 OUTCOMES_TIMEOUT_S = 90.0
 
@@ -84,6 +84,8 @@ async def test_a_paused_manager_writes_nothing_for_the_partitions_taken_meanwhil
     said = ("lost the lease", "taken over", "server terminated")
     assert any(s in line for s in said), first.process.output
     await first.process.wait_for_line(r"rejoined: running \d+ partitions", 30)
+    assert sum((await rejoins(first)).values()) == 1
+    assert await rejoins(second) == {}
     await outcomes.wait_for(len(payloads), OUTCOMES_TIMEOUT_S)
     check_outcomes(outcomes, payloads)
     await each_job_made_once(cluster, len(payloads), CHILDREN_PER_JOB)

@@ -15,7 +15,7 @@ from manager.journal import open_journal
 
 from ..durability.helpers import check_outcomes
 from ..harness import Process, free_port
-from .rig import ids_in_partition
+from .rig import ids_in_partition, rejoins
 
 OUTCOMES_TIMEOUT_S = 60.0
 
@@ -130,3 +130,4 @@ async def test_a_manager_whose_partition_is_taken_over_commits_nothing_more(clus
         [(epoch, owner) for epoch, owner, _ in at] == [(1, manager.owner)] for at in ledger.values()
     ), ledger
     assert "lost" in manager.process.output
+    assert await rejoins(manager) == {"lease": 1.0}, manager.process.output
