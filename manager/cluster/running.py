@@ -124,6 +124,7 @@ class PartitionRuns:
         for command in commands:
             self._carry_out(command)
         for observer in self._observers:
+            observer.observe(commands)  # JobsReleased: streams following those jobs end
             observer.recovered(self._state.jobs.values())
         queues = {partition_queue(self.settings.queue, p) for p in gone}
         try:

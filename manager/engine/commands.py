@@ -32,6 +32,7 @@ __all__ = [
     "Ignored",
     "StartTimer",
     "CancelTimer",
+    "JobsReleased",
     "Refused",
     "JobCompensating",
     "StepCompensation",
@@ -291,6 +292,15 @@ class CancelTimer:
 
 
 @dataclass(slots=True)
+class JobsReleased:
+    """Job trees were handed over to another manager: `jobs` (their top-level jobs and
+    children) left this one's memory without ending. Streams following one of them end, so
+    their clients reconnect and are routed to the new owner."""
+
+    jobs: tuple[str, ...]
+
+
+@dataclass(slots=True)
 class Refused:
     """A cancel, retry, signal or schedule pause request cannot be done; `kind` is "not-found",
     "conflict" or "invalid" (a signal whose payload is no JSON object)."""
@@ -354,6 +364,7 @@ Command = (
     | Ignored
     | StartTimer
     | CancelTimer
+    | JobsReleased
     | Refused
     | JobCompensating
     | StepCompensation

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from manager.engine import timers
-from manager.engine.commands import CancelTimer, Command
+from manager.engine.commands import CancelTimer, Command, JobsReleased
 from manager.engine.snapshot import descendants, forget
 from manager.engine.state import EngineState, Slots
 
@@ -32,7 +32,7 @@ def _let_go(slots: Slots, doomed: set[str]) -> None:
 
 def hand_over(state: EngineState, roots: Iterable[str]) -> list[Command]:
     """Forget the job trees of `roots` (top-level job ids; unknown ones are skipped); the
-    commands cancel their timers."""
+    commands cancel their timers, then name every job let go (`JobsReleased`)."""
     doomed: set[str] = set()
     for root in roots:
         job = state.jobs.get(root)
@@ -54,6 +54,7 @@ def hand_over(state: EngineState, roots: Iterable[str]) -> list[Command]:
     state.compensating = {
         corr: job for corr, job in state.compensating.items() if job not in doomed
     }
+    commands.append(JobsReleased(tuple(sorted(doomed))))
     return commands
 
 

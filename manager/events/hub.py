@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from manager.engine import Command, Job
+from manager.engine import Command, Job, JobsReleased
 from manager.events.model import RunEvent, run_events
 
 __all__ = ["EventFilter", "EventHub", "Subscription", "Resume", "parse_event_id"]
@@ -93,7 +93,8 @@ class Subscription:
         return batch
 
     def end(self) -> None:
-        """The manager is stopping: the stream ends (the client reconnects to the next one)."""
+        """The stream ends (the manager is stopping, or its job was handed over to another):
+        the client reconnects, to the manager running it."""
         self.closed = True
         self._wake.set()
 
@@ -155,14 +156,27 @@ class EventHub:
         if sink in self._sinks:
             self._sinks.remove(sink)
 
+    def _end_released(self, commands: Sequence[Command]) -> None:
+        """End the streams following a job handed over: the manager that runs it now has its
+        events, and the client, reconnecting, is routed there."""
+        for command in commands:
+            if isinstance(command, JobsReleased):
+                released = set(command.jobs)
+                for subscriber in self._subscribers:
+                    if subscriber.wanted.job in released:
+                        subscriber.end()
+
     # -- Observer --------------------------------------------------------------------------
 
     def recovered(self, jobs: Iterable[Job]) -> None:
         """Nothing to tell: events start with this process (clients resuming across it reset)."""
 
     def observe(self, commands: Sequence[Command]) -> None:
-        """Number the run events of one committed event and hand them out."""
+        """Number the run events of one committed event and hand them out; end the streams
+        following jobs handed over to another manager."""
         events = run_events(commands, self._clock())
+        if not events:  # a hand-over's commands make no run event
+            self._end_released(commands)
         for event in events:
             event.seq = self._last = next(self._seq)
             event.id = f"{self.epoch}-{event.seq}"

@@ -123,3 +123,48 @@ async def test_a_jobs_events_reach_a_client_of_the_manager_that_does_not_run_it(
     assert await watch.stop() == 0, watch.output
     assert "step.completed sum attempt 1" in watch.output, watch.output
     assert f"job {job_id}  chaos-counts  completed" in watch.output, watch.output
+
+
+async def stream_until_it_ends(member: Any, job_id: str, opened: asyncio.Event) -> None:
+    """`GET /api/events?job=` on `member`, followed until the manager ends the stream."""
+    async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None)) as http:
+        url = f"{member.api_url}/api/events"
+        async with http.stream("GET", url, params={"job": job_id}) as response:
+            assert response.status_code == 200, await response.aread()
+            async for line in response.aiter_lines():
+                if line.startswith(": connected"):
+                    opened.set()
+
+
+@pytest.mark.timeout(120)
+async def test_a_stream_on_the_owner_ends_when_its_job_is_handed_over(cluster):
+    # One job in each partition, waiting for a worker; each followed on the one manager.
+    first = await cluster.start_manager()
+    await first.process.wait_for_line(rf"holds {cluster.partitions}\b")
+    jobs = {k: ids_in_partition(k, cluster.partitions, 1)[0] for k in range(cluster.partitions)}
+    streams, opened = {}, {}
+    for partition, job_id in jobs.items():
+        submitted = await ask(first, "POST", f"/api/workflow/chaos-counts?id={job_id}", {"n": 1})
+        assert submitted.status_code == 200, submitted.text
+        opened[partition] = asyncio.Event()
+        streams[partition] = asyncio.create_task(
+            stream_until_it_ends(first, job_id, opened[partition])
+        )
+    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in opened.values())), 30)
+
+    # A second manager joins: the first hands half the partitions over, and the streams of
+    # their jobs end (their clients reconnect and are routed to the new owner); the rest stay.
+    second = await cluster.start_manager()
+    await cluster.balanced([first, second])
+    await first.process.wait_for_line(r"handed partitions .* over")
+    moved = {p for (p,) in cluster.query(
+        "SELECT partition FROM partition_leases WHERE owner = %s", (second.owner,)
+    )}  # fmt: skip
+    assert len(moved) == cluster.partitions // 2
+    await asyncio.wait_for(asyncio.gather(*(streams[p] for p in moved)), 20)
+    kept = [streams[p] for p in jobs if p not in moved]
+    assert not any(task.done() for task in kept)
+    for task in kept:
+        task.cancel()
+    relayed = await ask(first, "GET", f"/api/job/{jobs[min(moved)]}")
+    assert relayed.headers[ANSWERED_BY] == second.owner  # asked again: the new owner answers

@@ -25,6 +25,7 @@ from manager.engine import (
     CancelTimer,
     EngineState,
     JobsHandedOver,
+    JobsReleased,
     JobSubmitted,
     Subject,
     apply,
@@ -73,7 +74,8 @@ def _check_hand_over(run: Run, roots: set[str]) -> None:
     assert not doomed & set(state.jobs)
     assert state.jobs == kept
     gone = {key for key in timers if _timer_job(key) in doomed}
-    assert commands == [CancelTimer(key) for key in timers if key in gone]
+    released = [JobsReleased(tuple(sorted(doomed)))] if doomed else []
+    assert commands == [CancelTimer(key) for key in timers if key in gone] + released
     assert state.timers == {key: due for key, due in timers.items() if key not in gone}
     for slots in (*state.scopes.values(), *state.gates.values()):
         assert not {h.partition(":")[0] for h in slots.holders} & doomed

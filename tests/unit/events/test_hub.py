@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import Dispatch, JobFinished, JobStarted, StepFinished, Subject
+from manager.engine import Dispatch, JobFinished, JobsReleased, JobStarted, StepFinished, Subject
 from manager.events import EventFilter, EventHub, parse_event_id, run_events
 
 ROOT = "11111111-1111-4111-8111-111111111111"
@@ -105,3 +105,15 @@ async def test_closing_the_hub_ends_every_stream_and_any_opened_after():
     after, _ = hub.subscribe(EventFilter())
     assert before.closed and after.closed
     assert await after.next_batch(timeout_s=60) == []  # at once, not after the timeout
+
+
+async def test_a_hand_over_ends_the_streams_following_its_jobs_and_no_other():
+    hub = EventHub()
+    root, _ = hub.subscribe(EventFilter(job=ROOT))
+    child, _ = hub.subscribe(EventFilter(job=CHILD))
+    other, _ = hub.subscribe(EventFilter(job="33333333-3333-4333-8333-333333333333"))
+    everything, _ = hub.subscribe(EventFilter(workflow="wf"))
+    hub.observe([JobsReleased((ROOT, CHILD))])
+    assert root.closed and child.closed
+    assert await child.next_batch(timeout_s=60) == []  # at once: the stream ends
+    assert not other.closed and not everything.closed
