@@ -4,8 +4,9 @@ A stream starts with a `: connected` comment, then (with `Last-Event-ID`) the ev
 client missed, then live events; an idle stream gets a `: keepalive` comment every
 `heartbeat_s`. Two messages of its own tell a client to act:
 
-    event: reset      the events after its Last-Event-ID are no longer kept (or the manager
-                      restarted): re-read the state (`GET /api/job/{id}`), then carry on; its
+    event: reset      the events after its Last-Event-ID are no longer kept (or another
+                      manager process sent it: a restart, or another manager of a cluster):
+                      re-read the state (`GET /api/job/{id}`), then carry on; its
                       id is the latest, so a later reconnect resumes from there
     event: overflow   the client read too slowly and fell `queue_limit` events behind: the
                       stream ends; reconnect with the last id received to resume

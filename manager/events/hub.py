@@ -3,7 +3,8 @@
 Ids are `<epoch>-<seq>`: `epoch` is when this manager process started (milliseconds), `seq`
 counts up from 1. The hub keeps the last `capacity` events in a ring, so a client that
 reconnects with `Last-Event-ID` gets every event it missed, or, when the ring no longer reaches
-back that far (or the manager restarted since), an explicit reset: never a silent gap.
+back that far (or another manager process sent it: a restart, another manager of a cluster),
+an explicit reset: never a silent gap.
 
 `heartbeat_s`: how often an idle stream sends a comment, so proxies keep it open.
 Every subscriber has a bounded queue: one that falls `queue_limit` events behind is marked
@@ -230,7 +231,10 @@ class EventHub:
             raise ValueError(f"not an event id: {after!r}")
         epoch, seq = parsed
         if epoch != self.epoch:
-            return Resume([], "the manager restarted since that event", latest)
+            # Another manager process sent it: this one before a restart, or another manager
+            # of the cluster the client reached before (each numbers its own events).
+            why = "that event came from another manager process (restarted, or another manager)"
+            return Resume([], why, latest)
         if seq > self._last:
             return Resume([], f"no event {after} was sent yet (latest: {latest})", latest)
         first = self._ring[0].seq if self._ring else self._last + 1

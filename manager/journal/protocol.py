@@ -73,6 +73,10 @@ class Journal(JobHistory, Protocol):
         """
         ...
 
+    async def flush(self) -> None:
+        """Wait until everything appended so far is committed."""
+        ...
+
     async def close(self) -> None:
         """Commit what is queued and close."""
         ...
