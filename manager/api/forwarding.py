@@ -10,9 +10,10 @@ No owner (the partition is being taken over), an owner that advertises no URL or
 reached in time: 503 with Retry-After, naming the partition; except `GET /api/job/{id}`,
 which then answers from the journal (the job as its committed rows make it), so reading a
 job does not fail while its partition moves. A job the journal does not know at all (a
-running child job has no row until it ends, nor any while its first step waits for a
-signal) may be another manager's: the others are asked in turn, and the first that knows it
-answers (404 when none does). The credentials are passed on, never logged.
+running child job has no row of its own until it ends, and none at all before its first
+request or waiting step) may be another manager's: the others are asked in turn, and the
+first that knows it answers (404 when none does). The credentials are passed on, never
+logged.
 
 `GET /api/events?job=` for such a job relays the owner's stream (`Forwarder.stream`) until it
 ends or the partition moves; the client then reconnects and is routed again.
