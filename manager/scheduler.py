@@ -25,8 +25,9 @@ __all__ = ["Scheduler", "ScheduleView", "view_json"]
 
 log = logging.getLogger(__name__)
 
-# A partition taken over fires at most this many missed firings of each schedule (a failover
-# lasts seconds: a schedule firing every second misses a few).
+# At most this many missed firings of each schedule are fired late: by a partition taken over
+# (a failover lasts seconds: a schedule firing every second misses a few), or after a firing
+# that took longer than the schedule's period.
 _MAX_MISSED = 10
 
 
@@ -106,14 +107,27 @@ class Scheduler:
         self._tasks.clear()
 
     async def _run(self, wf: Workflow, schedule: Schedule) -> None:
+        fire_at = schedule.next_fire(self._now())
         while True:
-            fire_at = schedule.next_fire(self._now())
             # A plain wait: the firing it ends in is journaled, with an id a restart derives again.
             await asyncio.sleep(max(0.0, fire_at - self._now()))
             try:
                 await self._fire(wf, schedule, fire_at)
             except ManagerError as exc:
                 log.error("schedule %s/%s: firing failed: %s", wf.name, schedule.name, exc)
+            fire_at = self._after(schedule, fire_at)
+
+    def _after(self, schedule: Schedule, fired_at: float) -> float:
+        """The fire time after `fired_at`, even when it came due while that firing was being
+        made (a slow commit must not lose the next firing); after a stall of more than
+        `_MAX_MISSED` firings, the next one from now."""
+        following = schedule.next_fire(fired_at)
+        due, now = following, self._now()
+        for _ in range(_MAX_MISSED):
+            if due > now:
+                return following
+            due = schedule.next_fire(due)
+        return schedule.next_fire(now)
 
     async def _fire(self, wf: Workflow, schedule: Schedule, fire_at: float) -> None:
         job_id = schedule_job_id(wf.name, schedule.name, fire_at)

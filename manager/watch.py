@@ -30,6 +30,8 @@ _RECONNECT_FOR_S = 30.0
 _MAX_WAIT_S = 5.0  # at most this long between tries, whatever Retry-After says
 _BAR_WIDTH = 24
 _END_OF_STREAM = None
+# How long a job seen ended waits for each of its last events still on their way.
+_DRAIN_S = 2.0
 
 
 def progress_bar(done: int, total: int, width: int = _BAR_WIDTH) -> str:
@@ -233,10 +235,33 @@ async def _consume(
             if time.monotonic() - shown_at < refresh_s:
                 continue
         job = await _fetch(http, job_id)
+        if job.get("status") in ENDED:
+            # It ended while its last events were on their way: print them, then the end.
+            last_id = await _drain(view, job_id, queue, last_id)
+            view.show(job)
+            return job["status"], last_id
         view.show(job)
         stale, shown_at = False, time.monotonic()
-        if job.get("status") in ENDED:
-            return job["status"], last_id
+
+
+async def _drain(
+    view: _View, job_id: str, queue: asyncio.Queue[SseMessage | None], last_id: str | None
+) -> str | None:
+    """Show the events still coming up to the job's own end event (waiting at most
+    `_DRAIN_S` for each); the last id seen."""
+    while True:
+        try:
+            message = await asyncio.wait_for(queue.get(), _DRAIN_S)
+        except TimeoutError:
+            return last_id
+        if message is _END_OF_STREAM or message.event in ("overflow", "reset"):
+            return last_id
+        if message.id:
+            last_id = message.id
+        event = message.json()
+        view.event(event, job_id)
+        if event.get("job") == job_id and event.get("type", "").removeprefix("job.") in ENDED:
+            return last_id
 
 
 async def watch_job(
