@@ -25,7 +25,7 @@ from manager.metrics import Metrics
 from manager.observers import Observer
 from manager.orchestrator import ManagerSettings
 from manager.settings import advertised_url
-from manager.term import Term, rejoin, rejoin_cause, start_term
+from manager.term import Term, TermParts, rejoin, rejoin_cause, start_term
 
 if TYPE_CHECKING:
     from manager.traces.export import SpanRecorder
@@ -146,8 +146,9 @@ async def serve(
     # default thresholds the collector ran ~1,000 times replaying a 10,000-job journal and
     # took a quarter of the CPU per step (measured by the benchmark, bench/README.md).
     gc.set_threshold(50_000, 20, 100)
+    parts = TermParts(workflows, settings, db, api_url, metrics, events, observers)
     try:
-        term = await start_term(workflows, settings, db, api_url, metrics, events, observers)
+        term = await start_term(parts)
     except BaseException:
         sock.close()
         raise
@@ -185,7 +186,7 @@ async def serve(
         log.warning("rejoining as a standby: %s", running.orchestrator.failure)
         metrics.rejoined(rejoin_cause(running.orchestrator.failure))
         await running.stop(events)
-        running = await rejoin(stop, workflows, settings, db, api_url, metrics, events, observers)
+        running = await rejoin(stop, parts)
         if running is not None:
             app.state.service = running.orchestrator
     log.info("shutting down")

@@ -31,7 +31,7 @@ from manager.transport import Broker
 if TYPE_CHECKING:
     from manager.cluster.ownership import Ownership
 
-__all__ = ["Term", "start_term", "rejoin", "rejoin_cause"]
+__all__ = ["Term", "TermParts", "start_term", "rejoin", "rejoin_cause"]
 
 log = logging.getLogger(__name__)
 
@@ -103,20 +103,28 @@ async def _join(
     return await join(journal, settings.queue, settings.partitions, settings.lease_ttl_s, api_url)
 
 
-async def start_term(
-    workflows: Mapping[str, Workflow],
-    settings: ManagerSettings,
-    db: str,
-    api_url: str,
-    metrics: Metrics,
-    events: EventHub,
-    observers: Sequence[Observer],
-) -> Term:
+@dataclass(frozen=True, slots=True)
+class TermParts:
+    """What every term of one process starts from: the workflows, the settings, the journal's
+    location, our API's advertised URL, and the observers that outlive the terms."""
+
+    workflows: Mapping[str, Workflow]
+    settings: ManagerSettings
+    db: str
+    api_url: str
+    metrics: Metrics
+    events: EventHub
+    observers: Sequence[Observer]
+
+
+async def start_term(parts: TermParts) -> Term:
     """Open the journal, join, connect and recover; the term runs when this returns.
 
     Raises what stopped it (ManagerError: the journal, the partitions, the broker); whatever
     it opened is closed again.
     """
+    workflows, settings, db, api_url = parts.workflows, parts.settings, parts.db, parts.api_url
+    metrics, events = parts.metrics, parts.events
     journal = await open_journal(db)
     log.info("journal at %s", journal.where)  # a URL is shown without its password
     try:
@@ -130,7 +138,7 @@ async def start_term(
         publisher = EventPublisher(transport, settings.queue, settings.events)
         events.add_sink(publisher)
     orchestrator = Orchestrator(
-        workflows, settings, journal, transport, observers=observers, ownership=ownership
+        workflows, settings, journal, transport, observers=parts.observers, ownership=ownership
     )
     metrics.watch(orchestrator)
     metrics.watch_leases(ownership or _NO_LEASES)
@@ -156,22 +164,13 @@ async def start_term(
     return Term(journal, ownership, orchestrator, publisher, leases)
 
 
-async def rejoin(
-    stop: asyncio.Event,
-    workflows: Mapping[str, Workflow],
-    settings: ManagerSettings,
-    db: str,
-    api_url: str,
-    metrics: Metrics,
-    events: EventHub,
-    observers: Sequence[Observer],
-) -> Term | None:
+async def rejoin(stop: asyncio.Event, parts: TermParts) -> Term | None:
     """Start a new term, again and again while the database or broker cannot be reached;
     None once `stop` is set first."""
     attempt = 0
     while not stop.is_set():
         try:
-            term = await start_term(workflows, settings, db, api_url, metrics, events, observers)
+            term = await start_term(parts)
         except (JournalError, BrokerError) as exc:
             wait = _REJOIN_WAITS_S[min(attempt, len(_REJOIN_WAITS_S) - 1)]
             attempt += 1

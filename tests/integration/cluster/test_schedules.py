@@ -11,32 +11,12 @@ import time
 import httpx
 import pytest
 
-from manager.config.schedules import schedule_job_id
-
+from ..ticker import TICKER, fire_times
 from .rig import Member, until
-
-TICKER = """
-workflows:
-  - name: ticker
-    schedules:
-      - {name: tick, every: 1, payload: {from: tick}, overlap: allow}
-    steps:
-      - {name: tock, queue: "{p}.tock"}
-"""
 
 
 def _ticker_jobs(cluster) -> list[str]:
     return [job_id for (job_id,) in cluster.query("SELECT id FROM jobs WHERE workflow = 'ticker'")]
-
-
-def _fire_times(job_ids: list[str], since: float) -> list[int]:
-    """The fire time (whole seconds) each job's id was derived from, sorted."""
-    by_id = {
-        schedule_job_id("ticker", "tick", float(t)): t
-        for t in range(int(since) - 5, int(time.time()) + 5)
-    }
-    assert all(job_id in by_id for job_id in job_ids), job_ids
-    return sorted(by_id[job_id] for job_id in job_ids)
 
 
 async def _two_managers_ticking(cluster) -> tuple[float, Member, Member]:
@@ -53,7 +33,7 @@ async def _two_managers_ticking(cluster) -> tuple[float, Member, Member]:
 async def test_a_schedule_fires_once_per_firing_and_pauses_on_every_manager(cluster):
     started, first, second = await _two_managers_ticking(cluster)
     await until(lambda: len(_ticker_jobs(cluster)) >= 6, "six firings")
-    fired = _fire_times(_ticker_jobs(cluster), started)
+    fired = fire_times(_ticker_jobs(cluster), started)
     assert fired == list(range(fired[0], fired[0] + len(fired))), fired  # once each, in order
 
     async with httpx.AsyncClient(timeout=10) as http:
@@ -82,10 +62,10 @@ async def test_firings_due_while_a_killed_managers_partitions_wait_run_once_take
     killed_at = int(time.time())
     await cluster.balanced([second])
     await until(
-        lambda: max(_fire_times(_ticker_jobs(cluster), started)) >= killed_at + 6,
+        lambda: max(fire_times(_ticker_jobs(cluster), started)) >= killed_at + 6,
         "firings after the take-over",
     )
-    fired = _fire_times(_ticker_jobs(cluster), started)
+    fired = fire_times(_ticker_jobs(cluster), started)
     missing = sorted(set(range(fired[0], fired[-1] + 1)) - set(fired))
     assert not missing, f"no firing for {missing} (killed at {killed_at}): {fired}"
     assert len(fired) == len(set(fired))

@@ -10,20 +10,8 @@ import signal
 import sqlite3
 import time
 
-from manager.config.schedules import schedule_job_id
-
 from ..harness import cli
-
-TICKER = """
-workflows:
-  - name: ticker
-    schedules:
-      # overlap: allow, so a slow job on a busy machine never skips a firing here (the
-      # overlap rule has its engine tests).
-      - {name: tick, every: 1, payload: {from: tick}, overlap: allow}
-    steps:
-      - {name: tock, queue: "{p}.tock"}
-"""
+from ..ticker import TICKER, fire_times
 
 
 async def _jobs(sys) -> list[str]:
@@ -38,21 +26,11 @@ async def _wait_jobs(sys, count: int, timeout_s: float = 20) -> list[str]:
     return jobs
 
 
-def _fire_times(job_ids: list[str], since: float) -> list[int]:
-    """The fire time (whole seconds) each job's id was derived from, sorted."""
-    by_id = {
-        schedule_job_id("ticker", "tick", float(t)): t
-        for t in range(int(since) - 5, int(time.time()) + 5)
-    }
-    assert all(job_id in by_id for job_id in job_ids), job_ids
-    return sorted(by_id[job_id] for job_id in job_ids)
-
-
 async def test_every_second_one_job_per_firing(system):
     started = time.time()
     sys = await system(TICKER, step_queues=["tock"])
     jobs = await _wait_jobs(sys, 4)
-    fired = _fire_times(jobs, started)
+    fired = fire_times(jobs, started)
     assert len(set(fired)) == len(fired) == len(jobs)
     assert fired == list(range(fired[0], fired[0] + len(fired)))  # once a second, none missed
     (schedule,) = (await sys.http.get("/api/schedules")).json()["schedules"]
@@ -70,11 +48,11 @@ async def test_after_a_kill_9_of_3_s_one_catch_up_job_and_no_duplicates(system):
     sys = await system(TICKER, step_queues=["tock"])
     await _wait_jobs(sys, 2)
     assert await sys.manager.process.stop(signal.SIGKILL) == -9
-    before = _fire_times(await _jobs_from_journal(sys), started)
+    before = fire_times(await _jobs_from_journal(sys), started)
     await asyncio.sleep(3)  # the manager is down: the firings of these seconds are missed
     await sys.restart()
     await _wait_jobs(sys, len(before) + 3)
-    fired = _fire_times(await _jobs(sys), started)
+    fired = fire_times(await _jobs(sys), started)
     assert len(set(fired)) == len(fired)
     after = [t for t in fired if t > before[-1]]
     assert after[0] - before[-1] >= 3  # the missed seconds: only the latest runs ...
