@@ -16,6 +16,7 @@ from manager.bridge.cli import add_bridge_parser, bridge_command
 from manager.conformance.command import add_conformance_parser, run_conformance_command
 from manager.engine.state import MAX_PRIORITY
 from manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
+from manager.limitoptions import LimitError, add_limit_options, limits_from_args
 from manager.logformat import LOG_FORMATS
 from manager.starttimes import MAX_DELAY_S
 
@@ -218,6 +219,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="event loop: auto is uvloop where installed, else asyncio's (env WM_LOOP;"
         " default: %(default)s)",
     )
+    add_limit_options(serve, env)
 
     validate = commands.add_parser("validate", help="check a workflow file and describe it")
     validate.add_argument("file", help="the workflow YAML file")
@@ -436,12 +438,17 @@ def _serve(args: argparse.Namespace) -> int:
             f"--advertise-url (or WM_ADVERTISE_URL) must be an http:// or https:// URL, "
             f"got {advertise_url!r}"
         )
+    try:
+        limits, http = limits_from_args(args)
+    except LimitError as exc:
+        return _usage(str(exc))
     settings = ManagerSettings(
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
         events=args.events, max_running_jobs=max_running_jobs,
-        partitions=args.partitions, advertise_url=advertise_url.rstrip("/"),
+        partitions=args.partitions, advertise_url=advertise_url.rstrip("/"), **limits,
     )  # fmt: skip
-    run(serve(workflows, settings, args.db, args.host, args.port, api_token=api_token), args.loop)
+    main = serve(workflows, settings, args.db, args.host, args.port, api_token=api_token, http=http)
+    run(main, args.loop)
     return EXIT_OK
 
 

@@ -24,7 +24,7 @@ from manager.events import EventHub
 from manager.metrics import Metrics
 from manager.observers import Observer
 from manager.orchestrator import ManagerSettings
-from manager.settings import advertised_url
+from manager.settings import HttpSettings, advertised_url
 from manager.term import Term, TermParts, rejoin, rejoin_cause, start_term
 
 if TYPE_CHECKING:
@@ -119,15 +119,18 @@ async def serve(
     stop: asyncio.Event | None = None,
     api_token: ApiToken | None = None,
     environ: Mapping[str, str] | None = None,
+    http: HttpSettings | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM (or `stop` is set): stop consuming, finish in hand, close.
 
-    With `api_token`, the HTTP API asks every client but the probes for it. With
+    With `api_token`, the HTTP API asks every client but the probes for it. `http`: the HTTP
+    server's limits and browser-session settings (defaults: `HttpSettings()`). With
     OTEL_EXPORTER_OTLP_ENDPOINT in `environ` (default: the process's), it exports spans.
 
     Raises the journal's error if the journal fails while running (after a clean stop).
     """
     stop = stop or asyncio.Event()
+    http = http or HttpSettings()
     spans = _span_recorder(os.environ if environ is None else environ)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -161,6 +164,7 @@ async def serve(
         events=events,
         dead_letters=DeadLetterQueue(settings.amqp_url, settings.queue),
         forwarder=forwarder,
+        http=http,
     )
     config = uvicorn.Config(
         app,

@@ -9,9 +9,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from manager.config import Workflow
+from manager.limits import DEFAULT_JSON_DEPTH, DEFAULT_LIMITS
 from manager.transport import DEFAULT_QUEUE, MAX_MESSAGE_BYTES
 
-__all__ = ["ManagerSettings", "advertised_url", "step_queues"]
+__all__ = [
+    "DEFAULT_JSON_DEPTH",
+    "HttpSettings",
+    "ManagerSettings",
+    "advertised_url",
+    "step_queues",
+]
 
 
 class ManagerSettings(BaseModel):
@@ -39,6 +46,45 @@ class ManagerSettings(BaseModel):
     lease_renew_s: float = Field(default=1.0, gt=0)
     # Where the other managers reach this one's HTTP API (requests about the jobs it runs).
     advertise_url: str | None = None
+    # Limits (docs/security.md). JSON nested deeper is refused before anything changes:
+    # triggers, replies, signals, x-meta, x-meta-patch, HTTP bodies. orjson writes at most
+    # 254 levels, so the journal could not hold deeper values anyway.
+    max_json_depth: int = Field(default=DEFAULT_JSON_DEPTH, ge=64, le=250)
+    # A task step's children's inputs together (each child copies the step's other input
+    # keys): a fan-out past this fails its step, saying the size, before any child starts.
+    max_fanout_bytes: int = Field(default=DEFAULT_LIMITS["max_fanout_bytes"], ge=1024)
+
+
+class HttpSettings(BaseModel):
+    """Limits and browser-session settings of the HTTP server (docs/security.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # A request body past this is refused with 413 as it streams in (never buffered whole).
+    max_body_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=1024)
+    # The request line and headers together; past it the connection is answered 431/400.
+    max_header_bytes: int = Field(default=DEFAULT_LIMITS["max_header_bytes"], ge=1024)
+    # The path and query string; past it 414.
+    max_url_bytes: int = Field(default=DEFAULT_LIMITS["max_url_bytes"], ge=256)
+    # A kept-alive connection idle this long is closed.
+    idle_timeout_s: float = Field(default=DEFAULT_LIMITS["idle_timeout_s"], gt=0)
+    # A request's headers and body must have arrived this long after it began (slow clients).
+    request_timeout_s: float = Field(default=DEFAULT_LIMITS["request_timeout_s"], gt=0)
+    # Open connections at once; past it new requests are answered 503.
+    max_connections: int = Field(default=DEFAULT_LIMITS["max_connections"], ge=1)
+    # Open event streams (GET /api/events) at once; past it 503.
+    max_event_streams: int = Field(default=DEFAULT_LIMITS["max_event_streams"], ge=1)
+    # Host headers answered besides the bound address, localhost and 127.0.0.1 / [::1].
+    allowed_hosts: tuple[str, ...] = ()
+    # A web UI session (after POST /ui/login) lasts this long.
+    session_ttl_s: float = Field(default=DEFAULT_LIMITS["session_ttl_s"], gt=0)
+    # Proxies whose X-Forwarded-Proto / X-Forwarded-For are believed (uvicorn's
+    # forwarded_allow_ips): "" none, "*" any, else a comma-separated list of addresses.
+    forwarded_allow_ips: str = ""
+    # Wrong logins answered per client address and minute; past it 429 with Retry-After.
+    login_attempts_per_minute: int = Field(
+        default=DEFAULT_LIMITS["login_attempts_per_minute"], ge=1
+    )
 
 
 def advertised_url(host: str, port: int) -> str:

@@ -30,6 +30,7 @@ from manager.api.ui import UiHeaders
 from manager.api.ui import router as ui_router
 from manager.deadletters import DeadLetterQueue
 from manager.events import EventHub
+from manager.settings import HttpSettings
 
 __all__ = ["ApiToken", "JobService", "Clock", "create_app"]
 
@@ -72,6 +73,7 @@ def create_app(
     events: EventHub | None = None,
     dead_letters: DeadLetterQueue | None = None,
     forwarder: Forwarder | None = None,
+    http: HttpSettings | None = None,
 ) -> FastAPI:
     """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
 
@@ -79,7 +81,8 @@ def create_app(
     `metrics`, `GET /metrics` serves them (Prometheus text format). `events`: the hub
     observing the orchestrator, served at `GET /api/events`. `dead_letters`: the queue
     served at `/api/dead-letters`. `forwarder`: how a request about a job another manager
-    runs reaches that manager (close it when the server stops).
+    runs reaches that manager (close it when the server stops). `http`: the limits and
+    browser-session settings (docs/security.md).
     """
     app = FastAPI(
         title="workflow-manager",
@@ -91,6 +94,7 @@ def create_app(
     app.state.clock = clock
     app.state.api_token = api_token
     app.state.forwarder = forwarder or Forwarder()
+    app.state.http = http or HttpSettings()
     routes = [*router.routes, *browse_router.routes, *login_router.routes, *ui_router.routes]
     install_error_handlers(app, routes)
     app.include_router(router)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from manager.limits import MAX_MESSAGE_BYTES as _MAX_MESSAGE_BYTES
+
 __all__ = [
     "manager_queues",
     "DEFAULT_QUEUE",
@@ -26,7 +28,7 @@ __all__ = [
 
 DEFAULT_QUEUE = "workflow-manager"
 # Larger messages are refused: RabbitMQ's own limit is 128 MiB, and a job's data belongs in a store.
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MAX_MESSAGE_BYTES = _MAX_MESSAGE_BYTES  # manager.limits holds every limit
 
 HEADER_WORKFLOW = "x-workflow"
 HEADER_ATTEMPT = "x-attempt"

@@ -1,0 +1,34 @@
+"""The defaults of the manager's limits, in one place (docs/security.md lists each one).
+
+Plain numbers with no imports, so the CLI can show them in `--help` without loading the
+broker's client.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_JSON_DEPTH",
+    "DEFAULT_LIMITS",
+    "MAX_MESSAGE_BYTES",
+]
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""The largest message body the manager takes or sends, as RabbitMQ's own default allows."""
+
+DEFAULT_JSON_DEPTH = 128
+"""JSON nested deeper than this (objects and lists inside each other) is refused at the edge."""
+
+DEFAULT_LIMITS: dict[str, float | int] = {
+    "max_json_depth": DEFAULT_JSON_DEPTH,
+    "max_fanout_bytes": 64 * 1024 * 1024,
+    "max_body_bytes": MAX_MESSAGE_BYTES,
+    "max_header_bytes": 16 * 1024,
+    "max_url_bytes": 8 * 1024,
+    "idle_timeout_s": 5.0,
+    "request_timeout_s": 30.0,
+    "max_connections": 4096,
+    "max_event_streams": 1000,
+    "session_ttl_s": 12 * 3600.0,
+    "login_attempts_per_minute": 10,
+}
+"""Each limit's default, by its settings field (`ManagerSettings`, `HttpSettings`)."""
