@@ -53,6 +53,7 @@ examples:
   workflow-manager signal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 approve --payload '{"ok": true}'
   workflow-manager dead-letters list --limit 20
   workflow-manager dead-letters replay --id 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10:book-split
+  workflow-manager dead-letters replay --letter 9c1e4b7a02d35f68
   API_TOKEN=s3cret workflow-manager bridge --config workflows.yaml
   workflow-manager conformance my-step-queue --input '{"text": "hi"}' --failing-input '{}'
 
@@ -346,7 +347,15 @@ def _add_dead_letters_parser(commands: Any, amqp_url: str, queue: str) -> None:
     )
     which = replay.add_mutually_exclusive_group(required=True)
     which.add_argument(
-        "--id", dest="correlation_id", metavar="CORRELATION_ID", help="those with this id"
+        "--id",
+        dest="correlation_id",
+        metavar="CORRELATION_ID",
+        help="every dead letter with this correlation id",
+    )
+    which.add_argument(
+        "--letter",
+        metavar="LETTER_ID",
+        help="exactly one dead letter: its ID as `dead-letters list` shows it",
     )
     which.add_argument("--all", action="store_true", help="every dead letter")
     for action in (listing, replay):
@@ -421,8 +430,15 @@ def _serve(args: argparse.Namespace) -> int:
                 f"above 0, got {max_running_jobs!r}"
             )
         max_running_jobs = int(max_running_jobs)
+    try:
+        limits, http = limits_from_args(args)
+    except LimitError as exc:
+        return _usage(str(exc))
     configure_logging(args.log_level, args.log_format)
-    api_token = ApiToken(args.api_token) if args.api_token else None
+    try:
+        api_token = ApiToken(args.api_token) if args.api_token else None
+    except ValueError as exc:  # too short, non-ASCII: said without quoting the token
+        return _usage(f"--api-token (or WM_API_TOKEN): {exc}")
     workflows = load_workflows(args.config)
     if args.retention <= 0:
         return _usage(f"--retention must be a number of days above 0, got {args.retention}")
@@ -438,10 +454,6 @@ def _serve(args: argparse.Namespace) -> int:
             f"--advertise-url (or WM_ADVERTISE_URL) must be an http:// or https:// URL, "
             f"got {advertise_url!r}"
         )
-    try:
-        limits, http = limits_from_args(args)
-    except LimitError as exc:
-        return _usage(str(exc))
     settings = ManagerSettings(
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
         events=args.events, max_running_jobs=max_running_jobs,
@@ -614,7 +626,11 @@ def _dead_letters(args: argparse.Namespace) -> int:
     if args.dead_command == "replay":
         count = asyncio.run(
             replay_dead_letters(
-                args.amqp_url, args.queue, correlation_id=args.correlation_id, all=args.all
+                args.amqp_url,
+                args.queue,
+                correlation_id=args.correlation_id,
+                all=args.all,
+                letter=args.letter,
             )
         )
         print(f"replayed {count} dead letter{'' if count == 1 else 's'}")
@@ -622,6 +638,11 @@ def _dead_letters(args: argparse.Namespace) -> int:
             print(
                 f"no dead letter has correlation id {args.correlation_id!r} "
                 "(see: workflow-manager dead-letters list)",
+                file=sys.stderr,
+            )
+        if count == 0 and args.letter is not None:
+            print(
+                f"no dead letter has id {args.letter!r} (see: workflow-manager dead-letters list)",
                 file=sys.stderr,
             )
         return EXIT_OK

@@ -200,9 +200,15 @@ async def _call(
     api_url: str, method: str, path: str, api_token: str | None, body: Any = None
 ) -> dict[str, Any]:
     url = f"{api_url.rstrip('/')}{path}"
+    headers = api_headers(api_token)
+    if method != "GET":
+        # The API takes only JSON on a state-changing route (manager.api.origin), a body or
+        # none (cancel, retry, pause, resume).
+        headers["Content-Type"] = "application/json"
+    content = None if body is None else json.dumps(body).encode()
     try:
-        async with httpx.AsyncClient(timeout=10, headers=api_headers(api_token)) as client:
-            response = await client.request(method, url, json=body)
+        async with httpx.AsyncClient(timeout=10, headers=headers) as client:
+            response = await client.request(method, url, content=content)
     except httpx.HTTPError as exc:
         raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc
     if response.status_code != 200:

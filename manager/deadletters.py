@@ -1,5 +1,10 @@
 """Dead letters: list what `<queue>.dead` holds without taking it, and replay it where it came from.
 
+Each letter has an id of its own (`DeadLetter.id`): a digest of the message as the manager
+dead-lettered it (body, properties, headers with the reason and time), so a replay can name
+exactly one letter even when several share a correlation id. Listing can keep only the start
+of each body (`preview_bytes`), saying so (`body_bytes`); a replay always sends the whole one.
+
 aio-pika and aiormq exceptions stop here and become `BrokerError`.
 """
 
@@ -7,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,8 +41,11 @@ from manager.transport.errors import AMQP_ERRORS, broker_errors
 
 __all__ = [
     "DeadLetter",
+    "DeadLetterPage",
+    "read_dead_letters",
     "DeadLetterQueue",
     "dead_at",
+    "letter_id",
     "list_dead_letters",
     "replay_dead_letters",
     "format_dead_letters",
@@ -73,13 +83,23 @@ class DeadLetter:
     deaths: int | None = None
     delivery_count: int | None = None
     dead_at: float | None = None  # Unix seconds; None for a letter from before it was kept
+    id: str = ""  # this letter's own id (module docstring)
+    body_bytes: int | None = None  # the whole body's size, when `body` holds only its start
 
     def __repr__(self) -> str:
-        return f"<DeadLetter {self.correlation_id} from {self.source_queue}: {self.reason!r}>"
+        own = f" {self.id}" if self.id else ""
+        return f"<DeadLetter{own} {self.correlation_id} from {self.source_queue}: {self.reason!r}>"
+
+    @property
+    def body_truncated(self) -> bool:
+        """True when `body` is only the start of the message's body."""
+        return self.body_bytes is not None and self.body_bytes > len(self.body)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict; the body as text when it is UTF-8, else as `body_base64`."""
+        """A JSON-ready dict; the body as text when it is UTF-8, else as `body_base64`, with
+        `body_bytes` (the whole body's size) and `body_truncated` (only its start is here)."""
         data: dict[str, Any] = {
+            "id": self.id,
             "reason": self.reason,
             "source_queue": self.source_queue,
             "correlation_id": self.correlation_id,
@@ -92,10 +112,28 @@ class DeadLetter:
         if self.dead_at is not None:
             data["dead_at"] = iso_utc(self.dead_at)
         try:
-            data["body"] = self.body.decode("utf-8")
+            # A preview may end inside a character: that character is left out.
+            data["body"] = self.body.decode("utf-8", "ignore" if self.body_truncated else "strict")
         except UnicodeDecodeError:
             data["body_base64"] = base64.b64encode(self.body).decode("ascii")
+        data["body_bytes"] = len(self.body) if self.body_bytes is None else self.body_bytes
+        data["body_truncated"] = self.body_truncated
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterPage:
+    """Some of the dead letters, from `offset` on (oldest first), and how many there are."""
+
+    letters: list[DeadLetter]
+    offset: int
+    total: int
+
+    @property
+    def next_offset(self) -> int | None:
+        """Where the next page starts; None when this one reaches the end."""
+        end = self.offset + len(self.letters)
+        return end if end < self.total and self.letters else None
 
 
 def _is_broker_header(key: str) -> bool:
@@ -134,19 +172,39 @@ def describe_headers(
     return own, reason, source, (sum(counts) if counts else None)
 
 
-def _letter(message: AbstractIncomingMessage) -> DeadLetter:
+def letter_id(message: AbstractIncomingMessage) -> str:
+    """A dead letter's own id: a digest of its body, properties and headers (but for the
+    broker's bookkeeping, which a listing's requeue may change). Equal letters share it, and
+    are interchangeable."""
+    headers = {k: v for k, v in (message.headers or {}).items() if not _is_broker_header(k)}
+    properties = [message.correlation_id, message.message_id, message.reply_to, message.type,
+                  message.content_type, _jsonable(headers)]  # fmt: skip
+    digest = hashlib.sha256(json.dumps(properties, sort_keys=True, default=str).encode())
+    digest.update(b"\0")
+    digest.update(message.body)
+    return digest.hexdigest()[:16]
+
+
+def _letter(message: AbstractIncomingMessage, preview_bytes: int | None = None) -> DeadLetter:
+    """The letter `message` holds; with `preview_bytes`, only the start of its body."""
     own, reason, source, deaths = describe_headers(message.headers)
+    body = bytes(message.body)
+    size = len(body)
+    if preview_bytes is not None and size > preview_bytes:
+        body = body[:preview_bytes]
     return DeadLetter(
         reason=reason,
         source_queue=source,
         correlation_id=message.correlation_id,
         reply_to=message.reply_to,
         headers=own,
-        body=bytes(message.body),
+        body=body,
         message_id=message.message_id,
         deaths=deaths,
         delivery_count=_int((message.headers or {}).get("x-delivery-count")),
         dead_at=dead_at(message.headers or {}),
+        id=letter_id(message),
+        body_bytes=size if len(body) < size else None,
     )
 
 
@@ -207,21 +265,39 @@ async def list_dead_letters(
     amqp_url: str, queue: str = DEFAULT_QUEUE, limit: int = 100
 ) -> list[DeadLetter]:
     """The first `limit` dead letters of `<queue>.dead`, oldest first; they stay in the queue."""
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
+    return (await read_dead_letters(amqp_url, queue, limit)).letters
+
+
+async def read_dead_letters(
+    amqp_url: str,
+    queue: str = DEFAULT_QUEUE,
+    limit: int = 100,
+    offset: int = 0,
+    preview_bytes: int | None = None,
+) -> DeadLetterPage:
+    """`limit` dead letters of `<queue>.dead` from the `offset`-th on, oldest first (they stay
+    in the queue); with `preview_bytes`, only the start of each body is kept.
+
+    A queue cannot be read from the middle: the letters before `offset` are read too, one at
+    a time, and dropped.
+    """
+    if limit < 1 or offset < 0:
+        raise ValueError(f"limit must be at least 1 and offset at least 0, got {limit}, {offset}")
     letters: list[DeadLetter] = []
     async with _dead_queue(amqp_url, dead_letter_queue(queue)) as (_, dead):
+        total = dead.declaration_result.message_count or 0
         last = None
         try:
             # Held unacked until the end, so each get returns the next one, not the same again.
-            for _ in range(min(limit, dead.declaration_result.message_count or 0)):
+            for index in range(min(offset + limit, total)):
                 if (message := await _get(dead)) is None:
                     break
                 last = message
-                letters.append(_letter(message))
+                if index >= offset:
+                    letters.append(_letter(message, preview_bytes))
         finally:
             await _put_back(last)
-    return letters
+    return DeadLetterPage(letters, offset, total)
 
 
 async def replay_dead_letters(
@@ -230,14 +306,16 @@ async def replay_dead_letters(
     *,
     correlation_id: str | None = None,
     all: bool = False,
+    letter: str | None = None,
 ) -> int:
     """Publish matching dead letters back to the queue they came from, then remove them.
 
-    Either `correlation_id` (every dead letter with it) or `all=True`. Each is confirmed by the
-    broker before it is acked off the dead queue; returns how many were replayed.
+    Either `correlation_id` (every dead letter with it), `letter` (the one letter with this id,
+    `DeadLetter.id`) or `all=True`. Each is confirmed by the broker before it is acked off the
+    dead queue; returns how many were replayed.
     """
-    if all == (correlation_id is not None):
-        raise ValueError("pass either correlation_id or all=True")
+    if [all, correlation_id is not None, letter is not None].count(True) != 1:
+        raise ValueError("pass one of correlation_id, letter or all=True")
     name = dead_letter_queue(queue)
     replayed = 0
     async with _dead_queue(amqp_url, name) as (channel, dead):
@@ -247,10 +325,15 @@ async def replay_dead_letters(
             for _ in range(dead.declaration_result.message_count or 0):
                 if (message := await _get(dead)) is None:
                     break
-                if (all or message.correlation_id == correlation_id) and await _replay(
-                    channel, message, name, replayed
-                ):
+                wanted = all or (
+                    message.correlation_id == correlation_id
+                    if letter is None
+                    else not replayed and letter_id(message) == letter
+                )
+                if wanted and await _replay(channel, message, name, replayed):
                     replayed += 1
+                    if letter is not None:
+                        break  # exactly one
                 else:
                     kept = message
         finally:
@@ -294,19 +377,19 @@ def _preview(body: bytes) -> str:
 
 
 def format_dead_letters(letters: Sequence[DeadLetter]) -> str:
-    """A table: index, reason, source queue, correlation id, body preview; "" when empty."""
+    """A table: letter id, reason, source queue, correlation id, body preview; "" when empty."""
     if not letters:
         return ""
-    rows = [("#", "REASON", "FROM", "CORRELATION ID", "BODY")]
+    rows = [("ID", "REASON", "FROM", "CORRELATION ID", "BODY")]
     rows += [
         (
-            str(index),
+            letter.id or "-",
             _line(letter.reason, _REASON_CHARS),
             _line(letter.source_queue, 200),
             _line(letter.correlation_id, 200),
             _preview(letter.body),
         )
-        for index, letter in enumerate(letters, 1)
+        for letter in letters
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     padded = [[v.ljust(w) for v, w in zip(row[:4], widths, strict=True)] for row in rows]
@@ -345,8 +428,15 @@ class DeadLetterQueue:
         """The first `limit` dead letters, oldest first; they stay in the queue."""
         return await list_dead_letters(self.amqp_url, self.queue, limit)
 
-    async def replay(self, correlation_id: str | None = None, *, all: bool = False) -> int:
-        """Replay the dead letters with `correlation_id`, or `all`; returns how many."""
+    async def page(self, limit: int, offset: int, preview_bytes: int) -> DeadLetterPage:
+        """`limit` dead letters from the `offset`-th on, each body cut to `preview_bytes`."""
+        return await read_dead_letters(self.amqp_url, self.queue, limit, offset, preview_bytes)
+
+    async def replay(
+        self, correlation_id: str | None = None, *, all: bool = False, letter: str | None = None
+    ) -> int:
+        """Replay the dead letters with `correlation_id`, the one with id `letter`, or `all`;
+        returns how many."""
         return await replay_dead_letters(
-            self.amqp_url, self.queue, correlation_id=correlation_id, all=all
+            self.amqp_url, self.queue, correlation_id=correlation_id, all=all, letter=letter
         )

@@ -17,6 +17,9 @@
     │   └── Unroutable         a published message reached no queue (the queue does not exist)
     ├── JournalError           the journal (SQLite or PostgreSQL) cannot be opened or written
     │   └── FencedOut          a commit for a partition whose lease another manager has taken
+    ├── BatchRefused           the journal cannot hold one message's rows (the journal is fine)
+    ├── MessageFailed          one message (delivery, request, timer) could not be handled: it
+    │                          was refused and memory rebuilt from the journal; others go on
     └── ApiUnreachable         the manager's HTTP API cannot be reached (CLI client side)
 
 Every message is written for the person who hit it: it names the thing, shows the bad
@@ -41,6 +44,8 @@ __all__ = [
     "Unroutable",
     "JournalError",
     "FencedOut",
+    "BatchRefused",
+    "MessageFailed",
     "ApiUnreachable",
 ]
 
@@ -120,6 +125,25 @@ class JournalError(ManagerError):
 
 class FencedOut(JournalError):
     """A commit named a partition whose lease another manager has taken since (a newer epoch)."""
+
+
+class BatchRefused(ManagerError):
+    """The journal cannot hold one batch (a value it cannot encode); nothing of it was written
+    and the journal stays healthy: only the message that made the batch is refused."""
+
+
+class MessageFailed(ManagerError):
+    """Handling one message failed inside the manager (a bug, or an input nobody foresaw).
+
+    The message is refused; the manager's memory was rebuilt from its journal, so nothing of
+    the message is left half-done, and other jobs go on. `cause` is what went wrong.
+    """
+
+    def __init__(self, what: str, cause: BaseException) -> None:
+        detail = str(cause) or type(cause).__name__
+        super().__init__(f"the manager could not handle {what}: {detail}")
+        self.what = what
+        self.cause = cause
 
 
 class ApiUnreachable(ManagerError):

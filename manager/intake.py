@@ -3,6 +3,10 @@
 A message that cannot become an event is `Undeliverable`, with the reason written for
 whoever looks at the dead-letter queue (and, for a trigger, its sender). Ids come in from the
 caller; a malformed `traceparent` is only logged.
+
+Every JSON value a message carries (its body, `x-meta`, `x-meta-patch`) is checked here
+against the size and nesting limits, before anything changes: past them a trigger or a signal
+is Undeliverable, and a reply becomes the step's error saying so.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.engine import JobSubmitted, SignalReceived, StepReplied
-from manager.engine.jsontext import json_type
-from manager.engine.replies import ReplyError, decode_json
+from manager.engine.jsontext import UNDECIDED, deeper_than, fast_loads, json_type
+from manager.engine.metadata import MAX_META_BYTES, meta_too_big
+from manager.engine.replies import ReplyError, decode_json, too_deep
 from manager.engine.state import MAX_PRIORITY
+from manager.limits import DEFAULT_JSON_DEPTH
 from manager.starttimes import StartTimeError, start_time
 from manager.traces import submitter_trace
 from manager.transport.message import Delivery, header_text, split_correlation_id
@@ -78,15 +84,18 @@ def trigger_priority(headers: Mapping[str, Any] | None) -> int | Undeliverable:
     if number is None or not 0 <= number <= MAX_PRIORITY:
         return Undeliverable(
             f"trigger header '{HEADER_PRIORITY}' must be an integer from 0 to {MAX_PRIORITY} "
-            f"(higher goes first), got {value!r}"
+            f"(higher goes first), got {repr(value)[:60]}"
         )
     return number
 
 
-def reply_event(delivery: Delivery, at: float, max_bytes: int) -> StepReplied | Undeliverable:
+def reply_event(
+    delivery: Delivery, at: float, max_bytes: int, max_depth: int = DEFAULT_JSON_DEPTH
+) -> StepReplied | Undeliverable:
     """A worker's reply as an event: raw body, `x-error` and `x-attempt` if present.
 
-    A body over `max_bytes` is not kept: the reply becomes an error that gives the size.
+    A body over `max_bytes`, or a body or `x-meta-patch` nested deeper than `max_depth`, is
+    not kept: the reply becomes an error that says why.
     """
     parts = split_correlation_id(delivery.correlation_id or "")
     if parts is None:
@@ -96,8 +105,15 @@ def reply_event(delivery: Delivery, at: float, max_bytes: int) -> StepReplied | 
         )
     headers = delivery.headers
     body, error = delivery.body, header_text(headers, HEADER_ERROR)
-    if len(body) > max_bytes and error is None:
-        body, error = b"", f"reply body is {len(body)} bytes; the limit is {max_bytes}"
+    meta_patch = header_text(headers, HEADER_META_PATCH)
+    if error is None:
+        if len(body) > max_bytes:
+            body, error = b"", f"reply body is {len(body)} bytes; the limit is {max_bytes}"
+        elif _too_deep(body, max_depth):
+            body, error = b"", too_deep("reply", max_depth)
+    if meta_patch is not None and _too_deep(meta_patch.encode(), max_depth):
+        body, error = b"", too_deep(f"reply header '{HEADER_META_PATCH}'", max_depth)
+        meta_patch = None
     return StepReplied(
         job_id=parts[0],
         step=parts[1],
@@ -105,17 +121,36 @@ def reply_event(delivery: Delivery, at: float, max_bytes: int) -> StepReplied | 
         at=at,
         error=error,
         attempt=_header_int(headers, HEADER_ATTEMPT),
-        meta_patch=header_text(headers, HEADER_META_PATCH),
+        meta_patch=meta_patch,
+        # A copy of a reply whose ack was lost: the engine counts it once (engine/redelivery.py).
+        redelivered=delivery.redelivered,
     )
 
 
-def trigger_meta(text: str | None, what: str) -> dict[str, Any] | None | Undeliverable:
+def _too_deep(raw: bytes, max_depth: int) -> bool:
+    """True when `raw` is JSON nested deeper than `max_depth`; the engine judges the rest.
+
+    A body with few brackets is not parsed here (most replies): it cannot be too deep.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return False
+    value = fast_loads(raw)
+    # Not JSON, or too deep for orjson to read: the engine's strict reading says which.
+    return value is not UNDECIDED and deeper_than(raw, value, max_depth)
+
+
+def trigger_meta(
+    text: str | None, what: str, max_depth: int = DEFAULT_JSON_DEPTH
+) -> dict[str, Any] | None | Undeliverable:
     """Job metadata given as JSON text (`what` names where: a header, a query parameter): a
     JSON object, None when absent, else why not."""
     if text is None:
         return None
+    raw = text.encode()
+    if len(raw) > MAX_META_BYTES:
+        return Undeliverable(meta_too_big(len(raw), what))
     try:
-        meta = decode_json(text.encode(), what)
+        meta = decode_json(raw, what, max_depth)
     except ReplyError as exc:
         return Undeliverable(str(exc).replace(f"{what} body is", f"{what} is", 1))
     if not isinstance(meta, dict):
@@ -124,7 +159,12 @@ def trigger_meta(text: str | None, what: str) -> dict[str, Any] | None | Undeliv
 
 
 def trigger_event(
-    delivery: Delivery, at: float, new_id: str, max_bytes: int, new_trace_id: str = ""
+    delivery: Delivery,
+    at: float,
+    new_id: str,
+    max_bytes: int,
+    new_trace_id: str = "",
+    max_depth: int = DEFAULT_JSON_DEPTH,
 ) -> JobSubmitted | Undeliverable:
     """A trigger as a submission; `new_id` is used when the sender gave no correlation id.
 
@@ -142,7 +182,7 @@ def trigger_event(
             f"trigger body is {len(delivery.body)} bytes; the limit is {max_bytes}"
         )
     try:
-        payload = decode_json(delivery.body, "trigger") if delivery.body.strip() else {}
+        payload = decode_json(delivery.body, "trigger", max_depth) if delivery.body.strip() else {}
     except ReplyError as exc:
         return Undeliverable(str(exc))
     headers = delivery.headers
@@ -156,7 +196,9 @@ def trigger_event(
     priority = trigger_priority(headers)
     if isinstance(priority, Undeliverable):
         return priority
-    meta = trigger_meta(header_text(headers, HEADER_META), f"trigger header '{HEADER_META}'")
+    meta = trigger_meta(
+        header_text(headers, HEADER_META), f"trigger header '{HEADER_META}'", max_depth
+    )
     if isinstance(meta, Undeliverable):
         return meta
     trace = submitter_trace(delivery.headers.get(HEADER_TRACEPARENT), "trigger")
@@ -174,7 +216,9 @@ def trigger_event(
     )
 
 
-def signal_event(delivery: Delivery, at: float, max_bytes: int) -> SignalReceived | Undeliverable:
+def signal_event(
+    delivery: Delivery, at: float, max_bytes: int, max_depth: int = DEFAULT_JSON_DEPTH
+) -> SignalReceived | Undeliverable:
     """A message of the signals queue as a signal: correlation id `<job-uuid>:<step>`, and a
     JSON object body (empty counts as `{}`) that becomes the waiting step's output."""
     parts = split_correlation_id(delivery.correlation_id or "")
@@ -186,7 +230,7 @@ def signal_event(delivery: Delivery, at: float, max_bytes: int) -> SignalReceive
     if len(delivery.body) > max_bytes:
         return Undeliverable(f"signal body is {len(delivery.body)} bytes; the limit is {max_bytes}")
     try:
-        payload = decode_json(delivery.body, "signal") if delivery.body.strip() else {}
+        payload = decode_json(delivery.body, "signal", max_depth) if delivery.body.strip() else {}
     except ReplyError as exc:
         return Undeliverable(str(exc))
     if not isinstance(payload, dict):

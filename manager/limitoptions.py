@@ -21,29 +21,33 @@ if TYPE_CHECKING:
 
 __all__ = ["add_limit_options", "limits_from_args", "LimitError"]
 
-_MANAGER_FIELDS = frozenset({"max_json_depth", "max_fanout_bytes"})
+_MANAGER_FIELDS = frozenset({"max_message_bytes", "max_json_depth", "max_fanout_bytes"})
 
 # option, settings field, env variable, type, metavar, help (the default is appended)
 _OPTIONS: tuple[tuple[str, str, str, type, str, str], ...] = (
+    ("--max-message-bytes", "max_message_bytes", "WM_MAX_MESSAGE_BYTES", int, "BYTES",
+     "a trigger or signal body past this is dead-lettered, a reply past it fails its step; "
+     "RabbitMQ's own max_message_size must allow it"),
     ("--max-json-depth", "max_json_depth", "WM_MAX_JSON_DEPTH", int, "N",
      "JSON nested deeper than N levels is refused (triggers, replies, signals, x-meta, HTTP "
      "bodies): 64 to 250"),
     ("--max-fanout-bytes", "max_fanout_bytes", "WM_MAX_FANOUT_BYTES", int, "BYTES",
      "a task step whose children's inputs together pass this fails, naming the size"),
     ("--max-body-bytes", "max_body_bytes", "WM_MAX_BODY_BYTES", int, "BYTES",
-     "HTTP request bodies past this are refused with 413"),
+     "HTTP request bodies past this are refused with 413, as they stream in (never held whole)"),
     ("--max-header-bytes", "max_header_bytes", "WM_MAX_HEADER_BYTES", int, "BYTES",
-     "an HTTP request line and headers past this are refused"),
+     "an HTTP request line and headers past this are refused with 431"),
     ("--max-url-bytes", "max_url_bytes", "WM_MAX_URL_BYTES", int, "BYTES",
      "an HTTP path and query past this are refused with 414"),
     ("--http-idle-timeout", "idle_timeout_s", "WM_HTTP_IDLE_TIMEOUT", float, "SECONDS",
      "an idle kept-alive HTTP connection is closed after this"),
     ("--http-request-timeout", "request_timeout_s", "WM_HTTP_REQUEST_TIMEOUT", float, "SECONDS",
-     "a request's headers and body must arrive within this (slow clients are cut off)"),
+     "a request's headers and body must arrive within this; slower clients get 408 and are "
+     "cut off"),
     ("--max-connections", "max_connections", "WM_MAX_CONNECTIONS", int, "N",
-     "HTTP connections at once; past it 503"),
+     "HTTP connections (and requests in progress) at once; past it 503 with Retry-After"),
     ("--max-event-streams", "max_event_streams", "WM_MAX_EVENT_STREAMS", int, "N",
-     "open GET /api/events streams at once; past it 503"),
+     "open GET /api/events streams at once; past it 503 with Retry-After"),
     ("--session-ttl", "session_ttl_s", "WM_SESSION_TTL", float, "SECONDS",
      "a web UI login lasts this long"),
     ("--login-attempts-per-minute", "login_attempts_per_minute", "WM_LOGIN_ATTEMPTS", int, "N",

@@ -19,6 +19,7 @@ DEFAULT_JSON_DEPTH = 128
 """JSON nested deeper than this (objects and lists inside each other) is refused at the edge."""
 
 DEFAULT_LIMITS: dict[str, float | int] = {
+    "max_message_bytes": MAX_MESSAGE_BYTES,
     "max_json_depth": DEFAULT_JSON_DEPTH,
     "max_fanout_bytes": 64 * 1024 * 1024,
     "max_body_bytes": MAX_MESSAGE_BYTES,

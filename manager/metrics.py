@@ -197,7 +197,8 @@ class Metrics:
         self._dead_letters = Counter(
             f"{_P}dead_letters",
             "Messages dead-lettered, by reason (bad_reply, invalid_trigger, unknown_workflow, "
-            "invalid_id, invalid_payload, bad_signal).",
+            "invalid_id, invalid_payload, bad_signal, failed_trigger, failed_reply, "
+            "failed_signal).",
             ["reason"], registry=r,
         )  # fmt: skip
         self._commit_seconds = Histogram(

@@ -25,7 +25,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from manager import intake
@@ -50,7 +50,7 @@ from manager.engine import (
     replay,
 )
 from manager.engine import timers as timer_keys
-from manager.errors import BrokerError, JournalError
+from manager.errors import BrokerError, JournalError, MessageFailed
 from manager.ignoredlog import IgnoredLog
 from manager.journal import EventRow, JobHistory, JobRow, Journal
 from manager.observers import DeadLetterWatcher, Observer
@@ -69,6 +69,7 @@ from manager.recorder import (
 from manager.requests import ApiRequests
 from manager.scheduler import Scheduler
 from manager.settings import ManagerSettings, step_queues
+from manager.textline import one_line
 from manager.timekeeper import Timekeeper
 from manager.traces import new_trace_id
 from manager.transport import (
@@ -136,7 +137,7 @@ class Orchestrator(ApiRequests, PartitionRuns):
         self.failed = asyncio.Event()
         self.failure: BaseException | None = None
         self._state = EngineState.from_workflows(
-            self.workflows, max_running_jobs=settings.max_running_jobs
+            self.workflows, (), settings.max_running_jobs, settings.max_fanout_bytes
         )
         self._outbox = Outbox(
             transport, journal, clock, self._fail, settings.publish_retry_s,
@@ -148,6 +149,9 @@ class Orchestrator(ApiRequests, PartitionRuns):
         self._idle = asyncio.Event()
         self._idle.set()
         self._retention: asyncio.Task[None] | None = None
+        # Set while memory is rebuilt from the journal after a message failed (`_restore`):
+        # every new event waits for it.
+        self._restoring: asyncio.Event | None = None
         self.schedules = Scheduler(self, clock)
         # Partitioned: the partitions whose jobs are in memory, and the deliveries of each
         # being handled now (a hand-over waits for those to finish).
@@ -202,13 +206,17 @@ class Orchestrator(ApiRequests, PartitionRuns):
         for key, due_at in self._state.timers.items():
             self._timers.arm(key, due_at)
         if self.ownership is None:
-            await self.transport.consume(queue, self._tracked(self.on_reply))
+            await self.transport.consume(queue, self._tracked(self._guarded(self.on_reply)))
         else:
             self._running = set(self.ownership.held)
             for partition in sorted(self.ownership.held):
                 await self._consume_partition(partition)
-        await self.transport.consume(trigger_queue(queue), self._tracked(self.on_trigger))
-        await self.transport.consume(signal_queue(queue), self._tracked(self.on_signal))
+        await self.transport.consume(
+            trigger_queue(queue), self._tracked(self._guarded(self.on_trigger))
+        )
+        await self.transport.consume(
+            signal_queue(queue), self._tracked(self._guarded(self.on_signal))
+        )
         self._retention = asyncio.create_task(self._keep_retention(), name="retention")
         await self.schedules.start()
         log.info(
@@ -248,16 +256,22 @@ class Orchestrator(ApiRequests, PartitionRuns):
             (wf.content_hash, wf.name, wf.model_dump_json(by_alias=True, exclude_defaults=True))
             for wf in self.workflows.values()
         )
-        stored = await self.journal.definitions()
-        pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
-        self._state = EngineState.from_workflows(
-            self.workflows, pinned, self.settings.max_running_jobs
-        )
-        roots = await self._running_roots()
-        replay(self._state, map(to_event, await self._rows_to_replay(roots)))
+        self._state = await self._rebuilt_state()
         for observer in self._observers:
             observer.recovered(self._state.jobs.values())
         return await self._pending()
+
+    async def _rebuilt_state(self) -> EngineState:
+        """The engine state the journal holds: our running jobs' rows replayed through the
+        engine, over every stored definition (a running job may be pinned to an old one)."""
+        stored = await self.journal.definitions()
+        pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
+        state = EngineState.from_workflows(
+            self.workflows, pinned, self.settings.max_running_jobs, self.settings.max_fanout_bytes
+        )
+        roots = await self._running_roots()
+        replay(state, map(to_event, await self._rows_to_replay(roots)))
+        return state
 
     async def _rows_to_replay(self, roots: list[str]) -> list[EventRow]:
         """The replayed rows of the trees under `roots`, then each schedule's latest pause or
@@ -322,12 +336,85 @@ class Orchestrator(ApiRequests, PartitionRuns):
 
         return run
 
+    # -- the barrier around each message ------------------------------------------------
+
+    def _guarded(self, handler: Callable[[Delivery], Awaitable[None]]) -> Callable[..., Any]:
+        """Wrap a delivery handler in the barrier: whatever goes wrong handling one delivery
+        refuses that delivery alone (`_refuse`); the manager goes on with the next.
+
+        A journal or broker failure is not the message's: it is left to `_tracked` (the
+        manager stops or rejoins) and to the broker's redelivery."""
+
+        async def run(delivery: Delivery) -> None:
+            try:
+                await handler(delivery)
+            except (JournalError, BrokerError):
+                raise
+            except Exception as exc:
+                await self._refuse(delivery, exc)
+
+        return run
+
+    async def _refuse(self, delivery: Delivery, exc: Exception) -> None:
+        """A delivery whose handling failed: logged once, dead-lettered with the reason (a
+        trigger's sender told), acked. Memory already agrees with the journal: a failure in
+        the pipeline rebuilt it (`_process`), and nothing before the pipeline changes it."""
+        kind = self._kind_of(delivery)
+        failure = exc if isinstance(exc, MessageFailed) else MessageFailed(f"this {kind}", exc)
+        job = (delivery.correlation_id or "").partition(":")[0] or None
+        log.error(
+            "%s refused: id=%s %s", kind, delivery.correlation_id, failure,
+            exc_info=failure.cause, extra={"job": job},
+        )  # fmt: skip
+        reason = f"{failure}; nothing of it was kept (the manager's log has the details)"
+        # Acked once kept in the dead-letter queue: if that fails (the manager stopping), the
+        # broker gives the delivery to the next manager instead.
+        await self._dead_letter(delivery, reason, f"failed_{kind}")
+        if kind == "trigger" and delivery.reply_to:
+            notice = rejection_notice(delivery.reply_to, delivery.correlation_id, reason)
+            await self._outbox.publish([notice])
+        self.transport.ack(delivery)
+
+    def _kind_of(self, delivery: Delivery) -> str:
+        """What a delivery is, by its queue: a trigger, a signal, or a worker's reply."""
+        if delivery.queue == trigger_queue(self.settings.queue):
+            return "trigger"
+        if delivery.queue == signal_queue(self.settings.queue):
+            return "signal"
+        return handoff.handoff_kind(delivery) or "reply"
+
+    async def _restore(self) -> None:
+        """Make memory agree with the journal again, after a message failed half-way through
+        the pipeline: every batch appended before it is committed, then the running jobs are
+        rebuilt by replaying the journal, as at a start, and their timers armed again.
+
+        Events arriving meanwhile wait (`_process`); a second failure waits for this one."""
+        if self._restoring is not None:
+            await self._restoring.wait()
+            return
+        self._restoring = asyncio.Event()
+        try:
+            await self.journal.flush()
+            self._state = await self._rebuilt_state()
+            self._timers.clear()
+            for key, due_at in self._state.timers.items():
+                self._timers.arm(key, due_at)
+            for observer in self._observers:
+                observer.recovered(self._state.jobs.values())
+            log.warning("memory rebuilt from the journal: %d jobs", len(self._state.jobs))
+        finally:
+            self._restoring.set()
+            self._restoring = None
+
     # -- messages in ---------------------------------------------------------------------
 
     async def on_reply(self, delivery: Delivery) -> None:
         """A worker's reply: journal its effect, ack it, publish what it caused."""
         log.debug("reply %s %d bytes", delivery.correlation_id, len(delivery.body))
-        event = intake.reply_event(delivery, self.now(), self.settings.max_message_bytes)
+        limits = self.settings
+        event = intake.reply_event(
+            delivery, self.now(), limits.max_message_bytes, limits.max_json_depth
+        )
         if isinstance(event, intake.Undeliverable):
             await self._dead_letter(delivery, event.reason, "bad_reply")
             self.transport.ack(delivery)
@@ -346,9 +433,11 @@ class Orchestrator(ApiRequests, PartitionRuns):
         its id: `_placed`) is handed to it; one naming no job gets a new id.
         """
         new_id = self._new_job_id()
+        limits = self.settings
         event = intake.trigger_event(
-            delivery, self.now(), new_id, self.settings.max_message_bytes, new_trace_id()
-        )
+            delivery, self.now(), new_id, limits.max_message_bytes, new_trace_id(),
+            limits.max_json_depth,
+        )  # fmt: skip
         # Only a sender-chosen id can name a job that already ran; a new id cannot.
         named = bool(delivery.correlation_id)
         if self.ownership is not None and not isinstance(event, intake.Undeliverable):
@@ -386,7 +475,10 @@ class Orchestrator(ApiRequests, PartitionRuns):
 
     async def on_signal(self, delivery: Delivery) -> None:
         """A signal for a waiting step: apply it, or dead-letter it with why it cannot be."""
-        event = intake.signal_event(delivery, self.now(), self.settings.max_message_bytes)
+        limits = self.settings
+        event = intake.signal_event(
+            delivery, self.now(), limits.max_message_bytes, limits.max_json_depth
+        )
         if isinstance(event, intake.Undeliverable):
             reason = event.reason
         elif (partition := await self._foreign_partition(event.job_id)) is not None:
@@ -399,7 +491,7 @@ class Orchestrator(ApiRequests, PartitionRuns):
                 reason = result.refused.reason if result.refused is not None else None
         if reason is not None:
             log.warning(
-                "signal refused: %s reason=%s", delivery.correlation_id, reason,
+                "signal refused: %s reason=%s", delivery.correlation_id, one_line(reason, 500),
                 extra={"job": delivery.correlation_id or None},
             )  # fmt: skip
             await self._dead_letter(delivery, reason, "bad_signal")
@@ -423,7 +515,7 @@ class Orchestrator(ApiRequests, PartitionRuns):
     async def _reject(self, delivery: Delivery, reason: str, kind: str) -> None:
         """Dead-letter a trigger that cannot become a job."""
         log.warning(
-            "trigger rejected: job=%s reason=%s", delivery.correlation_id, reason,
+            "trigger rejected: job=%s reason=%s", delivery.correlation_id, one_line(reason, 500),
             extra={"job": delivery.correlation_id or None},
         )  # fmt: skip
         await self._dead_letter(delivery, reason, kind)
@@ -444,9 +536,25 @@ class Orchestrator(ApiRequests, PartitionRuns):
         """Engine, recorder, journal, outbox: returns once the event's batch is committed.
 
         Returns the record and the publishing of its messages, under way. `early`: the
-        messages go out while the commit is in flight (see `on_reply`). The append follows
-        `apply` with no await in between, so the journal holds events in the engine's order.
+        messages go out while the commit is in flight (see `on_reply`).
+
+        The barrier: if any stage fails for this event (a bug, a value the journal cannot
+        hold), memory is rebuilt from the journal (`_restore`) and MessageFailed raised, for
+        the caller to refuse its message; a journal failure (the database) stops us instead.
         """
+        while self._restoring is not None:
+            await self._restoring.wait()
+        try:
+            return await self._pipeline(event, early)
+        except (JournalError, BrokerError):
+            raise
+        except Exception as exc:
+            await self._restore()
+            raise MessageFailed(_what(event), exc) from exc
+
+    async def _pipeline(self, event: Event, early: bool) -> tuple[Record, asyncio.Future]:
+        """`_process` inside its barrier. The append follows `apply` with no await in
+        between, so the journal holds events in the engine's order."""
         _, commands = apply(self._state, event)
         result = record(event, commands, self._reply_queue)
         if result.rejected is not None or result.refused is not None or result.duplicate:
@@ -454,7 +562,8 @@ class Orchestrator(ApiRequests, PartitionRuns):
         committed = self.journal.append(result.batch)
         for row in result.ended:
             self._ended[row.id] = row
-        sending = self._send(result.outbound) if early else None
+        # A batch refused at once (it cannot be encoded) must send nothing.
+        sending = self._send(result.outbound) if early and not committed.done() else None
         try:
             await committed
         except JournalError as exc:
@@ -505,7 +614,13 @@ class Orchestrator(ApiRequests, PartitionRuns):
         task.add_done_callback(_log_crash)
 
     async def _on_timer(self, key: str) -> None:
-        _, sending = await self._process(TimerFired(key, self.now()))
+        try:
+            _, sending = await self._process(TimerFired(key, self.now()))
+        except MessageFailed as exc:
+            # Armed again by the rebuild, it would fail again at once: it waits for a restart.
+            self._timers.cancel(key)
+            log.error("timer %s refused: %s", key, exc, exc_info=exc.cause)
+            return
         await sending
 
     # -- retention ---------------------------------------------------------------------
@@ -529,6 +644,13 @@ class Orchestrator(ApiRequests, PartitionRuns):
                 self._fail(exc)
                 return
             await asyncio.sleep(self.settings.retention_every_s)
+
+
+def _what(event: Event) -> str:
+    """The message an event came from, as a user would name it, for MessageFailed."""
+    job_id = getattr(event, "job_id", None)
+    name = type(event).__name__
+    return f"{name} of job {job_id}" if job_id else name
 
 
 def _publish_given_up(sending: asyncio.Future[None]) -> None:

@@ -4,6 +4,7 @@ One retry policy for everything the manager publishes (step requests, outcome no
 letters): a broker error means the connection is down or going down, so the message waits for
 the transport to be connected again (an event, not a poll) and goes out then, counted once in
 the outage's summary rather than logged. Nothing is dropped but a notice no queue can take.
+Any other failure is one message's alone: logged, left unconfirmed, and the others go on.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from manager.errors import BrokerError, Unroutable
 from manager.journal import Batch, Journal
+from manager.textline import one_line
 from manager.transport import Delivery, Outbound, Transport
 
 __all__ = ["Outbox"]
@@ -108,7 +110,8 @@ class Outbox:
             await self._until_sent(send)
         finally:
             self._in_flight -= 1
-        log.warning("dead-lettered a message from '%s': %s", delivery.queue, reason)
+        # A reason may quote what the sender wrote: one line, cut, in the log.
+        log.warning("dead-lettered a message from '%s': %s", delivery.queue, one_line(reason, 500))
 
     def flush(self) -> None:
         """Journal the sent marks not yet written (at shutdown, before the journal closes)."""
@@ -129,6 +132,17 @@ class Outbox:
         self._in_flight += 1
         try:
             await self._until_sent(lambda: self._send(message))
+        except (BrokerError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # One message that cannot be published (a bug, a value the client cannot encode)
+            # must not hold up the others: it stays unconfirmed in the journal, to be
+            # published again at the next start or reconnect, and is reported each time.
+            log.error(
+                "cannot publish message id=%s to '%s': %r", message_id, message.queue, exc,
+                exc_info=exc, extra={"job": (message.correlation_id or "").split(":")[0] or None},
+            )  # fmt: skip
+            return
         finally:
             self._in_flight -= 1
             if message_id is not None:

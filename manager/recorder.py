@@ -194,6 +194,9 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
         meta: dict[str, Any] = {} if event.error is None else {"error": event.error}
         if event.meta_patch is not None:
             meta["meta_patch"] = event.meta_patch
+        if event.redelivered:
+            # Replay must see it too: the engine ignores a redelivered copy of a counted reply.
+            meta["redelivered"] = True
         return EventRow(
             at=event.at, kind=EventKind.REPLIED, job_id=event.job_id, root_id=root_id,
             step=event.step, attempt=event.attempt, body=event.body, meta=meta,
@@ -426,6 +429,7 @@ def to_event(row: EventRow) -> Event:
             error=meta.get("error"),
             attempt=row.attempt,
             meta_patch=meta.get("meta_patch"),
+            redelivered=bool(meta.get("redelivered")),
         )
     if row.kind == EventKind.TIMER:
         return TimerFired(key=meta["key"], at=row.at)

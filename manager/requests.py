@@ -241,7 +241,9 @@ class ApiRequests:
         replayed through the same engine into a state of its own (ours is left alone)."""
         stored = await self.journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
-        state = EngineState.from_workflows(self.workflows, pinned, self.settings.max_running_jobs)
+        state = EngineState.from_workflows(
+            self.workflows, pinned, self.settings.max_running_jobs, self.settings.max_fanout_bytes
+        )
         replay(state, map(to_event, await self.journal.replay_rows([root_id])))
         return state.jobs.get(job_id)
 

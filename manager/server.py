@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from manager.api import ApiToken, create_app
+from manager.api.connections import limited_protocol
 from manager.api.forwarding import Forwarder
 from manager.config import Workflow
 from manager.deadletters import DeadLetterQueue
@@ -165,6 +166,9 @@ async def serve(
         dead_letters=DeadLetterQueue(settings.amqp_url, settings.queue),
         forwarder=forwarder,
         http=http,
+        max_json_depth=settings.max_json_depth,
+        bind_host=host,  # the Host headers answered (manager.api.hosts)
+        advertise_url=api_url,
     )
     config = uvicorn.Config(
         app,
@@ -173,6 +177,16 @@ async def serve(
         log_level="warning",
         log_config=None,  # uvicorn's lines go through our handler, in the same format
         lifespan="off",
+        # Our h11 protocol: a deadline per request, JSON refusals (manager.api.connections).
+        http=limited_protocol(http),
+        h11_max_incomplete_event_size=http.max_header_bytes,  # request line and headers
+        # Typed int, used as call_later's delay: a fraction of a second works too.
+        timeout_keep_alive=http.idle_timeout_s,
+        # X-Forwarded-Proto/-For believed only from --forwarded-allow-ips (none by default:
+        # uvicorn's own default trusts loopback, where any local process could claim HTTPS
+        # or another client address, the login throttle's key).
+        proxy_headers=bool(http.forwarded_allow_ips),
+        forwarded_allow_ips=http.forwarded_allow_ips or "",
     )
     server = _Server(config)
     http = asyncio.create_task(server.serve(sockets=[sock]), name="http")

@@ -62,7 +62,7 @@ class HttpSettings(BaseModel):
 
     # A request body past this is refused with 413 as it streams in (never buffered whole).
     max_body_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=1024)
-    # The request line and headers together; past it the connection is answered 431/400.
+    # The request line and headers together; past it the connection is answered 431.
     max_header_bytes: int = Field(default=DEFAULT_LIMITS["max_header_bytes"], ge=1024)
     # The path and query string; past it 414.
     max_url_bytes: int = Field(default=DEFAULT_LIMITS["max_url_bytes"], ge=256)

@@ -38,12 +38,16 @@ class Timekeeper:
         if handle is not None:
             handle.cancel()
 
-    def close(self) -> None:
-        """Cancel every timer and arm no more (they are journaled: the next start re-arms)."""
-        self._closed = True
+    def clear(self) -> None:
+        """Cancel every timer; later ones are armed as usual (memory rebuilt, timers anew)."""
         for handle in self._handles.values():
             handle.cancel()
         self._handles.clear()
+
+    def close(self) -> None:
+        """Cancel every timer and arm no more (they are journaled: the next start re-arms)."""
+        self._closed = True
+        self.clear()
 
     def _fire(self, key: str) -> None:
         self._handles.pop(key, None)

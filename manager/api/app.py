@@ -13,13 +13,18 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from manager import __version__
-from manager.api.access import ApiToken, TokenGate, document_access, login_router
+from manager.api.access import ApiToken, document_access
 from manager.api.browse import router as browse_router
 from manager.api.cluster import router as cluster_router
 from manager.api.deadletters import install_dead_letters
+from manager.api.docs import install_docs
 from manager.api.errors import install_error_handlers
 from manager.api.events import install_events
 from manager.api.forwarding import Forwarder
+from manager.api.hosts import HostCheck, HostNames, warn_when_unlisted
+from manager.api.limits import RequestLimits
+from manager.api.login import install_access, login_router
+from manager.api.origin import SameOrigin
 from manager.api.routes import router
 from manager.api.schedules import router as schedules_router
 from manager.api.scrape import MetricsSource
@@ -30,6 +35,7 @@ from manager.api.ui import UiHeaders
 from manager.api.ui import router as ui_router
 from manager.deadletters import DeadLetterQueue
 from manager.events import EventHub
+from manager.limits import DEFAULT_JSON_DEPTH
 from manager.settings import HttpSettings
 
 __all__ = ["ApiToken", "JobService", "Clock", "create_app"]
@@ -74,6 +80,9 @@ def create_app(
     dead_letters: DeadLetterQueue | None = None,
     forwarder: Forwarder | None = None,
     http: HttpSettings | None = None,
+    max_json_depth: int = DEFAULT_JSON_DEPTH,
+    bind_host: str | None = None,
+    advertise_url: str | None = None,
 ) -> FastAPI:
     """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
 
@@ -82,19 +91,25 @@ def create_app(
     observing the orchestrator, served at `GET /api/events`. `dead_letters`: the queue
     served at `/api/dead-letters`. `forwarder`: how a request about a job another manager
     runs reaches that manager (close it when the server stops). `http`: the limits and
-    browser-session settings (docs/security.md).
+    browser-session settings (docs/security.md); `max_json_depth`: the deepest JSON a
+    request body may hold. `bind_host` (the address serve() listens on) and `advertise_url`
+    name the Host headers it answers, with `http.allowed_hosts` (manager.api.hosts); without
+    `bind_host` (an app served by someone else) every Host is answered.
     """
     app = FastAPI(
         title="workflow-manager",
         description=_DESCRIPTION,
         version=__version__,
         openapi_tags=_TAGS,
+        docs_url=None,  # manager.api.docs serves them with no CDN
+        redoc_url=None,
     )
     app.state.service = service
     app.state.clock = clock
     app.state.api_token = api_token
     app.state.forwarder = forwarder or Forwarder()
     app.state.http = http or HttpSettings()
+    app.state.max_json_depth = max_json_depth
     routes = [*router.routes, *browse_router.routes, *login_router.routes, *ui_router.routes]
     install_error_handlers(app, routes)
     app.include_router(router)
@@ -103,14 +118,22 @@ def create_app(
     app.include_router(cluster_router)
     app.include_router(browse_router)
     app.include_router(ui_router)  # the web UI (manager.api.ui), left out of the OpenAPI doc
+    install_docs(app)
     if events is not None:
         install_events(app, events)
     if dead_letters is not None:
         install_dead_letters(app, dead_letters)
     if api_token is not None:  # without a token there is nothing to log in to
-        app.include_router(login_router)
-        app.add_middleware(TokenGate, token=api_token)
+        install_access(app, api_token, app.state.http)
     app.add_middleware(UiHeaders)  # outermost: the gate's redirects to the login page get them
+    # Outermost: a URL or body over its limit is refused before any other part reads it.
+    app.add_middleware(RequestLimits, settings=app.state.http)
+    # Outside the token gate: a forged request is refused with or without a token.
+    app.add_middleware(SameOrigin, form_paths=frozenset({"/ui/login"}))
+    if bind_host is not None:  # outermost: an unknown Host is answered nothing else
+        names = HostNames.served(bind_host, advertise_url, app.state.http.allowed_hosts)
+        warn_when_unlisted(names)
+        app.add_middleware(HostCheck, names=names)
     if metrics is not None:
         app.state.metrics = metrics
         app.include_router(metrics_router)

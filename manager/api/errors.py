@@ -9,12 +9,14 @@ JobNotFound (cancel, retry)                   404
 JobConflict (cancel a finished job, ...)      409
 BrokerError                                   503
 NotOwner (another manager runs the job)       its owner's answer, or 503 (manager.api.forwarding)
+MessageFailed (the barrier refused it)        422 when the journal cannot hold it, else 500
 anything else                                 500, details left to the server log
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,17 +28,21 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ExceptionHandler
 
 from manager.errors import (
+    BatchRefused,
     BrokerError,
     DuplicateJob,
     DuplicateKey,
     JobConflict,
     JobNotFound,
+    MessageFailed,
     NotOwner,
     SubmitError,
     UnknownWorkflow,
 )
 
 __all__ = ["install_error_handlers", "unknown_workflow", "error_response", "validation_message"]
+
+log = logging.getLogger(__name__)
 
 _SUBMIT_STATUS: dict[type[SubmitError], int] = {
     UnknownWorkflow: 404,
@@ -132,6 +138,18 @@ async def _on_not_owner(request: Request, exc: NotOwner) -> Response:
     return await forwarder.answer(request, exc, request.app.state.service.directory)
 
 
+async def _on_message_failed(request: Request, exc: MessageFailed) -> JSONResponse:
+    """The barrier refused the request: nothing of it was kept and the manager goes on.
+
+    422 when the journal could not hold what the request carried (the request's fault), else
+    500 (ours). Logged once here, with the traceback of what went wrong."""
+    log.error("%s %s refused: %s", request.method, request.url.path, exc, exc_info=exc.cause)
+    status = 422 if isinstance(exc.cause, BatchRefused) else 500
+    return error_response(
+        status, f"{exc}; nothing of this request was kept (the manager's log has the details)"
+    )
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     # Starlette re-raises after answering, so the server still logs the traceback.
     return error_response(500, "internal error in workflow-manager; see its log for details")
@@ -149,4 +167,5 @@ def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
     app.add_exception_handler(JobConflict, _on_job_conflict)
     app.add_exception_handler(NotOwner, _on_not_owner)
     app.add_exception_handler(BrokerError, _on_broker_error)
+    app.add_exception_handler(MessageFailed, _on_message_failed)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _on_unexpected)

@@ -10,20 +10,26 @@ client missed, then live events; an idle stream gets a `: keepalive` comment eve
                       id is the latest, so a later reconnect resumes from there
     event: overflow   the client read too slowly and fell `queue_limit` events behind: the
                       stream ends; reconnect with the last id received to resume
+
+At most `max_event_streams` (`--max-event-streams`) streams are open at once, relayed ones
+too: past it a client is answered 503 with `Retry-After`; a stream's place is free again as
+soon as it ends (the client went, or the stream ended).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from manager.api.errors import unknown_workflow
 from manager.api.forwarding import Forwarder
 from manager.api.inputs import parse_job_id
+from manager.api.limits import RETRY_AFTER_S
 from manager.api.models import ErrorBody
 from manager.errors import JournalError, NotOwner
 from manager.events import (
@@ -36,7 +42,7 @@ from manager.events import (
 )
 from manager.events.sse import comment, format_event
 
-__all__ = ["install_events", "router"]
+__all__ = ["install_events", "router", "StreamSlots"]
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +64,57 @@ _IDLE_HEARTBEATS = 2.5
 router = APIRouter()
 
 
+class StreamSlots:
+    """How many event streams are open, against the limit (`--max-event-streams`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def __repr__(self) -> str:
+        return f"<StreamSlots {self.open}/{self.limit}>"
+
+    def take(self) -> None:
+        """Hold a place for one stream; a 503 with `Retry-After` when all are taken."""
+        if self.open >= self.limit:
+            log.warning("answering 503: %d event streams are open, the limit", self.limit)
+            raise HTTPException(
+                status_code=503,
+                detail=f"{self.limit} event streams are open, the manager's limit "
+                "(--max-event-streams); try again later",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        self.open += 1
+
+    def give_back(self) -> None:
+        """A stream ended: its place is free."""
+        self.open = max(0, self.open - 1)
+
+
+class _Holding(Response):
+    """An event stream's response that holds its place until it ends, however it ends (the
+    client going before the stream's first byte too, when its generator never runs)."""
+
+    def __init__(self, inner: Response, release: Callable[[], None]) -> None:
+        self._inner = inner
+        self._release = release
+        self.status_code = inner.status_code
+        self.background = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._inner(scope, receive, send)
+            if self.background is not None:
+                await self.background()
+        finally:
+            self._release()
+
+
 def install_events(app: FastAPI, hub: EventHub) -> None:
-    """Serve `hub`'s events at `GET /api/events` on `app`."""
+    """Serve `hub`'s events at `GET /api/events` on `app`, at most `app.state.http`'s
+    `max_event_streams` at once."""
     app.state.events = hub
+    app.state.event_streams = StreamSlots(app.state.http.max_event_streams)
     app.include_router(router)
 
 
@@ -134,9 +188,10 @@ async def _from_owner(request: Request, job_id: str, heartbeat_s: float) -> Resp
         404: {"model": ErrorBody},
         503: {
             "model": ErrorBody,
-            "description": "With `job`: another manager runs the job and cannot be asked now "
-            "(its partition is being taken over, or the manager is unreachable); try again "
-            "after `Retry-After`.",
+            "description": "As many event streams are open as the manager allows "
+            "(`--max-event-streams`); or, with `job`, another manager runs the job and cannot "
+            "be asked now (its partition is being taken over, or the manager is unreachable). "
+            "Try again after `Retry-After`.",
         },
     },
 )
@@ -178,18 +233,30 @@ async def event_stream(
             detail=f"header 'Last-Event-ID' {last_event_id!r} is not an event id of this "
             f"stream (e.g. {_EXAMPLE_ID}); leave it out to start from now",
         )
-    if wanted.job is not None:
-        relayed = await _from_owner(request, wanted.job, hub.heartbeat_s)
-        if relayed is not None:
-            return relayed
+    slots: StreamSlots = request.app.state.event_streams
+    slots.take()
+    try:
+        if wanted.job is not None:
+            relayed = await _from_owner(request, wanted.job, hub.heartbeat_s)
+            if relayed is not None:
+                return _Holding(relayed, slots.give_back)
+    except BaseException:
+        slots.give_back()
+        raise
     subscription, resume = hub.subscribe(wanted, last_event_id)
     head = [comment("connected")]
     if resume.reset is not None:
         reason = f"{resume.reset}; re-read the state you need, then follow this stream"
         head.append(format_event("reset", {"reason": reason}, resume.latest_id))
     head.extend(map(_message, resume.backlog))
-    return StreamingResponse(
+    stream = StreamingResponse(
         _stream(subscription, head, hub.heartbeat_s),
         media_type="text/event-stream",
         headers=_HEADERS,
     )
+
+    def release() -> None:
+        subscription.close()
+        slots.give_back()
+
+    return _Holding(stream, release)

@@ -13,6 +13,7 @@ from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_json
 from manager.intake import Undeliverable, trigger_meta
+from manager.limits import DEFAULT_JSON_DEPTH
 from manager.starttimes import StartTimeError, start_time
 
 __all__ = ["parse_meta", "parse_payload", "parse_job_id", "resolve_job_id", "parse_start_time"]
@@ -24,27 +25,32 @@ def _bad_request(message: str) -> HTTPException:
     return HTTPException(status_code=400, detail=message)
 
 
-def parse_meta(query: str | None, header: str | None) -> dict[str, Any] | None:
+def parse_meta(
+    query: str | None, header: str | None, max_depth: int = DEFAULT_JSON_DEPTH
+) -> dict[str, Any] | None:
     """Job metadata from the `meta` query parameter or the `x-meta` header (a JSON object)."""
     if query is not None and header is not None:
         raise _bad_request(
             "give job metadata once: the 'meta' query parameter or the 'x-meta' header"
         )
     if query is not None:
-        meta = trigger_meta(query, "query parameter 'meta'")
+        meta = trigger_meta(query, "query parameter 'meta'", max_depth)
     else:
-        meta = trigger_meta(header, "header 'x-meta'")
+        meta = trigger_meta(header, "header 'x-meta'", max_depth)
     if isinstance(meta, Undeliverable):
         raise _bad_request(f"{meta.reason}; e.g. {{\"tenant\": \"acme\"}}")
     return meta
 
 
-def parse_payload(raw: bytes, what: str = "the job payload") -> dict[str, Any]:
-    """The JSON object a request body holds (`what` says what it is, for the error)."""
+def parse_payload(
+    raw: bytes, what: str = "the job payload", max_depth: int = DEFAULT_JSON_DEPTH
+) -> dict[str, Any]:
+    """The JSON object a request body holds (`what` says what it is, for the error), nested
+    at most `max_depth` levels."""
     if not raw.strip():
         raise _bad_request(f"request body is empty; send {what} as a JSON object, e.g. {{}}")
     try:
-        value = decode_json(raw, "request")
+        value = decode_json(raw, "request", max_depth)
     except ReplyError as exc:
         raise _bad_request(str(exc)) from None
     if not isinstance(value, dict):

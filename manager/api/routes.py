@@ -201,8 +201,9 @@ async def submit_job(
         # Refuse rather than hold the request open until the broker is back.
         raise HTTPException(status_code=503, detail=_DISCONNECTED)
     start_at = parse_start_time(delay, not_before, now())
-    payload = parse_payload(await request.body())
-    job_meta = parse_meta(meta, x_meta)
+    depth = request.app.state.max_json_depth
+    payload = parse_payload(await request.body(), max_depth=depth)
+    job_meta = parse_meta(meta, x_meta, depth)
     trace = submitter_trace(traceparent, "POST /api/workflow")
     chosen_id = resolve_job_id(job_id, payload)
     new_id = await service.submit(

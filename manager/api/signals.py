@@ -61,6 +61,10 @@ async def signal_step(
     """Signal a waiting step: the JSON object body is its output. 404 unknown job or step,
     409 a step that has already ended (or does not wait), 400 a body that is no JSON object."""
     canonical = parse_job_id(job_id, "job id")
-    payload = parse_payload(await request.body(), "the signal (it becomes the step's output)")
+    payload = parse_payload(
+        await request.body(),
+        "the signal (it becomes the step's output)",
+        request.app.state.max_json_depth,
+    )
     status = await service.signal(canonical, step, payload)
     return {"job": canonical, "step": step, "status": status}

@@ -28,7 +28,9 @@ CSP = (
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # Never to another origin; to its own, so that a form's POST carries the page's Origin
+    # (with no-referrer, Chromium sends `Origin: null`, which manager.api.origin refuses).
+    "Referrer-Policy": "same-origin",
 }
 MEDIA_TYPES = {
     ".js": "text/javascript; charset=utf-8",

@@ -64,6 +64,7 @@ class PartitionRuns:
     _handled: asyncio.Event
     _fail: Callable[[BaseException], None]
     _tracked: Callable[[Callable[[Any], Any]], Callable[[Any], Any]]
+    _guarded: Callable[[Callable[[Delivery], Awaitable[None]]], Callable[[Any], Any]]
     _running_roots: Callable[[set[int] | None], Awaitable[list[str]]]
     _rows_to_replay: Callable[[list[str]], Awaitable[list[EventRow]]]
     _pending: Callable[[set[int] | None], Awaitable[list[Outbound]]]
@@ -169,7 +170,7 @@ class PartitionRuns:
                 self._handling[partition] -= 1
                 self._handled.set()
 
-        await self.transport.consume(queue, self._tracked(handle))
+        await self.transport.consume(queue, self._tracked(self._guarded(handle)))
 
     async def on_partition(self, delivery: Delivery) -> None:
         """A delivery of one of our partitions' queues: a reply, or a trigger or signal that

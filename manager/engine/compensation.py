@@ -22,6 +22,7 @@ from manager.engine.commands import (
 )
 from manager.engine.events import StepReplied
 from manager.engine.ids import canonical_uuid
+from manager.engine.redelivery import is_repeat, reply_digest
 from manager.engine.replies import ReplyError, decode_output
 from manager.engine.state import (
     Compensation,
@@ -214,6 +215,9 @@ class CompensationRules:
                 Ignored(cid, f"reply is for attempt {event.attempt}, but it is on {comp.attempt}")
             )
             return True
+        if is_repeat(event, comp.counted_reply):
+            self.commands.append(Ignored(cid, "redelivered copy of a reply already counted"))
+            return True
         error, reason = event.error, "error"
         if error is None:
             try:
@@ -229,6 +233,7 @@ class CompensationRules:
         elif comp.status is StepStatus.RETRYING:
             self.commands.append(Ignored(cid, "failed reply for an attempt that already failed"))
         else:
+            comp.counted_reply = reply_digest(event)
             self._compensation_failed(job, comp, error or "worker reported an error", reason)
         return True
 

@@ -52,7 +52,9 @@ class JobSubmitted:
 class StepReplied:
     """A worker answered `step` of `job_id`: the raw body, its `x-error` and `x-attempt` headers.
 
-    The job id is as the reply's correlation id wrote it (any letter case).
+    The job id is as the reply's correlation id wrote it (any letter case). `redelivered`: the
+    broker delivered this message before, unacked; a copy of the reply a step already counted
+    is ignored then (`manager.engine.redelivery`).
     """
 
     job_id: str
@@ -62,6 +64,7 @@ class StepReplied:
     error: str | None = None
     attempt: int | None = None
     meta_patch: str | None = None  # the reply's `x-meta-patch` header, as sent (JSON text)
+    redelivered: bool = False
 
     @property
     def correlation_id(self) -> str:

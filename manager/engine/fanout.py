@@ -6,9 +6,26 @@ import uuid
 from typing import Any
 
 from manager.config.models import Task
+from manager.engine import jsontext
 from manager.engine.jsontext import json_type
 
-__all__ = ["FanOutError", "item_list", "child_ids", "child_payload", "gather"]
+__all__ = [
+    "DEFAULT_MAX_FANOUT_BYTES",
+    "FanOutError",
+    "item_list",
+    "child_ids",
+    "child_payload",
+    "copies_problem",
+    "gather",
+]
+
+DEFAULT_MAX_FANOUT_BYTES = 64 * 1024 * 1024
+"""The most bytes of input a fan-out may copy into its children (serve --max-fanout-bytes).
+
+The same number as `manager.limits.DEFAULT_LIMITS["max_fanout_bytes"]`, which the engine may not
+import (a unit test keeps the two equal)."""
+
+_KEYS_SHOWN = 5
 
 
 class FanOutError(Exception):
@@ -64,6 +81,41 @@ def child_payload(task: Task, data: dict[str, Any], element: Any) -> dict[str, A
     payload = {k: v for k, v in data.items() if k != task.item_list_key}
     payload[task.item_key] = element
     return payload
+
+
+def copies_problem(
+    task: Task, step: str, data: dict[str, Any], children: int, limit: int
+) -> str | None:
+    """Why a fan-out of `children` may not start: every child's payload would copy the step's
+    other keys, and all those copies together pass `limit` bytes. None when within it.
+
+    The other keys are encoded once, here: their size is what each child's request and journal
+    rows repeat. A fan-out with no children, or no other keys, costs nothing to check.
+    """
+    # The element replaces a key of the item key's name: that one is not copied.
+    own = (task.item_list_key, task.item_key)
+    shared = {k: v for k, v in data.items() if k not in own}
+    if not children or not shared:
+        return None
+    each = _encoded_bytes(shared)
+    total = each * children
+    if total <= limit:
+        return None
+    keys = sorted(shared)
+    named = ", ".join(repr(k) for k in keys[:_KEYS_SHOWN])
+    if len(keys) > _KEYS_SHOWN:
+        named += f" and {len(keys) - _KEYS_SHOWN} more"
+    return (
+        f"task step '{step}': a fan-out of {children:,} children would copy {total:,} bytes of "
+        f"input (each child gets the step's other keys, {named}: {each:,} bytes); the limit is "
+        f"{limit:,} (--max-fanout-bytes). Pass large shared data by reference (a URL or a key "
+        f"to fetch it by) or raise the limit"
+    )
+
+
+def _encoded_bytes(value: dict[str, Any]) -> int:
+    """The size of `value` as the journal and the requests write it (compact UTF-8 JSON)."""
+    return len(jsontext.dumps(value))
 
 
 def gather(task: Task, results: list[dict[str, Any] | None]) -> dict[str, Any]:

@@ -14,7 +14,20 @@ from typing import Any
 
 import orjson
 
-__all__ = ["UNDECIDED", "dumps", "dumps_text", "loads", "fast_loads", "json_type"]
+__all__ = [
+    "MAX_DEPTH",
+    "UNDECIDED",
+    "deeper_than",
+    "dumps",
+    "dumps_text",
+    "loads",
+    "fast_loads",
+    "json_type",
+]
+
+MAX_DEPTH = 250
+"""The most levels of nesting any JSON value may have (`--max-json-depth` is at most this):
+orjson writes up to 254, and the job rows that hold a value add a few of their own."""
 
 # 20 digits in a row may be an integer beyond 64 bits, which orjson would read as a float.
 _LONG_DIGITS = re.compile(rb"\d{20}")
@@ -73,3 +86,23 @@ def json_type(value: Any) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return "a number"
     return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def deeper_than(raw: bytes, value: Any, limit: int) -> bool:
+    """True when `value` (parsed from `raw`) nests objects and lists more than `limit` deep.
+
+    Counting brackets in `raw` first makes the common case cost two C-speed scans: a value
+    with no more `[` and `{` than `limit` (those in strings count too) cannot be deeper.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= limit or not isinstance(value, dict | list):
+        return False
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        children = item.values() if isinstance(item, dict) else item
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth >= limit:
+                    return True
+                level.append((child, depth + 1))
+    return False

@@ -3,19 +3,34 @@
 A part of the engine's `Transition` (see `manager.engine.work`). A trigger's `x-meta` object is
 kept on the top-level job; every request of the job and of its children carries the current
 value. A good reply's `x-meta-patch` object is deep-merged into it (later wins), so requests
-sent after it carry the merged value; a patch that is not a JSON object fails that attempt.
+sent after it carry the merged value; a patch that is not a JSON object fails that attempt,
+and so does one that would make the metadata larger than MAX_META_BYTES.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from manager.engine import jsontext
 from manager.engine.jsontext import json_type
 from manager.engine.replies import ReplyError, decode_json
 from manager.engine.state import Job
 from manager.engine.work import Work
 
-__all__ = ["MetadataRules", "key_data", "merge_patch"]
+__all__ = ["MAX_META_BYTES", "MetadataRules", "key_data", "merge_patch", "meta_too_big"]
+
+MAX_META_BYTES = 32 * 1024
+"""The most a job's metadata may weigh as compact JSON: it travels as the `x-meta` header of
+every request, and a message's headers must fit one AMQP frame (128 KiB by default)."""
+
+
+def meta_too_big(size: int, what: str) -> str:
+    """Why metadata of `size` bytes is refused; `what` names where it came from."""
+    return (
+        f"{what}: the job's metadata would be {size:,} bytes of JSON; the limit is "
+        f"{MAX_META_BYTES:,} (metadata travels as a header of every request: pass large data "
+        "by reference)"
+    )
 
 
 def merge_patch(meta: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -56,5 +71,9 @@ class MetadataRules:
             return f"reply header x-meta-patch must be a JSON object, got {json_type(patch)}"
         root = job if job.parent is None else self.state.jobs.get(job.root_id)
         if root is not None:
-            root.meta = merge_patch(root.meta or {}, patch)
+            merged = merge_patch(root.meta or {}, patch)
+            size = len(jsontext.dumps(merged))
+            if size > MAX_META_BYTES:
+                return meta_too_big(size, "reply header x-meta-patch")
+            root.meta = merged
         return None

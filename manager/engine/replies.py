@@ -10,7 +10,7 @@ from typing import Any
 from manager.engine import jsontext
 from manager.engine.jsontext import json_type
 
-__all__ = ["ReplyError", "decode_json", "decode_output"]
+__all__ = ["ReplyError", "decode_json", "decode_output", "too_deep"]
 
 _MAX_PREVIEW = 60
 
@@ -36,12 +36,27 @@ def _parse_float(text: str) -> float:
     return value
 
 
-def decode_json(body: bytes, what: str = "reply") -> Any:
-    """Strictly parse a message body: UTF-8 JSON with no NaN or infinities; ReplyError if not."""
+def decode_json(body: bytes, what: str = "reply", max_depth: int = jsontext.MAX_DEPTH) -> Any:
+    """Strictly parse a message body: UTF-8 JSON with no NaN or infinities, nested at most
+    `max_depth` levels; ReplyError if not."""
     value = jsontext.fast_loads(body)
-    if value is not jsontext.UNDECIDED:
-        return value
-    # The stdlib path: its error messages, a BOM, and the checks orjson already made.
+    if value is jsontext.UNDECIDED:
+        value = _stdlib_loads(body, what)
+    if jsontext.deeper_than(body, value, max_depth):
+        raise ReplyError(too_deep(what, max_depth))
+    return value
+
+
+def too_deep(what: str, max_depth: int) -> str:
+    """Why a JSON value nested past `max_depth` is refused, for whoever sent it."""
+    return (
+        f"{what} body is nested more than {max_depth} levels deep (objects and lists inside "
+        f"each other); the limit is {max_depth} (the manager's --max-json-depth)"
+    )
+
+
+def _stdlib_loads(body: bytes, what: str) -> Any:
+    """The stdlib path: its error messages, a BOM, and the checks orjson already made."""
     try:
         # Decode explicitly: json.loads(bytes) would also accept UTF-16 and UTF-32.
         text = body.decode("utf-8-sig")

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
+from manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
 
 __all__ = [
     "ENDED_STATUSES",
@@ -140,6 +141,9 @@ class StepRun:
         None  # children accepted as failed (max_failed_items)
     )
     recovers: str | None = None  # a fallback's run: the step whose failure it answers
+    # The digest of the last reply that failed an attempt: a redelivered copy of it is no
+    # second failure (`manager.engine.redelivery`).
+    counted_reply: bytes | None = None
     # Workflows with `compensate` only: the compensations of each child that finished, in the
     # order they finished (a completed child leaves memory; what undoing it needs stays here).
     child_plans: list[list[CompensationRun]] | None = None
@@ -181,6 +185,7 @@ class CompensationRun:
     finished_at: float | None = None
     dispatched_at: float | None = None
     was: StepStatus = StepStatus.COMPLETED  # the step's status before: it returns if undo fails
+    counted_reply: bytes | None = None  # as StepRun's: the last reply that failed an attempt
 
     @property
     def name(self) -> str:
@@ -316,6 +321,8 @@ class EngineState:
     scopes: dict[str, Slots] = field(default_factory=dict)
     gates: dict[str, Slots] = field(default_factory=dict)
     max_running_jobs: int | None = None  # all top-level jobs together (serve --max-running-jobs)
+    # The most bytes of input a fan-out may copy into its children (serve --max-fanout-bytes).
+    max_fanout_bytes: int = DEFAULT_MAX_FANOUT_BYTES
     # `<workflow>/<schedule>` -> the id of the latest job that schedule started (overlap rule).
     schedule_runs: dict[str, str] = field(default_factory=dict)
     # `<workflow>/<schedule>` of each paused schedule: its firings start no job.
@@ -330,12 +337,18 @@ class EngineState:
         workflows: Mapping[str, Workflow],
         pinned: Iterable[Workflow] = (),
         max_running_jobs: int | None = None,
+        max_fanout_bytes: int = DEFAULT_MAX_FANOUT_BYTES,
     ) -> EngineState:
         """A fresh state serving `workflows`; `pinned` adds older versions running jobs use."""
         definitions = {wf.content_hash: wf for wf in pinned}
         definitions.update({wf.content_hash: wf for wf in workflows.values()})
         current = {name: wf.content_hash for name, wf in workflows.items()}
-        return cls(definitions=definitions, current=current, max_running_jobs=max_running_jobs)
+        return cls(
+            definitions=definitions,
+            current=current,
+            max_running_jobs=max_running_jobs,
+            max_fanout_bytes=max_fanout_bytes,
+        )
 
     def workflow(self, name: str, definition: str | None = None) -> Workflow | None:
         """The definition a job of `name` runs: the pinned hash if given, else the current one."""

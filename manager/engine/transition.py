@@ -34,11 +34,19 @@ from manager.engine.delays import DelayedStarts
 from manager.engine.events import JobSubmitted, StepReplied
 from manager.engine.failures import FailureRules, outcome_body
 from manager.engine.fallbacks import FallbackRules
-from manager.engine.fanout import FanOutError, child_ids, child_payload, gather, item_list
+from manager.engine.fanout import (
+    FanOutError,
+    child_ids,
+    child_payload,
+    copies_problem,
+    gather,
+    item_list,
+)
 from manager.engine.gates import StepGates
 from manager.engine.ids import canonical_uuid
 from manager.engine.jsontext import json_type
 from manager.engine.metadata import MetadataRules, key_data
+from manager.engine.redelivery import is_repeat, reply_digest
 from manager.engine.replies import ReplyError, decode_output
 from manager.engine.scheduling import ScheduleRules
 from manager.engine.snapshot import forget, root_of, snapshot
@@ -178,9 +186,7 @@ class Transition(
             problem := payload_problem(workflow, event.payload)
         ):
             # Checked for a new job only: a duplicate trigger is answered, whatever its payload.
-            self.commands.append(
-                JobRejected(event.job_id, event.workflow, problem, event.reply_to)
-            )
+            self.commands.append(JobRejected(event.job_id, event.workflow, problem, event.reply_to))
             return
         if event.schedule is not None and self._firing_skipped(event, workflow):
             return
@@ -329,6 +335,7 @@ class Transition(
         elif run.status in (StepStatus.RETRYING, StepStatus.QUEUED):
             self._ignore(event.correlation_id, "failed reply for an attempt that already failed")
         else:
+            run.counted_reply = reply_digest(event)
             self._attempt_failed(job, run, error or "worker reported an error", reason)
 
     def _reply_target(self, event: StepReplied) -> tuple[Job, StepRun] | None:
@@ -357,6 +364,8 @@ class Transition(
             return self._ignore(
                 cid, f"reply is for attempt {event.attempt}, but step '{step}' is on {run.attempt}"
             )
+        if is_repeat(event, run.counted_reply):
+            return self._ignore(cid, "redelivered copy of a reply already counted")
         return job, run
 
     def _ignore(self, subject: str, reason: str) -> None:
@@ -442,6 +451,11 @@ class Transition(
         if taken is not None:
             message = f"task step '{run.name}': element {taken} has id {ids[taken]}, already a job"
             self._fail_step(job, run, message)
+            return
+        # Decided before any child starts, from the input alone: replay decides it the same way.
+        limit = self.state.max_fanout_bytes
+        if (problem := copies_problem(task, run.name, data, len(items), limit)) is not None:
+            self._fail_step(job, run, problem)
             return
         if task.payload_schema is not None and self._children_rejected(job, run, task, data, items):
             return

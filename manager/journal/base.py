@@ -18,6 +18,7 @@ from manager.journal import history, queries, retention
 from manager.journal.failures import closed_error
 from manager.journal.queries import Reads
 from manager.journal.records import Batch, EventRow, JobRow
+from manager.journal.storable import StorableReads, storable_params
 from manager.journal.writer import Writer
 
 __all__ = ["BaseJournal"]
@@ -37,7 +38,8 @@ class BaseJournal:
     def __init__(self, where: str, writer: Writer, reads: Reads) -> None:
         self.where = where
         self._writer = writer
-        self._reads = reads
+        # Every lookup by a text finds the row written for it (storable: NUL, surrogates).
+        self._reads: Reads = StorableReads(reads)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -100,7 +102,7 @@ class BaseJournal:
 
     async def save_definitions(self, defs: Iterable[tuple[str, str, str]]) -> None:
         """Store workflow definitions (content hash, name, JSON text); known hashes are kept."""
-        rows = [tuple(row) for row in defs]
+        rows = [storable_params(row) for row in defs]
         if rows:
             await self._writer.run(self._save_definitions(rows))
 

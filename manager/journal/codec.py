@@ -1,4 +1,8 @@
-"""Rows to SQL parameters and back: JSON text for dicts, BLOB for bodies, columns in one place."""
+"""Rows to SQL parameters and back: JSON text for dicts, BLOB for bodies, columns in one place.
+
+Every text goes through `storable` on its way in, the same for SQLite and PostgreSQL: NUL and
+lone surrogates become U+FFFD in a plain column and escapes in JSON text.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,15 @@ from typing import Any
 
 from manager.engine import jsontext
 from manager.journal.records import EventRow, JobRow
+from manager.journal.storable import storable_json, storable_optional, storable_text
 
 __all__ = [
     "EVENT_COLUMNS",
+    "MSG_ID_INDEX",
     "JOB_COLUMNS",
     "encode_event",
     "encode_job",
+    "encode_sent",
     "decode_event",
     "decode_job",
 ]
@@ -23,10 +30,12 @@ JOB_COLUMNS = (
     " payload, result, error, snapshot"
 )
 _EMPTY_META = "{}"
+# Where `encode_event` puts the row's msg_id.
+MSG_ID_INDEX = 8
 
 
 def _dumps_optional(value: Any) -> str | None:
-    return None if value is None else jsontext.dumps_text(value)
+    return None if value is None else storable_json(value)
 
 
 def _loads_optional(text: str | None) -> Any:
@@ -35,20 +44,20 @@ def _loads_optional(text: str | None) -> Any:
 
 def encode_event(row: EventRow) -> tuple[Any, ...]:
     """Parameters for inserting `row`; its seq is left for SQLite to assign."""
-    meta = jsontext.dumps_text(row.meta) if row.meta else _EMPTY_META
+    meta = storable_json(row.meta) if row.meta else _EMPTY_META
     if row.attempt is not None and not -(2**63) <= row.attempt < 2**63:
         # SQLite would raise OverflowError inside the writer: refuse this batch alone instead.
         raise ValueError(f"attempt {row.attempt} does not fit a SQLite integer")
     return (
         row.at,
-        row.kind,
-        row.job_id,
-        row.root_id,
-        row.step,
+        storable_text(row.kind),
+        storable_optional(row.job_id),
+        storable_optional(row.root_id),
+        storable_optional(row.step),
         row.attempt,
         row.body,
         meta,
-        row.msg_id,
+        storable_optional(row.msg_id),
         row.sent_at,
     )
 
@@ -56,20 +65,25 @@ def encode_event(row: EventRow) -> tuple[Any, ...]:
 def encode_job(row: JobRow) -> tuple[Any, ...]:
     """Parameters for upserting `row`."""
     return (
-        row.id,
-        row.root_id,
-        row.parent_id,
-        row.workflow,
-        row.definition,
-        row.flow,
-        row.status,
+        storable_text(row.id),
+        storable_text(row.root_id),
+        storable_optional(row.parent_id),
+        storable_text(row.workflow),
+        storable_text(row.definition),
+        storable_text(row.flow),
+        storable_text(row.status),
         row.submitted_at,
         row.finished_at,
-        jsontext.dumps_text(row.payload),
+        storable_json(row.payload),
         _dumps_optional(row.result),
         _dumps_optional(row.error),
         _dumps_optional(row.snapshot),
     )
+
+
+def encode_sent(msg_id: str, sent_at: float) -> tuple[float, str]:
+    """Parameters for marking the row of `msg_id` sent (its id as `encode_event` wrote it)."""
+    return sent_at, storable_text(msg_id)
 
 
 def decode_event(values: Sequence[Any]) -> EventRow:

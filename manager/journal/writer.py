@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from manager.errors import JournalError
-from manager.journal.codec import encode_event, encode_job
+from manager.errors import BatchRefused, JournalError
+from manager.journal.codec import MSG_ID_INDEX as _MSG_ID
+from manager.journal.codec import encode_event, encode_job, encode_sent
 from manager.journal.failures import closed_error
 from manager.journal.records import Batch, JobRow
 
@@ -164,17 +165,20 @@ class Writer:
             future.set_exception(refusal)
             return future
         try:
+            events = [encode_event(row) for row in batch.events]
             pending = _Pending(
                 future=future,
-                events=[encode_event(row) for row in batch.events],
+                events=events,
                 jobs=[self._job_values(row) for row in batch.jobs],
-                sent=[(sent_at, msg_id) for msg_id, sent_at in batch.sent],
-                msg_ids=frozenset(row.msg_id for row in batch.events if row.msg_id),
+                # Ids as the rows store them (storable_text), which is how marks find them.
+                sent=[encode_sent(msg_id, sent_at) for msg_id, sent_at in batch.sent],
+                msg_ids=frozenset(row[_MSG_ID] for row in events if row[_MSG_ID]),
                 partition=batch.partition,
             )
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             # Only this batch is refused: nothing was queued, the journal stays healthy.
-            error = JournalError(f"cannot journal the batch (not JSON-serialisable: {exc})")
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            error = BatchRefused(f"cannot journal the batch (not JSON-serialisable: {reason})")
             error.__cause__ = exc
             future.set_exception(error)
             return future

@@ -182,6 +182,7 @@ class Broker:
                     message.headers or {},
                     message.message_id,
                     message,
+                    bool(message.redelivered),
                 )  # fmt: skip
             )
 

@@ -164,15 +164,19 @@ class MemoryTransport:
         reply_to: str | None = None,
         headers: Mapping[str, Any] | None = None,
         message_id: str | None = None,
+        redelivered: bool = False,
     ) -> tuple[Delivery, asyncio.Task[None]]:
-        """Hand a message to `queue`'s consumer; returns it and the task handling it."""
+        """Hand a message to `queue`'s consumer; returns it and the task handling it.
+
+        `redelivered` plays the broker delivering it again (after a lost ack)."""
         handler = self._consumers.get(queue)
         if handler is None:
             raise LookupError(f"nothing consumes queue '{queue}'")
         self._tag += 1
         delivery = Delivery(
-            queue, body, correlation_id, reply_to, dict(headers or {}), message_id, self._tag
-        )
+            queue, body, correlation_id, reply_to, dict(headers or {}), message_id, self._tag,
+            redelivered,
+        )  # fmt: skip
         return delivery, asyncio.ensure_future(handler(delivery))
 
     def sent_to(self, queue: str) -> list[Outbound]:

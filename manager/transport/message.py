@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from manager.transport.naming import (
@@ -33,7 +34,10 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """A message consumed from a queue; `handle` is the transport's own, to ack it with."""
+    """A message consumed from a queue; `handle` is the transport's own, to ack it with.
+
+    `redelivered`: the broker delivered it before and it was not acked (AMQP's flag).
+    """
 
     queue: str
     body: bytes
@@ -42,6 +46,7 @@ class Delivery:
     headers: Mapping[str, Any] = field(default_factory=dict)
     message_id: str | None = None
     handle: Any = None
+    redelivered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +122,27 @@ def split_correlation_id(correlation_id: str) -> tuple[str, str] | None:
 
 
 def header_text(headers: Mapping[str, Any] | None, key: str) -> str | None:
-    """A header as text (AMQP clients send strings as str or bytes), or None when absent."""
+    """A header as text a person can read, or None when absent.
+
+    AMQP clients send strings as str or bytes (decoded as UTF-8); a number as its digits, a
+    boolean as true/false, a time as RFC 3339, a table or an array as JSON.
+    """
     value = (headers or {}).get(key)
     if value is None:
         return None
-    if isinstance(value, bytes | bytearray):
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, ensure_ascii=False, default=_plain)
+    return _plain(value)
+
+
+def _plain(value: Any) -> str:
+    """One AMQP field value as text (also each non-JSON value inside a table, for `json`)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("utf-8", errors="replace")
-    return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)  # int, float, Decimal: their digits

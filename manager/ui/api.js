@@ -17,10 +17,10 @@ function loginAgain() {
 
 async function request(method, path, body) {
   const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
-  if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
+  // The manager takes only JSON on a state-changing route, even one with no body (a page of
+  // another site cannot send that type without asking first: no forged requests).
+  if (method !== "GET") init.headers["Content-Type"] = "application/json";
+  if (body !== undefined) init.body = JSON.stringify(body);
   let response;
   try {
     response = await fetch(path, init);

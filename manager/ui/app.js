@@ -2,6 +2,7 @@
 
 import { onConnection } from "./api.js";
 import { h, notice, replace } from "./dom.js";
+import { offerLogout } from "./logout.js";
 import { showCluster } from "./pages/cluster.js";
 import { showDeadLetters } from "./pages/deadletters.js";
 import { showJob } from "./pages/job.js";
@@ -21,6 +22,7 @@ const CONNECTION_TEXT = { idle: "", connecting: "connecting…", live: "live", r
 function start() {
   const main = document.getElementById("main");
   const indicator = document.getElementById("connection");
+  offerLogout(document.getElementById("logout"));
   onConnection((state) => {
     indicator.dataset.state = state;
     indicator.textContent = CONNECTION_TEXT[state] ?? state;

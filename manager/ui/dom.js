@@ -1,7 +1,18 @@
 // Element builders. Every value reaches the page through textContent or setAttribute, never
-// as markup: a payload holding "<script>" shows those characters and runs nothing.
+// as markup: a payload holding "<script>" shows those characters and runs nothing. Nor can a
+// value reorder what is shown: its bidi controls are shown as escapes (see `visible`).
 
 const SVG_NS = "http://www.w3.org/2000/svg";
+// Unicode's bidi controls: embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069),
+// marks (U+200E, U+200F, U+061C). One U+202E in a value shows the rest of the line reversed.
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// Attributes a person reads (tooltips, screen readers); the others are data for the code.
+const SHOWN_ATTRIBUTES = new Set(["title", "aria-label", "alt", "placeholder"]);
+
+/** `text` with each bidi control as a visible escape ("\u202E"): shown in the order it is. */
+export function visible(text) {
+  return text.replace(BIDI_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`);
+}
 
 function fill(node, attrs, children) {
   for (const [name, value] of Object.entries(attrs || {})) {
@@ -9,12 +20,13 @@ function fill(node, attrs, children) {
     if (name.startsWith("on") && typeof value === "function") {
       node.addEventListener(name.slice(2), value);
     } else {
-      node.setAttribute(name, value === true ? "" : String(value));
+      const text = value === true ? "" : String(value);
+      node.setAttribute(name, SHOWN_ATTRIBUTES.has(name) ? visible(text) : text);
     }
   }
   for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : document.createTextNode(visible(String(child))));
   }
   return node;
 }

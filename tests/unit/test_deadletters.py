@@ -86,11 +86,14 @@ def _letter(**overrides) -> DeadLetter:
 
 
 def test_table_has_a_header_and_one_aligned_line_per_letter():
-    table = format_dead_letters([_letter(), _letter(source_queue="wm", correlation_id="x:y")])
+    second = _letter(source_queue="wm", correlation_id="x:y", id="9c1e4b7a02d35f68")
+    table = format_dead_letters([_letter(id="0123456789abcdef"), second])
     lines = table.splitlines()
     assert len(lines) == 3
-    assert lines[0].split() == ["#", "REASON", "FROM", "CORRELATION", "ID", "BODY"]
-    assert lines[1].startswith("1  unknown workflow 'nope' (known: one)  wm.jobs  3f2a0c4e-")
+    assert lines[0].split() == ["ID", "REASON", "FROM", "CORRELATION", "ID", "BODY"]
+    assert lines[2].startswith("9c1e4b7a02d35f68  unknown")
+    first = "0123456789abcdef  unknown workflow 'nope' (known: one)  wm.jobs  3f2a0c4e-"
+    assert lines[1].startswith(first)
     assert lines[1].endswith('{"n": 1}') and lines[2].endswith('{"n": 1}')
     assert lines[1].index("wm.jobs") == lines[2].index("wm ") == lines[0].index("FROM")
 
@@ -103,7 +106,7 @@ def test_table_keeps_one_line_per_letter_whatever_the_content():
     first, second = format_dead_letters(letters).splitlines()[1:]
     assert "r" * 59 + "…" in first and "r" * 60 not in first
     assert "a\\nb\\tc" in first and first.endswith("…")
-    assert second.split()[:4] == ["2", "-", "-", "-"] and second.endswith("<2 bytes, not UTF-8>")
+    assert second.split()[:4] == ["-", "-", "-", "-"] and second.endswith("<2 bytes, not UTF-8>")
 
 
 def test_no_letters_is_an_empty_table():

@@ -146,3 +146,46 @@ def test_a_reply_carries_its_x_meta_patch_as_sent():
     event = reply_event(_reply(headers={"x-meta-patch": b'{"a": 1}'}), 1.0, 100)
     assert event.meta_patch == '{"a": 1}'
     assert reply_event(_reply(), 1.0, 100).meta_patch is None
+
+
+DEEP = b"[" * 990 + b"1" + b"]" * 990
+
+
+@pytest.mark.parametrize("depth", [64, 128])
+def test_json_nested_up_to_the_limit_is_read(depth):
+    body = b'{"d": ' + b"[" * (depth - 1) + b"1" + b"]" * (depth - 1) + b"}"
+    event = trigger_event(_trigger(body, {"workflow": "w"}), 1.0, JOB, 10_000)
+    assert not isinstance(event, Undeliverable)
+    assert reply_event(_reply(body), 1.0, 10_000).error is None
+
+
+def test_a_trigger_nested_past_the_limit_is_undeliverable_naming_the_limit():
+    event = trigger_event(_trigger(b'{"d": ' + DEEP + b"}", {"workflow": "w"}), 1.0, JOB, 10_000)
+    assert isinstance(event, Undeliverable)
+    assert "nested more than 128 levels deep" in event.reason
+    assert "--max-json-depth" in event.reason
+
+
+def test_the_depth_limit_is_the_one_given():
+    body = b'{"d": ' + b"[" * 80 + b"]" * 80 + b"}"
+    assert isinstance(trigger_event(_trigger(body, {"workflow": "w"}), 1.0, JOB, 10_000, "", 64),
+                      Undeliverable)  # fmt: skip
+    assert not isinstance(trigger_event(_trigger(body, {"workflow": "w"}), 1.0, JOB, 10_000),
+                          Undeliverable)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "headers", [{}, {"x-meta-patch": b'{"a": ' + DEEP + b"}"}], ids=["body", "meta-patch"]
+)
+def test_a_reply_nested_past_the_limit_becomes_its_steps_error(headers):
+    body = DEEP if not headers else b"{}"
+    event = reply_event(_reply(body, headers), 1.0, 10_000)
+    assert event.body == b"" and event.meta_patch is None
+    assert "nested more than 128 levels deep" in event.error
+
+
+def test_an_x_meta_header_past_its_size_limit_is_undeliverable():
+    value = '{"blob": "%s"}' % ("x" * 40_000)
+    event = trigger_event(_trigger(headers={"workflow": "w", "x-meta": value}), 1.0, JOB, 100)
+    assert isinstance(event, Undeliverable)
+    assert "the limit is 32,768" in event.reason and "x-meta" in event.reason

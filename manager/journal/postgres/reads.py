@@ -8,7 +8,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PgReads", "pg_sql", "without_nul", "POOL_SIZE", "POOL_TIMEOUT_S"]
+__all__ = ["PgReads", "pg_sql", "POOL_SIZE", "POOL_TIMEOUT_S"]
 
 # API reads run side by side; the manager's own reads (recovery) are few and sequential.
 POOL_SIZE = 4
@@ -22,11 +22,6 @@ def pg_sql(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-def without_nul(values: Iterable[Any]) -> tuple[Any, ...]:
-    """`values` with each NUL in a text as U+FFFD, as PostgreSQL's text stores it (`store`)."""
-    return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in values)
-
-
 class PgReads:
     """`execute_fetchall` (the `queries.Reads` protocol) on a pooled autocommit connection."""
 
@@ -37,7 +32,7 @@ class PgReads:
         self, sql: str, parameters: Iterable[Any] | None = None
     ) -> list[tuple[Any, ...]]:
         """Run one query (its own snapshot, as SQLite's reader has) and return every row."""
-        params = None if parameters is None else without_nul(parameters)
+        params = None if parameters is None else tuple(parameters)
         async with self.pool.connection() as conn:
             cursor = await conn.execute(sql if params is None else pg_sql(sql), params)
             return await cursor.fetchall()

@@ -5,9 +5,9 @@ pipeline mode (no round trip per row), and COMMIT waits for the server's WAL flu
 (`synchronous_commit` on, PostgreSQL's default), so an acked message survives a crash of the
 database server too.
 
-PostgreSQL's text cannot hold NUL, which a stray reply's correlation id may: there it is
-stored as U+FFFD, so that one message cannot fail the commit of every batch in its group (no
-job id or step name can hold either character, so the row replays to the same "ignored").
+PostgreSQL's text cannot hold NUL, which a stray reply's correlation id may: the rows come
+here already made storable, the same for both journals (`manager.journal.storable`), so one
+message cannot fail the commit of every batch in its group.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from manager.errors import JournalError
 from manager.journal.postgres.failures import is_database_error, write_failure
 from manager.journal.postgres.location import PgLocation
 from manager.journal.postgres.placed import UPSERT_JOB
-from manager.journal.postgres.reads import pg_sql, without_nul
+from manager.journal.postgres.reads import pg_sql
 from manager.journal.statements import INSERT_EVENT, MARK_SENT
 from manager.journal.writer import Segment
 
-__all__ = ["PgStore", "Operation", "Fence", "storable_events"]
+__all__ = ["PgStore", "Operation", "Fence"]
 
 # Runs on the write connection; it manages its own transaction.
 Operation = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
@@ -34,20 +34,8 @@ Operation = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
 # raises FencedOut unless those partitions' leases are still ours.
 Fence = Callable[[psycopg.AsyncCursor, set[int], set[str]], Awaitable[None]]
 
-# The event columns that carry text from the wire as it came: job_id, root_id, step, msg_id
-# (the JSON columns are escaped, the others are the manager's own).
-_RAW_TEXT_COLUMNS = (2, 3, 4, 8)
 _INSERT_EVENT = pg_sql(INSERT_EVENT)
 _MARK_SENT = pg_sql(MARK_SENT)
-
-
-def _has_nul(row: tuple[Any, ...]) -> bool:
-    return any(isinstance(row[i], str) and "\x00" in row[i] for i in _RAW_TEXT_COLUMNS)
-
-
-def storable_events(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Event rows as PostgreSQL can store them: a NUL in a wire-given text becomes U+FFFD."""
-    return [without_nul(row) if _has_nul(row) else row for row in rows]
 
 
 def _placed(segments: list[Segment]) -> set[int]:
@@ -76,7 +64,7 @@ class PgStore:
         async with self._conn.transaction(), self._conn.cursor() as cursor:
             for segment in segments:
                 if segment.events:
-                    await cursor.executemany(_INSERT_EVENT, storable_events(segment.events))
+                    await cursor.executemany(_INSERT_EVENT, segment.events)
                 if segment.jobs:
                     await cursor.executemany(UPSERT_JOB, segment.jobs)
                 if segment.sent:

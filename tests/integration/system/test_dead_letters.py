@@ -224,8 +224,8 @@ async def test_cli_lists_and_replays_with_exit_codes(amqp_url, unique, amqp):
     code, out, _ = await cli("dead-letters", "list", *common)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["#", "REASON", "FROM", "CORRELATION", "ID", "BODY"]
-    assert lines[1].split()[:5] == ["1", "bad", "a:1", target, "a:1"]
+    assert lines[0].split() == ["ID", "REASON", "FROM", "CORRELATION", "ID", "BODY"]
+    assert lines[1].split()[:5] == [listed[0]["id"], "bad", "a:1", target, "a:1"]
     code, out, err = await cli("dead-letters", "replay", "--all", *common)
     assert (code, out.strip()) == (0, "replayed 2 dead letters"), err
     assert await amqp.ready(target) == 2
@@ -266,7 +266,9 @@ async def test_the_api_lists_dead_letters_with_their_age_and_replays_them(system
         "/api/dead-letters/replay", json={"all": True, "correlation_id": "x"}
     )
     assert bad.status_code == 400
-    assert bad.json()["error"] == 'body: send either {"correlation_id": "<id>"} or {"all": true}'
+    assert bad.json()["error"] == (
+        'body: send one of {"id": "<letter id>"}, {"correlation_id": "<id>"} or {"all": true}'
+    )
     # Replayed to the manager's queue, it is dead-lettered again: it comes back with a new age.
     replayed = await sys_.http.post(
         "/api/dead-letters/replay", json={"correlation_id": "no-colon-2"}

@@ -38,7 +38,8 @@ async def test_pages_need_the_token_and_the_login_brings_the_page_back(site, pag
     await page.wait_for_url(f"{base}/ui/job/{job}")
     await page.locator("main h1").wait_for()
     cookies = await page.context.cookies()
-    assert [(c["name"], c["httpOnly"]) for c in cookies] == [("wm_token", True)]
+    assert [(c["name"], c["httpOnly"]) for c in cookies] == [("wm_session", True)]
+    assert TOKEN not in cookies[0]["value"]  # a signed session, never the token
     assert await page.evaluate("document.cookie") == ""  # scripts cannot read the token
 
     async with httpx.AsyncClient(base_url=base) as anonymous:

@@ -11,7 +11,7 @@ from manager.api import ApiToken, create_app
 from manager.api.access import COOKIE_NAME
 from manager.api.ui import CSP
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0f9a2c"
 FORM = "application/x-www-form-urlencoded"
 JOB = "3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"
 
@@ -39,6 +39,23 @@ def test_token_never_shows_in_a_repr():
 def test_an_empty_token_is_refused():
     with pytest.raises(ValueError, match="cannot be empty"):
         ApiToken("")
+
+
+@pytest.mark.parametrize(
+    ("secret", "expected"),
+    [
+        ("Zq", "is 2 characters long: use at least 16"),
+        ("fifteen-chars-x", "is 15 characters long"),
+        ("sixteen-chars-xé", "non-ASCII character at position 16"),
+        ("tab\there-sixteen-chars", "control character at position 4"),
+        (" sixteen-chars-xx", "starts or ends with a space"),
+    ],
+)
+def test_a_token_no_client_could_use_is_refused_without_quoting_it(secret, expected):
+    with pytest.raises(ValueError, match=expected) as raised:
+        ApiToken(secret)
+    assert secret.strip() not in str(raised.value)
+    ApiToken("x" * 16)  # 16 printable ASCII characters are enough
 
 
 @pytest.mark.parametrize(
@@ -98,22 +115,26 @@ async def test_a_header_that_is_not_a_bearer_token_is_explained(guarded, header)
     assert TOKEN not in error and "dXNlcjpwYXNz" not in error
 
 
-async def test_the_cookie_gets_in_and_a_wrong_one_is_refused(guarded):
-    response = await guarded.get("/api/jobs", headers={"Cookie": f"{COOKIE_NAME}={TOKEN}"})
-    assert response.status_code == 200
-    response = await guarded.get("/api/jobs", headers={"Cookie": f"{COOKIE_NAME}=old"})
+@pytest.mark.parametrize("name", [COOKIE_NAME, "__Host-wm_session", "wm_token"])
+async def test_a_cookie_holding_the_raw_token_is_refused(guarded, name):
+    response = await guarded.get("/api/jobs", headers={"Cookie": f"{name}={TOKEN}"})
     assert response.status_code == 401
-    assert "log in again" in response.json()["error"]
+    assert TOKEN not in response.text
+    stale = await guarded.get("/api/jobs", headers={"Cookie": f"{COOKIE_NAME}=old"})
+    assert stale.status_code == 401 and "log in again" in stale.json()["error"]
 
 
-async def test_login_sets_an_httponly_strict_cookie_that_opens_the_api(guarded):
+async def test_login_sets_an_expiring_httponly_strict_session_that_opens_the_api(guarded):
     response = await guarded.post("/ui/login", data={"token": TOKEN})
     assert response.status_code == 204
     cookie = response.headers["set-cookie"]
-    assert cookie.startswith(f"{COOKIE_NAME}={TOKEN};")
+    name, _, value = cookie.split(";")[0].partition("=")
+    assert name == COOKIE_NAME and TOKEN not in cookie and len(value) > 60
     attributes = {part.strip().lower() for part in cookie.split(";")[1:]}
-    assert {"httponly", "samesite=strict", "path=/"} <= attributes
+    assert {"httponly", "samesite=strict", "path=/", "max-age=43200"} <= attributes
+    assert "secure" not in attributes  # plain HTTP: a Secure cookie would never come back
     assert (await guarded.get("/api/jobs")).status_code == 200  # the client keeps the cookie
+    assert (await guarded.get("/ui/session")).json()["expires_at"] > 0
 
 
 async def test_login_with_a_wrong_token_is_401_and_sets_nothing(guarded):
@@ -159,11 +180,12 @@ async def test_openapi_declares_the_token_and_its_401(guarded):
     assert schema["security"] == [{"bearer": []}, {"cookie": []}]
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
-            if path in ("/healthz", "/readyz", "/ui/login"):
+            if path in ("/healthz", "/readyz", "/ui/login", "/ui/logout"):
                 assert operation["security"] == [], (method, path)
             else:
                 assert "security" not in operation, (method, path)
-            public = path in ("/healthz", "/readyz") or (path, method) == ("/ui/login", "get")
+            public = path in ("/healthz", "/readyz", "/ui/logout")
+            public = public or (path, method) == ("/ui/login", "get")
             assert ("401" in operation["responses"]) != public, (method, path)
 
 

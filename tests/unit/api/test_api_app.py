@@ -104,7 +104,7 @@ async def test_openapi_documents_every_route_without_422(client):
     assert "422" not in response.text
     assert "HTTPValidationError" not in response.text
     post = schema["paths"]["/api/workflow/{name}"]["post"]
-    assert set(post["responses"]) == {"200", "400", "404", "409", "503"}
+    assert set(post["responses"]) == {"200", "400", "403", "404", "409", "415", "503"}
     assert post["requestBody"]["content"]["application/json"]["schema"]["type"] == "object"
 
 

@@ -96,14 +96,21 @@ async def test_bad_uuid_is_400(client, url, body, expected):
     ],
 )
 async def test_body_must_be_a_json_object(client, service, content, expected):
-    response = await client.post("/api/workflow/wordcount", content=content)
+    headers = {"Content-Type": "application/json"}
+    response = await client.post("/api/workflow/wordcount", content=content, headers=headers)
     assert response.status_code == 400
     assert expected in response.json()["error"]
     assert service.state.jobs == {}
 
 
-async def test_body_is_read_whatever_the_content_type(client):
-    headers = {"content-type": "text/plain"}
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+async def test_a_body_not_sent_as_json_is_415(client, service, content_type):
+    headers = {"content-type": content_type} if content_type else {}
+    response = await client.post("/api/workflow/wordcount", content=b"{}", headers=headers)
+    assert response.status_code == 415  # a page elsewhere can send these types: no CSRF
+    assert "send 'Content-Type: application/json'" in response.json()["error"]
+    assert service.state.jobs == {}
+    headers = {"content-type": "Application/JSON; charset=utf-8"}
     response = await client.post("/api/workflow/wordcount", content=b"{}", headers=headers)
     assert response.status_code == 200
 
@@ -118,7 +125,7 @@ async def test_unknown_workflow_is_404_with_a_suggestion(client, service):
 
 
 async def test_unknown_workflow_wins_over_a_bad_body(client):
-    response = await client.post("/api/workflow/nope", content=b"[]")
+    response = await client.post("/api/workflow/nope", json=[])
     assert response.status_code == 404
 
 

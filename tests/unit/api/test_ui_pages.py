@@ -26,7 +26,7 @@ def assert_strict(headers) -> None:
     assert "unsafe-inline" not in CSP and "unsafe-eval" not in CSP
     assert "script-src 'self';" in CSP and "default-src 'none';" in CSP
     assert headers["x-content-type-options"] == "nosniff"
-    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["referrer-policy"] == "same-origin"
 
 
 async def test_the_front_page_is_the_ui(client):

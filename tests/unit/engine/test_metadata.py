@@ -17,7 +17,7 @@ from manager.engine import (
     TimerFired,
     apply,
 )
-from manager.engine.metadata import key_data, merge_patch
+from manager.engine.metadata import MAX_META_BYTES, key_data, merge_patch
 from manager.engine.snapshot import restore, snapshot
 from tests.unit.engine.helpers import (
     JOB,
@@ -92,6 +92,17 @@ def test_a_patch_that_is_no_object_fails_the_attempt(patch: str, found: str):
     assert (failed.outcome, failed.reason) == ("failed", "invalid_reply")
     assert "x-meta-patch" in (failed.message or "") and found in (failed.message or "")
     assert state.jobs[JOB].meta == META
+
+
+def test_a_patch_that_would_grow_the_meta_past_its_limit_fails_the_attempt():
+    state = make_state(CHAIN)
+    _submit(state)
+    patch = '{"blob": "%s"}' % ("x" * MAX_META_BYTES)
+    commands = _reply(state, cid(JOB, "first"), {"items": []}, patch)
+    (failed,) = of_type(commands, StepFinished)
+    assert (failed.outcome, failed.reason) == ("failed", "invalid_reply")
+    assert f"the limit is {MAX_META_BYTES:,}" in (failed.message or "")
+    assert state.jobs[JOB].meta == META  # unchanged
 
 
 def test_the_meta_is_in_the_snapshot():

@@ -10,6 +10,9 @@ duplicates, stray replies, resubmissions and (sometimes) failures. Then:
 2. for every prefix k, replaying events[:k] into a fresh state and applying events[k:] gives
    the same commands as the live run, and a final state equal to the live one;
 3. when every reply was good, each job ends as the reference model below predicts.
+
+Each run draws a fan-out limit too (`max_fanout_bytes`), small enough at times that a task
+step's copies of its other keys pass it: the step fails before any child starts.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from manager.engine import (
     apply,
     replay,
 )
+from manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
 from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches, effects
 
 SINGULAR = {"items": "item", "entries": "entry", "batch": "batch"}
@@ -49,6 +53,8 @@ POOLS = {
 MAX_NOISE = 8
 # Conditions a step may have, and the reference's reading of each (outputs hold small ints).
 CONDITIONS = {"a": lambda data: "a" in data, "b == `1`": lambda data: data.get("b") == 1}
+# Fan-out limits a run may have: the default, and two that small outputs' copies often pass.
+FANOUT_LIMITS = [DEFAULT_MAX_FANOUT_BYTES, DEFAULT_MAX_FANOUT_BYTES, 8, 24]
 
 
 # -- random workflows --------------------------------------------------------------------
@@ -132,6 +138,7 @@ class Run:
 
     wf: Workflow
     state: EngineState
+    limit: int
     events: list[Event] = field(default_factory=list)
     commands: list[list[Command]] = field(default_factory=list)
     outstanding: list[Dispatch] = field(default_factory=list)
@@ -151,8 +158,8 @@ class Run:
         return self.clock
 
 
-def _fresh(wf: Workflow) -> EngineState:
-    return EngineState.from_workflows({wf.name: wf})
+def _fresh(wf: Workflow, limit: int) -> EngineState:
+    return EngineState.from_workflows({wf.name: wf}, max_fanout_bytes=limit)
 
 
 def _answer(draw: st.DrawFn, run: Run, allow_failures: bool) -> None:
@@ -236,7 +243,8 @@ def _clone_jobs(state: EngineState) -> str:
 
 
 def _drive(draw: st.DrawFn, wf: Workflow) -> Run:
-    run = Run(wf, _fresh(wf))
+    limit = draw(st.sampled_from(FANOUT_LIMITS))
+    run = Run(wf, _fresh(wf, limit), limit)
     allow_failures = draw(st.booleans())
     for job_id in [JOB, OTHER_JOB][: 1 + (draw(st.integers(0, 3)) == 0)]:
         payload = _output(draw, wf, POOLS[job_id])
@@ -289,7 +297,9 @@ def _child_id(parent: str, step: str, index: int, element: Any) -> str:
     return str(uuid.uuid5(uuid.UUID(parent), f"{step}/{index}"))
 
 
-def _expect_task_step(wf: Workflow, job_id: str, step: str, data: dict, replies: dict) -> dict:
+def _expect_task_step(
+    wf: Workflow, job_id: str, step: str, data: dict, replies: dict, limit: int
+) -> dict:
     task = wf.tasks[0]
     key, item = task.item_list_key, _item_key(wf)
     elements = data.get(key)
@@ -298,16 +308,23 @@ def _expect_task_step(wf: Workflow, job_id: str, step: str, data: dict, replies:
     ids = [_child_id(job_id, step, i, e) for i, e in enumerate(elements)]
     if len(set(ids)) != len(ids):
         raise Failed(step)
+    base = {k: v for k, v in data.items() if k != key}
+    copied = {k: v for k, v in base.items() if k != item}  # each child's copy
+    if elements and copied and len(elements) * len(_compact(copied)) > limit:
+        raise Failed(step)
     if not elements:
         return dict(data)
-    base = {k: v for k, v in data.items() if k != key}
     results = [
-        _expect(wf, task.model_dump(by_alias=True), child, {**base, item: e}, replies)
+        _expect(wf, task.model_dump(by_alias=True), child, {**base, item: e}, replies, limit)
         for child, e in zip(ids, elements, strict=True)
     ]
     gathered = _first_wins([{k: v for k, v in r.items() if k != item} for r in results])
     gathered[key] = [r.get(item) for r in results]
     return gathered
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _upstream(steps: list[dict], name: str) -> set[str]:
@@ -322,7 +339,9 @@ def _upstream(steps: list[dict], name: str) -> set[str]:
     return seen
 
 
-def _expect(wf: Workflow, flow: dict, job_id: str, payload: dict, replies: dict) -> dict:
+def _expect(
+    wf: Workflow, flow: dict, job_id: str, payload: dict, replies: dict, limit: int
+) -> dict:
     """The result a job must end with, computed from the raw spec; raises Failed.
 
     A task step (and what it needs) is evaluated first: if it fails, the job fails before
@@ -342,7 +361,9 @@ def _expect(wf: Workflow, flow: dict, job_id: str, payload: dict, replies: dict)
             outputs[step["name"]] = {}  # skipped: no request, and no children
         elif step.get("task"):
             try:
-                outputs[step["name"]] = _expect_task_step(wf, job_id, step["name"], data, replies)
+                outputs[step["name"]] = _expect_task_step(
+                    wf, job_id, step["name"], data, replies, limit
+                )
             except Failed:
                 if not step.get("fallback"):
                     raise
@@ -381,7 +402,7 @@ def _check_dispatches(run: Run) -> None:
 
 def _check_replay(run: Run) -> None:
     for k in range(len(run.events) + 1):
-        state = replay(_fresh(run.wf), run.events[:k])
+        state = replay(_fresh(run.wf, run.limit), run.events[:k])
         rest = [apply(state, event)[1] for event in run.events[k:]]
         assert rest == run.commands[k:], k
         assert state == run.state, k
@@ -396,7 +417,7 @@ def _check_outcomes(run: Run) -> None:
     for submitted in first.values():
         job = run.state.jobs[submitted.job_id]
         try:
-            expected = _expect(run.wf, spec, job.id, submitted.payload, run.replies)
+            expected = _expect(run.wf, spec, job.id, submitted.payload, run.replies, run.limit)
         except Failed as failed:
             assert job.status is JobStatus.FAILED
             assert job.error is not None and job.error["step"] == str(failed)
@@ -443,3 +464,9 @@ def test_random_runs_replay_exactly_and_match_the_reference_model(wf: Workflow, 
         s.status is StepStatus.RECOVERED for j in run.state.jobs.values() for s in j.steps.values()
     )
     event(f"a step recovered by its fallback: {recovered}")
+    too_large = any(
+        "--max-fanout-bytes" in (s.error or "")
+        for j in run.state.jobs.values()
+        for s in j.steps.values()
+    )
+    event(f"a fan-out refused as too large: {too_large}")

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from manager.errors import JournalError
+from manager.errors import BatchRefused
 from manager.journal import Batch, EventRow
 from tests.unit.journal.helpers import T0, dispatched, event, job, replied, submitted
 
@@ -142,11 +142,23 @@ async def test_a_batch_that_is_not_json_is_refused_alone(journal):
     bad = journal.append(Batch(events=[event("ignored", "a", meta={"when": object()})]))
     good = journal.append(Batch(events=[submitted("a")]))
 
-    with pytest.raises(JournalError, match="not JSON-serialisable"):
+    with pytest.raises(BatchRefused, match="not JSON-serialisable"):
         await bad
     await good
     assert journal.failure is None
     assert [row.kind for row in await journal.events_of("a")] == ["submitted"]
+
+
+async def test_a_batch_nested_too_deeply_is_refused_alone(journal):
+    deep: object = 1
+    for _ in range(5000):
+        deep = [deep]
+    bad = journal.append(Batch(events=[event("ignored", "a", meta={"deep": deep})]))
+
+    with pytest.raises(BatchRefused, match="nested too deeply"):
+        await bad
+    await journal.append(Batch(events=[submitted("a")]))
+    assert journal.failure is None
 
 
 async def test_a_cancelled_wait_does_not_cancel_the_write(journal):

@@ -1,5 +1,5 @@
 """What PostgreSQL's text cannot hold: a NUL from the wire is stored as U+FFFD, and the journal
-stays healthy (in SQLite it is stored as it came)."""
+stays healthy (in SQLite too: one rule for both, manager/journal/storable.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ async def test_a_nul_in_a_stray_replys_ids_does_not_fail_the_journal(journal):
     assert journal.failure is None
     (ok,) = await journal.events_of("ok")
     assert ok.kind == "submitted"
-    stored = await journal.events_of("j\x00") or await journal.events_of("j\ufffd")
-    assert [(row.kind, row.step) for row in stored] in (
-        [("replied", "a\x00b")],
-        [("replied", "a\ufffdb")],
-    )
+    stored = await journal.events_of("j\x00")
+    assert [(row.kind, row.step, row.msg_id) for row in stored] == [
+        ("replied", "a\ufffdb", "m\ufffd")
+    ]

@@ -105,22 +105,24 @@ def test_bad_backoff_parameters_are_refused_by_name(bad):
         Backoff(**bad)
 
 
-async def test_the_connection_reads_its_interval_from_the_backoff():
+async def test_the_connection_follows_its_backoff_and_sleeps_a_probes_tick():
     clock = Clock()
     connection = PromptRobustConnection("amqp://guest:guest@127.0.0.1/", clock=clock)
 
-    assert connection.reconnect_interval == 0.5
+    assert connection.backoff.interval_s == 0.5
     connection.close_callbacks.__call__(ConnectionClosed(320, "CONNECTION_FORCED"))
     clock.now += 12
-    assert connection.reconnect_interval == 3.0
+    assert connection.backoff.interval_s == 3.0
+    # aio-pika's own sleep between tries: short, the attempt itself waits its turn.
+    assert connection.reconnect_interval == 0.1
     connection.reconnect_callbacks.__call__()
-    assert connection.reconnect_interval == 0.5
+    assert connection.backoff.interval_s == 0.5
 
 
 async def test_the_urls_reconnect_interval_sets_the_first_wait():
     connection = PromptRobustConnection("amqp://h/?reconnect_interval=2", max_interval_s=1)
 
-    assert connection.reconnect_interval == 2.0
+    assert connection.backoff.interval_s == 2.0
     assert connection.backoff.max_s == 2.0
     with pytest.raises(SettingsError, match="reconnect_interval must be .* not 'soon'"):
         connection.reconnect_interval = "soon"
