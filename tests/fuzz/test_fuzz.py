@@ -1,7 +1,9 @@
 """The fuzzer over intake's parsers and the pure pipeline, and every crasher it found, replayed.
 
-`test_the_fuzzer_finds_no_crasher` (marked slow) fuzzes for WM_FUZZ_SECONDS (default 120) in a
-process of its own, as atheris needs. Longer, for example before a release:
+`test_the_fuzzer_finds_no_crasher` (marked slow) fuzzes for WM_FUZZ_SECONDS (default 240) in a
+process of its own, as atheris needs: started when collection ends, at idle priority, so it
+fuzzes while the rest of the suite runs, and the test (moved last) waits for it
+(tests/fuzz/background.py). Longer, for example before a release:
 
     WM_FUZZ_SECONDS=1800 .venv/bin/python -m pytest -q -p no:cacheprovider -m slow tests/fuzz
 
@@ -14,23 +16,17 @@ from __future__ import annotations
 import base64
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.fuzz.background import FUZZ_SECONDS, FUZZER
 from tests.fuzz.pipeline import JOB_IDS, run_pipeline
-from tests.fuzz.seeds import seeds, write_seeds
+from tests.fuzz.seeds import seeds
 from tests.fuzz.targets import one_input
 from tests.fuzz.wire import Reader
 
-ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = Path(__file__).parent / "regressions"
-FUZZ_SECONDS = int(os.environ.get("WM_FUZZ_SECONDS", "120"))
-# What libFuzzer names the inputs that crashed, ran past -timeout, or ran out of memory.
-_ARTIFACTS = ("crash-*", "timeout-*", "oom-*", "leak-*")
-_MAX_LEN = 16_384  # room for JSON nested past any limit (a 990-level trigger is ~2 KB)
 
 
 def _regressions() -> list[Path]:
@@ -90,28 +86,14 @@ def _describe(artifact: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(FUZZ_SECONDS + 120)
-def test_the_fuzzer_finds_no_crasher(tmp_path: Path) -> None:
+@pytest.mark.timeout(FUZZ_SECONDS + 180)
+def test_the_fuzzer_finds_no_crasher(request: pytest.FixtureRequest) -> None:
     _atheris_or_skip()
-    corpus = tmp_path / "corpus"
-    write_seeds(corpus)
-    command = [
-        sys.executable, "-m", "tests.fuzz", f"-max_total_time={FUZZ_SECONDS}",
-        f"-max_len={_MAX_LEN}", "-timeout=10", "-rss_limit_mb=2048",
-        f"-artifact_prefix={tmp_path}/", str(corpus),
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "WM_FUZZ_FINDINGS"}
-    done = subprocess.run(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, timeout=FUZZ_SECONDS + 90,
-    )  # fmt: skip
-    # atheris prints the crasher's traceback on stdout, libFuzzer its report on stderr.
-    output = "\n".join(
-        line for line in done.stdout.splitlines() if not line.startswith("INFO: Instrumenting")
-    )
-    found = [path for pattern in _ARTIFACTS for path in sorted(tmp_path.glob(pattern))]
-    assert done.returncode == 0 and not found, (
-        f"the fuzzer stopped with exit code {done.returncode}; its output ends:\n"
+    fuzzer = request.config.stash[FUZZER]  # started by conftest.py when collection ended
+    code = fuzzer.wait(timeout_s=FUZZ_SECONDS + 150)
+    output, found = fuzzer.output, fuzzer.crashers
+    assert code == 0 and not found, (
+        f"the fuzzer stopped with exit code {code}; its output ends:\n"
         f"{output[-8000:]}\n" + "\n".join(_describe(path) for path in found)
     )
     assert re.search(r"^Done \d+ runs in \d+ second", output, re.MULTILINE)  # ran its time
