@@ -406,6 +406,18 @@ class Orchestrator(ApiRequests, PartitionRuns):
             self._restoring.set()
             self._restoring = None
 
+    async def _change(self, change: Callable[[], object], what: str) -> None:
+        """Change engine state outside the pipeline (a journaled row replayed, a job let go)
+        inside the same barrier: if `change` fails, memory is rebuilt and MessageFailed
+        raised, naming `what`."""
+        while self._restoring is not None:
+            await self._restoring.wait()
+        try:
+            change()
+        except Exception as exc:
+            await self._restore()
+            raise MessageFailed(what, exc) from exc
+
     # -- messages in ---------------------------------------------------------------------
 
     async def on_reply(self, delivery: Delivery) -> None:

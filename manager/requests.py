@@ -84,6 +84,7 @@ class ApiRequests:
     _ended: dict[str, JobRow]
     _placement: Placement | None
     _process: Callable[[Event], Awaitable[tuple[Record, asyncio.Future[None]]]]
+    _change: Callable[[Callable[[], object], str], Awaitable[None]]
     pinned: Callable[[JobSubmitted], JobSubmitted]
     _new_job_id: Callable[[], str]
 
@@ -171,7 +172,7 @@ class ApiRequests:
         event = to_event(row)
         paused = f"{workflow}/{schedule}" in self._state.schedules_paused
         if isinstance(event, SchedulePaused) and event.paused != paused:
-            apply(self._state, event)
+            await self._change(lambda: apply(self._state, event), f"schedule {workflow}/{schedule}")
 
     async def pause_schedule(self, workflow: str, schedule: str, paused: bool) -> None:
         """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one.
@@ -278,7 +279,9 @@ class ApiRequests:
             # It has left memory: replay its journal to bring it back, then retry it.
             rows = await self.journal.replay_rows([row.root_id])
             if row.root_id not in self._state.jobs:
-                replay(self._state, map(to_event, rows))
+                await self._change(
+                    lambda: replay(self._state, map(to_event, rows)), f"retry of job {canonical}"
+                )
         return await self._control(RetryRequested(canonical, self.now()))
 
     async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
@@ -318,7 +321,8 @@ class ApiRequests:
         if refused is not None or job is None:
             if job is not None and job.parent is None:
                 # Brought back for a retry it cannot have: it goes again.
-                apply(self._state, JobArchived(job.id, self.now()))
+                archived = JobArchived(job.id, self.now())
+                await self._change(lambda: apply(self._state, archived), f"job {job.id}")
             reason = refused.reason if refused else f"no job {event.job_id}"
             kind = refused.kind if refused else "not-found"
             raise (JobNotFound if kind == "not-found" else JobConflict)(reason)

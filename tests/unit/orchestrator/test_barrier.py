@@ -18,6 +18,7 @@ import pytest
 import manager.intake
 import manager.journal.writer
 import manager.orchestrator
+import manager.requests
 from manager.engine import JobSubmitted, StepReplied
 from manager.errors import MessageFailed
 
@@ -192,3 +193,25 @@ async def test_a_trigger_nested_too_deeply_is_refused_before_anything_changes(st
     assert "nested more than 128 levels deep" in error and "--max-json-depth" in error
     assert JOB not in rig.orchestrator.state.jobs
     assert await rig.orchestrator.journal.job(JOB) is None
+
+
+async def test_a_retry_whose_replay_fails_is_refused_and_memory_rebuilt(start, monkeypatch):
+    rig = await start()
+    failing = await rig.orchestrator.submit("two", {})
+    await rig.answer(rig.transport.sent_to("a")[-1], {}, **{"x-error": "boom"})[1]
+    assert failing not in rig.orchestrator.state.jobs  # failed, and left memory
+    real = manager.requests.replay
+
+    def replay(state: Any, events: Any) -> Any:
+        real(state, events)  # the job is back in memory...
+        raise RuntimeError("injected failure")  # ...and then the request fails
+
+    monkeypatch.setattr(manager.requests, "replay", replay)
+    with pytest.raises(MessageFailed, match=f"could not handle retry of job {failing}"):
+        await rig.orchestrator.retry(failing)
+    assert failing not in rig.orchestrator.state.jobs  # as the journal has it
+
+    monkeypatch.setattr(manager.requests, "replay", real)
+    retried = await rig.orchestrator.retry(failing)
+    assert retried.status == "running"
+    assert rig.transport.sent_to("a")[-1].message_id == f"{failing}:a:2"
