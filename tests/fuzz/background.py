@@ -48,9 +48,11 @@ class BackgroundFuzzer:
         env = {k: v for k, v in os.environ.items() if k != "WM_FUZZ_FINDINGS"}
         with (folder / "output.txt").open("wb") as output:
             process = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
-                preexec_fn=lambda: os.nice(19),  # noqa: PLW1509 - no threads yet in the child
+                command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
             )  # fmt: skip
+        # The lowest priority, set from here: a preexec_fn would make the (threaded) test
+        # process fork without exec first.
+        os.setpriority(os.PRIO_PROCESS, process.pid, 19)
         return cls(process, folder)
 
     def wait(self, timeout_s: float) -> int:
