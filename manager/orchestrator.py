@@ -261,15 +261,16 @@ class Orchestrator(ApiRequests, PartitionRuns):
             observer.recovered(self._state.jobs.values())
         return await self._pending()
 
-    async def _rebuilt_state(self) -> EngineState:
-        """The engine state the journal holds: our running jobs' rows replayed through the
-        engine, over every stored definition (a running job may be pinned to an old one)."""
+    async def _rebuilt_state(self, partitions: set[int] | None = None) -> EngineState:
+        """The engine state the journal holds: our running jobs' rows (of `partitions`, when
+        partitioned; None: all we hold) replayed through the engine, over every stored
+        definition (a running job may be pinned to an old one)."""
         stored = await self.journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
         state = EngineState.from_workflows(
             self.workflows, pinned, self.settings.max_running_jobs, self.settings.max_fanout_bytes
         )
-        roots = await self._running_roots()
+        roots = await self._running_roots(partitions)
         replay(state, map(to_event, await self._rows_to_replay(roots)))
         return state
 
@@ -395,7 +396,10 @@ class Orchestrator(ApiRequests, PartitionRuns):
         self._restoring = asyncio.Event()
         try:
             await self.journal.flush()
-            self._state = await self._rebuilt_state()
+            # Partitioned: the partitions whose jobs are in memory now (one being taken over
+            # is replayed by its adoption).
+            running = set(self._running) if self.ownership is not None else None
+            self._state = await self._rebuilt_state(running)
             self._timers.clear()
             for key, due_at in self._state.timers.items():
                 self._timers.arm(key, due_at)
