@@ -389,7 +389,12 @@ class Orchestrator(ApiRequests, PartitionRuns):
         the pipeline: every batch appended before it is committed, then the running jobs are
         rebuilt by replaying the journal, as at a start, and their timers armed again.
 
-        Events arriving meanwhile wait (`_process`); a second failure waits for this one."""
+        Events arriving meanwhile wait (`_process`); a second failure waits for this one.
+        Shielded: a handler cancelled meanwhile (aio-pika cancels those in flight when the
+        connection drops) must not leave memory half rebuilt."""
+        await asyncio.shield(self._rebuild())
+
+    async def _rebuild(self) -> None:
         if self._restoring is not None:
             await self._restoring.wait()
             return

@@ -125,8 +125,10 @@ def create_app(
         install_dead_letters(app, dead_letters)
     if api_token is not None:  # without a token there is nothing to log in to
         install_access(app, api_token, app.state.http)
-    app.add_middleware(UiHeaders)  # outermost: the gate's redirects to the login page get them
-    # Outermost: a URL or body over its limit is refused before any other part reads it.
+    # Middleware, the last added outermost: Host check, same origin, request limits, UI
+    # headers, token gate, routes.
+    app.add_middleware(UiHeaders)  # outside the gate: its redirects to the login page get them
+    # A URL or body over its limit is refused before any part inside reads it.
     app.add_middleware(RequestLimits, settings=app.state.http)
     # Outside the token gate: a forged request is refused with or without a token.
     app.add_middleware(SameOrigin, form_paths=frozenset({"/ui/login"}))
