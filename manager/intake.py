@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.engine import JobSubmitted, SignalReceived, StepReplied
-from manager.engine.jsontext import UNDECIDED, deeper_than, fast_loads, json_type
+from manager.engine.jsontext import UNDECIDED, deeper_than, fast_loads, json_type, may_nest_past
 from manager.engine.metadata import MAX_META_BYTES, meta_too_big
 from manager.engine.replies import ReplyError, decode_json, too_deep
 from manager.engine.state import MAX_PRIORITY
@@ -110,7 +110,7 @@ def reply_event(
         if len(body) > max_bytes:
             body, error = b"", f"reply body is {len(body)} bytes; the limit is {max_bytes}"
         elif _too_deep(body, max_depth):
-            body, error = b"", too_deep("reply", max_depth)
+            body, error = b"", too_deep("reply body", max_depth)
     if meta_patch is not None and _too_deep(meta_patch.encode(), max_depth):
         body, error = b"", too_deep(f"reply header '{HEADER_META_PATCH}'", max_depth)
         meta_patch = None
@@ -132,7 +132,7 @@ def _too_deep(raw: bytes, max_depth: int) -> bool:
 
     A body with few brackets is not parsed here (most replies): it cannot be too deep.
     """
-    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+    if not may_nest_past(raw, max_depth):
         return False
     value = fast_loads(raw)
     # Not JSON, or too deep for orjson to read: the engine's strict reading says which.

@@ -1,10 +1,12 @@
 """The defaults of the manager's limits, in one place (docs/security.md lists each one).
 
-Plain numbers with no imports, so the CLI can show them in `--help` without loading the
-broker's client.
+Plain numbers, importing nothing but the pure engine (whose rules some of them are), so the
+CLI can show them in `--help` without loading the broker's client.
 """
 
 from __future__ import annotations
+
+from manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
 
 __all__ = [
     "DEFAULT_JSON_DEPTH",
@@ -21,7 +23,7 @@ DEFAULT_JSON_DEPTH = 128
 DEFAULT_LIMITS: dict[str, float | int] = {
     "max_message_bytes": MAX_MESSAGE_BYTES,
     "max_json_depth": DEFAULT_JSON_DEPTH,
-    "max_fanout_bytes": 64 * 1024 * 1024,
+    "max_fanout_bytes": DEFAULT_MAX_FANOUT_BYTES,
     "max_body_bytes": MAX_MESSAGE_BYTES,
     "max_header_bytes": 16 * 1024,
     "max_url_bytes": 8 * 1024,

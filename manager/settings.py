@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_JSON_DEPTH",
     "HttpSettings",
     "ManagerSettings",
+    "WILDCARD_HOSTS",
     "advertised_url",
     "step_queues",
 ]
@@ -87,10 +88,14 @@ class HttpSettings(BaseModel):
     )
 
 
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
+"""Addresses that mean "listen on every interface"."""
+
+
 def advertised_url(host: str, port: int) -> str:
     """The URL of an API listening on `host`:`port`, as another machine would call it: a
     wildcard address (listening on every interface) names this machine instead."""
-    if host in ("", "0.0.0.0", "::", "[::]"):
+    if host in WILDCARD_HOSTS:
         host = socket.gethostname()
     elif ":" in host and not host.startswith("["):
         host = f"[{host}]"  # an IPv6 address in a URL

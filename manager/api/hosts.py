@@ -31,11 +31,12 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from manager.settings import WILDCARD_HOSTS
+
 __all__ = ["HostCheck", "HostNames", "host_of", "warn_when_unlisted", "WILDCARD_HOSTS"]
 
 log = logging.getLogger(__name__)
 
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 PROBES = ("/healthz", "/readyz", "/metrics")
 

@@ -20,10 +20,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_FANOUT_BYTES = 64 * 1024 * 1024
-"""The most bytes of input a fan-out may copy into its children (serve --max-fanout-bytes).
-
-The same number as `manager.limits.DEFAULT_LIMITS["max_fanout_bytes"]`, which the engine may not
-import (a unit test keeps the two equal)."""
+"""The most bytes of input a fan-out may copy into its children (serve --max-fanout-bytes;
+`manager.limits` takes its default from here)."""
 
 _KEYS_SHOWN = 5
 

@@ -18,6 +18,7 @@ __all__ = [
     "MAX_DEPTH",
     "UNDECIDED",
     "deeper_than",
+    "may_nest_past",
     "dumps",
     "dumps_text",
     "loads",
@@ -88,13 +89,15 @@ def json_type(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def deeper_than(raw: bytes, value: Any, limit: int) -> bool:
-    """True when `value` (parsed from `raw`) nests objects and lists more than `limit` deep.
+def may_nest_past(raw: bytes, limit: int) -> bool:
+    """False when the JSON text `raw` cannot nest deeper than `limit`: it has no more `[` and
+    `{` than that (those in strings count too). Two C-speed scans: most messages stop here."""
+    return raw.count(b"[") + raw.count(b"{") > limit
 
-    Counting brackets in `raw` first makes the common case cost two C-speed scans: a value
-    with no more `[` and `{` than `limit` (those in strings count too) cannot be deeper.
-    """
-    if raw.count(b"[") + raw.count(b"{") <= limit or not isinstance(value, dict | list):
+
+def deeper_than(raw: bytes, value: Any, limit: int) -> bool:
+    """True when `value` (parsed from `raw`) nests objects and lists more than `limit` deep."""
+    if not may_nest_past(raw, limit) or not isinstance(value, dict | list):
         return False
     level: list[tuple[Any, int]] = [(value, 1)]
     while level:

@@ -43,14 +43,14 @@ def decode_json(body: bytes, what: str = "reply", max_depth: int = jsontext.MAX_
     if value is jsontext.UNDECIDED:
         value = _stdlib_loads(body, what)
     if jsontext.deeper_than(body, value, max_depth):
-        raise ReplyError(too_deep(what, max_depth))
+        raise ReplyError(too_deep(f"{what} body", max_depth))
     return value
 
 
 def too_deep(what: str, max_depth: int) -> str:
-    """Why a JSON value nested past `max_depth` is refused, for whoever sent it."""
+    """Why JSON nested past `max_depth` is refused (`what`: "trigger body", a header...)."""
     return (
-        f"{what} body is nested more than {max_depth} levels deep (objects and lists inside "
+        f"{what} is nested more than {max_depth} levels deep (objects and lists inside "
         f"each other); the limit is {max_depth} (the manager's --max-json-depth)"
     )
 
