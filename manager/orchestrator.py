@@ -463,8 +463,9 @@ class Orchestrator(ApiRequests, PartitionRuns):
         named = bool(delivery.correlation_id)
         if self.ownership is not None and not isinstance(event, intake.Undeliverable):
             event = await self._placed(event, named)
-            # Not `held`: a partition being handed over starts nothing new here.
-            if event.partition is not None and event.partition not in self.ownership.running:
+            # Not `held`: a partition being handed over starts nothing new here, and one being
+            # taken over has its jobs in memory only once its adoption is done.
+            if event.partition is not None and event.partition not in self._runs_now():
                 chosen = None if named else event.job_id
                 await self._hand_over(delivery, event.partition, handoff.TRIGGER, chosen)
                 return

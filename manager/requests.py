@@ -87,6 +87,7 @@ class ApiRequests:
     _change: Callable[[Callable[[], object], str], Awaitable[None]]
     pinned: Callable[[JobSubmitted], JobSubmitted]
     _new_job_id: Callable[[], str]
+    _runs_now: Callable[[], set[int]]
 
     if TYPE_CHECKING:  # PartitionRuns' (with defaults and keywords, which Callable cannot say)
 
@@ -179,7 +180,7 @@ class ApiRequests:
 
         Partitioned, a manager running no partition (a standby) cannot commit: NotOwner.
         """
-        if self.ownership is not None and not self.ownership.running:
+        if self.ownership is not None and not self._runs_now():
             home = self.ownership.partitioning.of(schedule_journal_id(workflow, schedule))
             raise NotOwner(
                 "this manager runs no partition now (a standby); ask one that does", home

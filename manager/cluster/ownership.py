@@ -56,12 +56,6 @@ class Ownership:
         """The partitions whose jobs we run: held, and not being handed over."""
         return set(self.held) - self.giving
 
-    def owns(self, root_id: str, placed: int | None = None) -> bool:
-        """True when the job tree `root_id` (placed in `placed`, else by its id) is in one of
-        the partitions we run."""
-        partition = self.partitioning.of(root_id, placed)
-        return partition in self.held and partition not in self.giving
-
     async def take(self, limit: int) -> list[int]:
         """Take up to `limit` free or expired partitions; the ones taken."""
         taken = await self.table.take(limit)

@@ -196,8 +196,18 @@ class PartitionRuns:
         """A new job id; partitioned, one in a partition of ours when we run any."""
         if self.ownership is None:
             return self.new_id()
-        drawn = self.ownership.partitioning.new_id_in(self.ownership.running, self.new_id)
+        drawn = self.ownership.partitioning.new_id_in(self._runs_now(), self.new_id)
         return drawn if drawn is not None else self.new_id()
+
+    def _runs_now(self) -> set[int]:
+        """The partitions whose work is handled here now: their jobs are in memory and they
+        are not being handed over. Not `Ownership.running`: a partition just taken is held
+        before its adoption has replayed its jobs, and a trigger or signal for it meanwhile
+        would not find them (a trigger redelivered after its manager died would start its job
+        a second time, or be answered with the journal's `running`); it goes to the partition's
+        queue instead, which is consumed once the adoption is done."""
+        assert self.ownership is not None
+        return self._running - self.ownership.giving
 
     def _require_owner(self, root_id: str, placed: int | None = None) -> None:
         """NotOwner (the API asks that manager instead) for a job tree another manager runs
@@ -225,7 +235,9 @@ class PartitionRuns:
     def _owns(self, root_id: str, placed: int | None = None) -> bool:
         """True when the job tree `root_id` (placed in `placed`, else by its id) is ours to run
         (always, unpartitioned)."""
-        return self.ownership is None or self.ownership.owns(root_id, placed)
+        if self.ownership is None:
+            return True
+        return self.ownership.partitioning.of(root_id, placed) in self._runs_now()
 
     async def _foreign_partition(self, job_id: str) -> int | None:
         """The partition of `job_id`'s tree when another manager runs it; None when we do."""
@@ -233,4 +245,4 @@ class PartitionRuns:
             return None
         assert self._placement is not None
         partition = await self._placement.partition_of(canonical_uuid(job_id) or job_id)
-        return None if partition in self.ownership.running else partition
+        return None if partition in self._runs_now() else partition
