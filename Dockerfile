@@ -14,7 +14,7 @@ WORKDIR /app
 
 # The package first, so editing the examples or the workflow file does not reinstall it.
 COPY pyproject.toml README.md ./
-COPY manager ./manager
+COPY workflow_manager ./workflow_manager
 COPY pyworker ./pyworker
 RUN pip install . && rm -rf build *.egg-info
 

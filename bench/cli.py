@@ -19,7 +19,7 @@ from bench.runs import run_batch
 from bench.scenarios import FULL, QUICK, Plan, fan_out, latency, linear, throughput, warm_up
 from bench.session import BrokerUnreachable, ManagedRun, Session, SessionOptions
 from bench.shapes import wordcount_jobs
-from manager.journal import is_postgres_url
+from workflow_manager.journal import is_postgres_url
 
 __all__ = ["main"]
 

@@ -16,9 +16,17 @@ import uuid
 from collections import deque
 
 from bench.shapes import WORDCOUNT, workflow_yaml
-from manager.config import parse_workflows
-from manager.engine import Command, Dispatch, EngineState, Event, JobSubmitted, StepReplied, apply
-from manager.recorder import record
+from workflow_manager.config import parse_workflows
+from workflow_manager.engine import (
+    Command,
+    Dispatch,
+    EngineState,
+    Event,
+    JobSubmitted,
+    StepReplied,
+    apply,
+)
+from workflow_manager.recorder import record
 
 
 def _output(request: Dispatch) -> bytes:

@@ -115,13 +115,13 @@ class Child:
 async def start_manager(
     config: Path, db: str, queue: str, amqp_url: str, partitions: int | None = None
 ) -> Child:
-    """`python -m manager serve` on a free port; returns once it serves (HTTP API up).
+    """`python -m workflow_manager serve` on a free port; returns once it serves (HTTP API up).
 
     Its HTTP API's address is the child's `api_url`.
     """
     port = free_port()
     args = [
-        sys.executable, "-m", "manager", "serve", "--config", str(config), "--db", db,
+        sys.executable, "-m", "workflow_manager", "serve", "--config", str(config), "--db", db,
         "--queue", queue, "--port", str(port), "--amqp-url", amqp_url,
     ]  # fmt: skip
     if partitions is not None:

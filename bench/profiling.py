@@ -16,9 +16,9 @@ __all__ = ["Profile", "Recorder", "read_profile"]
 
 # Where a frame's file lives -> the layer it belongs to. The first match wins.
 _LAYERS = (
-    ("manager/engine/", "manager.engine (pure state machine)"),
-    ("manager/journal/", "manager.journal (encoding, group commit)"),
-    ("manager/", "manager (orchestrator, outbox, transport)"),
+    ("workflow_manager/engine/", "workflow_manager.engine (pure state machine)"),
+    ("workflow_manager/journal/", "workflow_manager.journal (encoding, group commit)"),
+    ("workflow_manager/", "workflow_manager (orchestrator, outbox, transport)"),
     ("aiosqlite/", "aiosqlite + sqlite3 (journal reads and writes)"),
     ("sqlite3/", "aiosqlite + sqlite3 (journal reads and writes)"),
     ("aio_pika/", "aio-pika"),
@@ -79,7 +79,9 @@ class Profile:
         """`count` as a percentage of the main thread's samples."""
         return 100.0 * count / self.samples if self.samples else 0.0
 
-    def own_functions(self, prefix: str = "manager/", limit: int = 15) -> list[tuple[str, int]]:
+    def own_functions(
+        self, prefix: str = "workflow_manager/", limit: int = 15
+    ) -> list[tuple[str, int]]:
         """Functions of files under `prefix` by inclusive time, minus the start-up chain that
         every sample passes through (`main`, `serve`...)."""
         return [

@@ -6,7 +6,7 @@ from bench import recovery as script
 from bench.procs import BenchError
 from bench.report import Figure, Target
 from bench.session import Session
-from manager.transport import manager_queues
+from workflow_manager.transport import manager_queues
 
 __all__ = ["recovery"]
 

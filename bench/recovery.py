@@ -21,11 +21,11 @@ from pathlib import Path
 
 import aio_pika
 
-from manager.config import parse_workflows
-from manager.engine import EngineState, JobSubmitted, StepReplied, apply
-from manager.journal import open_journal
-from manager.recorder import record
-from manager.transport import manager_queues
+from workflow_manager.config import parse_workflows
+from workflow_manager.engine import EngineState, JobSubmitted, StepReplied, apply
+from workflow_manager.journal import open_journal
+from workflow_manager.recorder import record
+from workflow_manager.transport import manager_queues
 
 WORKFLOW = """
 workflows:
@@ -76,7 +76,8 @@ async def time_start(path: Path | str, config: Path, prefix: str) -> tuple[float
     """Start the manager on the journal; seconds until it consumes, and its ready line."""
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "manager", "serve", "--config", str(config), "--db", str(path),
+        sys.executable, "-m", "workflow_manager", "serve", "--config", str(config),
+        "--db", str(path),
         "--queue", f"{prefix}.wm", "--port", "0",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
@@ -122,8 +123,10 @@ async def main() -> None:
         finally:
             await cleanup(prefix)
     inner = re.search(r"ready in ([0-9.]+)s", ready)
-    print(f"recovery: {elapsed:.2f}s from process start until consuming "
-          f"({inner.group(1) if inner else '?'}s of it replaying the journal)")
+    print(
+        f"recovery: {elapsed:.2f}s from process start until consuming "
+        f"({inner.group(1) if inner else '?'}s of it replaying the journal)"
+    )
 
 
 if __name__ == "__main__":

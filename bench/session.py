@@ -18,8 +18,8 @@ from bench.journals import Journals
 from bench.managed import ManagerDriver
 from bench.procs import BenchError, Child, start_manager, start_workers, wait_for_consumers
 from bench.shapes import STEP_QUEUES, workflow_yaml
-from manager.cluster.partitioning import partition_queue
-from manager.transport import manager_queues
+from workflow_manager.cluster.partitioning import partition_queue
+from workflow_manager.transport import manager_queues
 
 __all__ = ["BrokerUnreachable", "ManagedRun", "Session", "SessionOptions"]
 

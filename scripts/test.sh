@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-.venv/bin/ruff check manager pyworker tests examples bench
+.venv/bin/ruff check workflow_manager pyworker tests examples bench
 exec .venv/bin/python -m pytest "$@"

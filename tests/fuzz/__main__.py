@@ -8,8 +8,8 @@ For example, for ten minutes from the seed inputs, crashers written to /tmp/cras
 
 libFuzzer stops at the first crasher and writes it to `<artifact_prefix>crash-<sha1>`. With
 WM_FUZZ_FINDINGS=<folder> it goes on instead: each distinct crasher (its exception type and
-where it entered and left manager/) is written there once, as `<key>.bin` with its traceback
-in `<key>.txt`. A crasher kept as a regression case goes to tests/fuzz/regressions/.
+where it entered and left workflow_manager/) is written there once, as `<key>.bin` with its
+traceback in `<key>.txt`. A crasher kept as a regression case goes to tests/fuzz/regressions/.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import atheris
 
 # Only the manager (and the query language its keys and conditions run on the payload) is
 # instrumented: coverage of the harness or of big libraries would only slow each run.
-with atheris.instrument_imports(include=["manager", "jmespath"]):
+with atheris.instrument_imports(include=["workflow_manager", "jmespath"]):
     from tests.fuzz.targets import one_input
 
 

@@ -20,9 +20,10 @@ from typing import Any
 
 import yaml
 
-from manager import intake
-from manager.config.models import Workflow, WorkflowFile
-from manager.engine import (
+from tests.fuzz.wire import Reader, read_headers
+from workflow_manager import intake
+from workflow_manager.config.models import Workflow, WorkflowFile
+from workflow_manager.engine import (
     CancelRequested,
     EngineState,
     Event,
@@ -34,11 +35,10 @@ from manager.engine import (
     apply,
     jsontext,
 )
-from manager.journal.codec import encode_event, encode_job, encode_sent
-from manager.limits import DEFAULT_JSON_DEPTH, MAX_MESSAGE_BYTES
-from manager.recorder import record
-from manager.transport.message import Delivery
-from tests.fuzz.wire import Reader, read_headers
+from workflow_manager.journal.codec import encode_event, encode_job, encode_sent
+from workflow_manager.limits import DEFAULT_JSON_DEPTH, MAX_MESSAGE_BYTES
+from workflow_manager.recorder import record
+from workflow_manager.transport.message import Delivery
 
 __all__ = ["WORKFLOWS", "JOB_IDS", "read_delivery", "read_limits", "run_pipeline"]
 

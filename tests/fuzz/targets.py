@@ -12,12 +12,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from manager import intake
-from manager.engine import JobSubmitted, SignalReceived, StepReplied, jsontext
-from manager.engine.replies import ReplyError, decode_json
-from manager.starttimes import StartTimeError, start_time
 from tests.fuzz.pipeline import read_delivery, read_limits, run_pipeline
 from tests.fuzz.wire import Reader
+from workflow_manager import intake
+from workflow_manager.engine import JobSubmitted, SignalReceived, StepReplied, jsontext
+from workflow_manager.engine.replies import ReplyError, decode_json
+from workflow_manager.starttimes import StartTimeError, start_time
 
 __all__ = ["TARGETS", "one_input"]
 

@@ -16,9 +16,9 @@ import aio_pika
 import httpx
 import pytest
 
-from manager.config import load_workflows
-from manager.orchestrator import step_queues
-from manager.transport import manager_queues
+from workflow_manager.config import load_workflows
+from workflow_manager.orchestrator import step_queues
+from workflow_manager.transport import manager_queues
 
 from .harness import Manager, Process, start_manager, start_worker
 

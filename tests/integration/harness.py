@@ -132,7 +132,7 @@ async def start_manager(
     port = free_port()
     process = await Process.start(
         "manager",
-        sys.executable, "-m", "manager", "serve",
+        sys.executable, "-m", "workflow_manager", "serve",
         "--config", str(config), "--queue", queue, "--amqp-url", amqp_url,
         "--db", str(db), "--port", str(port), "--log-level", log_level, *extra_args,
         env=env,
@@ -162,7 +162,7 @@ async def take_one(queue: Any, timeout_s: float = 20) -> Any:
 async def cli(*args: str) -> tuple[int, str, str]:
     """Run `workflow-manager ARGS`; return (exit code, stdout, stderr)."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "manager", *args, cwd=ROOT,
+        sys.executable, "-m", "workflow_manager", *args, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from manager.config.schedules import schedule_job_id
+from workflow_manager.config.schedules import schedule_job_id
 
 TICKER = """
 workflows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.cli import build_parser, main
+from workflow_manager.cli import build_parser, main
 
 JOB = "3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.cli import main
+from workflow_manager.cli import main
 
 
 @pytest.mark.parametrize(

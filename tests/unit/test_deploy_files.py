@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from manager.config import load_workflows
+from workflow_manager.config import load_workflows
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"

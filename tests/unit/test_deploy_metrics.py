@@ -11,7 +11,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from manager.engine import (
+from workflow_manager.engine import (
     Dispatch,
     JobFinished,
     JobStarted,
@@ -19,7 +19,7 @@ from manager.engine import (
     StepFinished,
     StepWaiting,
 )
-from manager.metrics import Metrics
+from workflow_manager.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana-dashboard.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from manager.ignoredlog import IgnoredLog
+from workflow_manager.ignoredlog import IgnoredLog
 
 
 async def test_the_first_is_logged_in_full_the_rest_are_counted_once_per_period(caplog):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from manager.intake import Undeliverable, reply_event, trigger_event
-from manager.transport import Delivery
+from workflow_manager.intake import Undeliverable, reply_event, trigger_event
+from workflow_manager.transport import Delivery
 
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
 

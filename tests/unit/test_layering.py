@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import manager
+import workflow_manager
 
 
-@pytest.mark.parametrize("module", ["manager.engine", "manager.config"])
+@pytest.mark.parametrize("module", ["workflow_manager.engine", "workflow_manager.config"])
 def test_pure_packages_load_no_io_library(module):
     code = (
         f"import sys, {module}\n"
@@ -27,7 +27,7 @@ def test_pure_packages_load_no_io_library(module):
 
 
 def test_pyworker_does_not_import_the_manager():
-    code = "import sys, pyworker; print('manager' in sys.modules)"
+    code = "import sys, pyworker; print('workflow_manager' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
@@ -51,7 +51,7 @@ def _imports(path: Path, module: str, known: set[str]) -> set[str]:
 
 
 def test_no_import_cycles_in_the_manager():
-    root = Path(manager.__file__).resolve().parent
+    root = Path(workflow_manager.__file__).resolve().parent
     paths = {}
     for path in root.rglob("*.py"):
         parts = path.relative_to(root.parent).with_suffix("").parts

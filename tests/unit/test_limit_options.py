@@ -1,13 +1,14 @@
-"""serve's limit options (manager/limitoptions.py): defaults, the env, and clear usage errors."""
+"""serve's limit options (workflow_manager/limitoptions.py): defaults, the env, and clear usage
+errors."""
 
 from __future__ import annotations
 
 import pytest
 
-from manager.cli import build_parser, main
-from manager.limitoptions import limits_from_args
-from manager.limits import DEFAULT_LIMITS
-from manager.settings import HttpSettings, ManagerSettings
+from workflow_manager.cli import build_parser, main
+from workflow_manager.limitoptions import limits_from_args
+from workflow_manager.limits import DEFAULT_LIMITS
+from workflow_manager.settings import HttpSettings, ManagerSettings
 
 
 def _parse(argv: list[str], env: dict[str, str] | None = None):

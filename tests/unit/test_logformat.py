@@ -9,12 +9,14 @@ import sys
 
 import pytest
 
-from manager.logformat import JsonFormatter, configure_logging
+from workflow_manager.logformat import JsonFormatter, configure_logging
 
 
 def record(message: str, *args: object, **extra: object) -> logging.LogRecord:
-    """A record as `logging.getLogger("manager.orchestrator").info(...)` would make it."""
-    made = logging.LogRecord("manager.orchestrator", logging.INFO, __file__, 1, message, args, None)
+    """A record as `logging.getLogger("workflow_manager.orchestrator").info(...)` would make it."""
+    made = logging.LogRecord(
+        "workflow_manager.orchestrator", logging.INFO, __file__, 1, message, args, None
+    )
     made.__dict__.update(extra)
     made.created = 1_700_000_000.25
     return made
@@ -27,7 +29,7 @@ def test_a_job_line_carries_its_ids_as_fields():
     assert json.loads(line) == {
         "time": "2023-11-14T22:13:20.250+00:00",
         "level": "INFO",
-        "logger": "manager.orchestrator",
+        "logger": "workflow_manager.orchestrator",
         "message": "job started job=j1 workflow=w",
         "job": "j1",
         "workflow": "w",
@@ -57,7 +59,7 @@ def test_configure_logging_writes_json_lines_to_the_stream():
     saved = (root.handlers[:], root.level, logging.getLogger("aiormq").level)
     configure_logging("info", "json", stream)
     try:
-        logging.getLogger("manager.test").info("hello %s", "there", extra={"job": "j"})
+        logging.getLogger("workflow_manager.test").info("hello %s", "there", extra={"job": "j"})
         logging.getLogger("aiormq").info("not shown: below warning")
     finally:
         root.handlers[:] = saved[0]

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from manager.config import parse_workflows
-from manager.engine import (
+from workflow_manager.config import parse_workflows
+from workflow_manager.engine import (
     Dispatch,
     EngineState,
     JobFinished,
@@ -19,10 +19,10 @@ from manager.engine import (
     StepWaiting,
     apply,
 )
-from manager.errors import FencedOut, JournalError
-from manager.metrics import METRIC_NAMES, Metrics
-from manager.observers import DeadLetterWatcher, Observer
-from manager.term import rejoin_cause
+from workflow_manager.errors import FencedOut, JournalError
+from workflow_manager.metrics import METRIC_NAMES, Metrics
+from workflow_manager.observers import DeadLetterWatcher, Observer
+from workflow_manager.term import rejoin_cause
 
 WF = "books"
 ROOT = "00000000-0000-4000-8000-000000000001"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from manager.engine import (
+from tests.unit.engine.helpers import JOB, workflows
+from workflow_manager.engine import (
     EngineState,
     JobArchived,
     JobSubmitted,
@@ -14,17 +15,16 @@ from manager.engine import (
     replay,
     timers,
 )
-from manager.engine.traceids import step_span_id
-from manager.journal import JobRow
-from manager.journal.records import REPLAYED_KINDS, EventKind
-from manager.recorder import (
+from workflow_manager.engine.traceids import step_span_id
+from workflow_manager.journal import JobRow
+from workflow_manager.journal.records import REPLAYED_KINDS, EventKind
+from workflow_manager.recorder import (
     finished_notice,
     pending_message,
     record,
     rejection_notice,
     to_event,
 )
-from tests.unit.engine.helpers import JOB, workflows
 
 FLOW = """
 workflows:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from manager.config import parse_workflows
-from manager.config.schedules import Schedule, schedule_job_id
-from manager.scheduler import _MAX_MISSED, Scheduler
+from workflow_manager.config import parse_workflows
+from workflow_manager.config.schedules import Schedule, schedule_job_id
+from workflow_manager.scheduler import _MAX_MISSED, Scheduler
 
 FLOW = """
 workflows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.starttimes import MAX_DELAY_S, StartTimeError, start_time
+from workflow_manager.starttimes import MAX_DELAY_S, StartTimeError, start_time
 
 NOW = 1_800_000_000.0
 

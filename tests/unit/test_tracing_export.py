@@ -7,7 +7,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from manager.engine import (
+from tests.unit.engine.helpers import JOB, make_state
+from workflow_manager.engine import (
     CancelRequested,
     EngineState,
     Event,
@@ -17,9 +18,8 @@ from manager.engine import (
     apply,
     timers,
 )
-from manager.engine.traceids import job_span_id, step_span_id
-from manager.traces.export import SpanRecorder
-from tests.unit.engine.helpers import JOB, make_state
+from workflow_manager.engine.traceids import job_span_id, step_span_id
+from workflow_manager.traces.export import SpanRecorder
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"

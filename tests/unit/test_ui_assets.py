@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from manager.api.docs import VENDOR_ASSETS
-from manager.api.ui import MEDIA_TYPES
-from manager.ui import ASSETS_DIR
+from workflow_manager.api.docs import VENDOR_ASSETS
+from workflow_manager.api.ui import MEDIA_TYPES
+from workflow_manager.ui import ASSETS_DIR
 
 SCRIPTS = sorted(ASSETS_DIR.rglob("*.js"))
 PAGES = sorted(ASSETS_DIR.glob("*.html"))

@@ -36,7 +36,7 @@ async def bridge(amqp_url: str, tmp_path: Path) -> AsyncIterator[BridgeFactory]:
         config.write_text(yaml_text)
         process = await Process.start(
             "bridge",
-            sys.executable, "-m", "manager", "bridge", "--config", str(config),
+            sys.executable, "-m", "workflow_manager", "bridge", "--config", str(config),
             "--amqp-url", amqp_url, *args,
             env=env,
         )  # fmt: skip

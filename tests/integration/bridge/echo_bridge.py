@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: fin
 
 from httpserver import StubServer  # noqa: E402
 
-from manager.bridge.service import BridgeSettings, serve_bridge  # noqa: E402
-from manager.config import load_workflows  # noqa: E402
+from workflow_manager.bridge.service import BridgeSettings, serve_bridge  # noqa: E402
+from workflow_manager.config import load_workflows  # noqa: E402
 
 WORKFLOW = """\
 workflows:

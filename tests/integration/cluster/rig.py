@@ -65,9 +65,9 @@ class ClusterRig:
         return [f"{self.queue}.p{k}" for k in range(self.partitions)]
 
     def serve_args(self, port: int, partitions: int | None) -> list[str]:
-        """`python -m manager serve ...` on the rig's journal and queue."""
+        """`python -m workflow_manager serve ...` on the rig's journal and queue."""
         args = [
-            sys.executable, "-m", "manager", "serve", "--config", str(self.config),
+            sys.executable, "-m", "workflow_manager", "serve", "--config", str(self.config),
             "--queue", self.queue, "--amqp-url", self.amqp_url, "--db", self.manager_db or self.db,
             "--port", str(port),
         ]  # fmt: skip
@@ -197,7 +197,7 @@ async def each_job_made_once(cluster: ClusterRig, roots: int, children: int) -> 
 
 def ids_in_partition(partition: int, count: int, how_many: int) -> list[str]:
     """Job ids whose partition (of `count`) is `partition`, as the manager computes it."""
-    from manager.cluster.partitioning import Partitioning
+    from workflow_manager.cluster.partitioning import Partitioning
 
     split = Partitioning("any", count)
     found: list[str] = []

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from manager.events.sse import SseMessage, read_events
+from workflow_manager.events.sse import SseMessage, read_events
 
 from ..harness import Process
 from .rig import ids_in_partition
@@ -104,7 +104,14 @@ async def test_a_jobs_events_reach_a_client_of_the_manager_that_does_not_run_it(
     opened = asyncio.Event()
     streamed = asyncio.create_task(stream_until_completed(other, job_id, opened))
     watch = await Process.start(
-        "watch", sys.executable, "-m", "manager", "watch", job_id, "--api-url", other.api_url
+        "watch",
+        sys.executable,
+        "-m",
+        "workflow_manager",
+        "watch",
+        job_id,
+        "--api-url",
+        other.api_url,
     )
     await watch.wait_for_line(rf"job {job_id}  chaos-counts  running")
     await asyncio.wait_for(opened.wait(), 30)

@@ -10,8 +10,8 @@ import uuid
 import httpx
 import pytest
 
-from manager.cluster.partitioning import Partitioning
-from manager.journal import open_journal
+from workflow_manager.cluster.partitioning import Partitioning
+from workflow_manager.journal import open_journal
 
 from ..durability.helpers import check_outcomes
 from ..harness import Process, free_port

@@ -1,4 +1,5 @@
-"""Running the kit as a process (`python -m manager conformance ...`) and reading its lines."""
+"""Running the kit as a process (`python -m workflow_manager conformance ...`) and reading its
+lines."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from manager.conformance.rules import RULES
+from workflow_manager.conformance.rules import RULES
 
 from ..harness import ROOT
 
@@ -31,7 +32,7 @@ class KitRun:
 async def run_kit(queue: str, *args: str, timeout_s: float = 90) -> KitRun:
     """Run `workflow-manager conformance QUEUE ARGS` as a process."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "manager", "conformance", queue, *args,
+        sys.executable, "-m", "workflow_manager", "conformance", queue, *args,
         cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)

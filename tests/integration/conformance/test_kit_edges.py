@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import aio_pika
 
-from manager.conformance import KitSettings, Status, run_conformance
+from workflow_manager.conformance import KitSettings, Status, run_conformance
 
 from .kinds import GOOD_WORKERS
 from .kitrun import run_kit

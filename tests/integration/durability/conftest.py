@@ -19,8 +19,8 @@ import httpx
 import pytest
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
 
-from manager.transport import manager_queues
 from tests.pgdatabase import PARAMS, fresh_database
+from workflow_manager.transport import manager_queues
 
 from ..harness import Process, free_port
 from .helpers import (
@@ -69,9 +69,10 @@ class Rig:
     def serve_args(
         self, db: Path | str | None = None, port: int | None = None, log_level: str = "info"
     ) -> list[str]:
-        """`python -m manager serve ...` for this rig (another `db` for the bad-journal tests)."""
+        """`python -m workflow_manager serve ...` for this rig (another `db` for the bad-journal
+        tests)."""
         return [
-            sys.executable, "-m", "manager", "serve",
+            sys.executable, "-m", "workflow_manager", "serve",
             "--config", str(self.config), "--queue", self.queue, "--amqp-url", self.amqp_url,
             "--db", str(db or self.db), "--port", str(port or free_port()),
             "--log-level", log_level,

@@ -21,7 +21,7 @@ import aio_pika
 import psycopg
 from aio_pika.abc import AbstractIncomingMessage
 
-from manager.journal import is_postgres_url
+from workflow_manager.journal import is_postgres_url
 
 from ..harness import ROOT, Process
 

@@ -1,6 +1,6 @@
 """A journal the manager cannot use stops it at once with one clear line, and nothing is lost.
 
-Each case runs `python -m manager serve` with a valid workflow file: the process must exit
+Each case runs `python -m workflow_manager serve` with a valid workflow file: the process must exit
 non-zero within seconds, print one `error:` line on stderr that names the file and the
 problem, and no traceback.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 import aio_pika
 import pytest
 
-from manager.journal import open_journal
+from workflow_manager.journal import open_journal
 
 from .helpers import Child, read_jobs
 

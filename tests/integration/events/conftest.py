@@ -11,10 +11,10 @@ import aio_pika
 import httpx
 import pytest
 
-from manager.config import load_workflows
-from manager.events.sse import read_events
-from manager.orchestrator import step_queues
-from manager.transport import manager_queues
+from workflow_manager.config import load_workflows
+from workflow_manager.events.sse import read_events
+from workflow_manager.orchestrator import step_queues
+from workflow_manager.transport import manager_queues
 
 from ..harness import Manager, Process, start_manager, start_worker
 

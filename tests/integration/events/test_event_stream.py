@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from manager.events.sse import read_events
+from workflow_manager.events.sse import read_events
 
 
 async def _take(lines, count: int) -> list:

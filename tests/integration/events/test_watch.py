@@ -11,7 +11,14 @@ from ..harness import Process
 
 async def _watch(site, job_id: str) -> Process:
     return await Process.start(
-        "watch", sys.executable, "-m", "manager", "watch", job_id, "--api-url", site.manager.api_url
+        "watch",
+        sys.executable,
+        "-m",
+        "workflow_manager",
+        "watch",
+        job_id,
+        "--api-url",
+        site.manager.api_url,
     )
 
 
@@ -61,7 +68,7 @@ async def test_watch_of_an_unknown_job_says_so(site):
 async def test_submit_wait_shows_progress_from_the_event_stream(site):
     running = await site()
     submit = await Process.start(
-        "submit", sys.executable, "-m", "manager", "submit", "one", "--wait",
+        "submit", sys.executable, "-m", "workflow_manager", "submit", "one", "--wait",
         "--amqp-url", running.amqp_url, "--queue", running.manager.queue,
         "--api-url", running.manager.api_url,
     )  # fmt: skip

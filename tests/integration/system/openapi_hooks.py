@@ -15,7 +15,7 @@ from typing import Any
 
 import schemathesis
 
-from manager.starttimes import StartTimeError, start_time
+from workflow_manager.starttimes import StartTimeError, start_time
 
 
 def _canonical(value: Any) -> str | None:

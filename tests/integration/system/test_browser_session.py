@@ -112,7 +112,7 @@ async def test_wrong_logins_are_throttled(system):
 async def test_an_unusable_token_stops_the_manager_at_start(token, said, tmp_path):
     env = {**os.environ, "WM_API_TOKEN": token}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "manager", "serve", "--config", str(ROOT / "workflows.yaml"),
+        sys.executable, "-m", "workflow_manager", "serve", "--config", str(ROOT / "workflows.yaml"),
         "--db", str(tmp_path / "wm.db"), "--port", "1", cwd=ROOT, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

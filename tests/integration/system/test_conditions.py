@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from manager.events.sse import read_events
+from workflow_manager.events.sse import read_events
 
 from .test_cli import cli
 

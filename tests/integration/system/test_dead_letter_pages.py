@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import aio_pika
 import pytest
 
-from manager.api.deadletters import MAX_PAGE, PREVIEW_BYTES
+from workflow_manager.api.deadletters import MAX_PAGE, PREVIEW_BYTES
 
 from ..harness import cli
 

@@ -12,8 +12,8 @@ from typing import Any
 import aio_pika
 import pytest
 
-from manager.deadletters import list_dead_letters, replay_dead_letters
-from manager.errors import Unroutable
+from workflow_manager.deadletters import list_dead_letters, replay_dead_letters
+from workflow_manager.errors import Unroutable
 
 from ..harness import cli, take_one
 

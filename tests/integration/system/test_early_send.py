@@ -8,11 +8,11 @@ import sqlite3
 
 import aio_pika
 
-from manager.config import parse_workflows
-from manager.journal import open_journal
-from manager.orchestrator import ManagerSettings, Orchestrator, step_queues
-from manager.transport import Broker, manager_queues
 from tests.integration.durability.helpers import rabbitmqctl
+from workflow_manager.config import parse_workflows
+from workflow_manager.journal import open_journal
+from workflow_manager.orchestrator import ManagerSettings, Orchestrator, step_queues
+from workflow_manager.transport import Broker, manager_queues
 
 WORKFLOW = """
 workflows:

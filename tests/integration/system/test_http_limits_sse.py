@@ -7,7 +7,7 @@ import asyncio
 import resource
 import time
 
-from manager.limits import DEFAULT_LIMITS
+from workflow_manager.limits import DEFAULT_LIMITS
 
 from .rawhttp import Answer, RawConnection
 

@@ -8,10 +8,10 @@ import signal
 import sys
 import uuid
 
-from manager.config import load_workflows
-from manager.engine import EngineState, JobSubmitted, apply
-from manager.journal import open_journal
-from manager.recorder import record
+from workflow_manager.config import load_workflows
+from workflow_manager.engine import EngineState, JobSubmitted, apply
+from workflow_manager.journal import open_journal
+from workflow_manager.recorder import record
 
 from ..harness import ROOT
 
@@ -99,7 +99,7 @@ async def test_journal_command_prints_a_jobs_events_in_order(system):
     # The outcome may go out while its commit is in flight: a clean stop writes everything.
     await sys_.restart()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "manager", "journal", job_id, "--db", str(sys_.db), cwd=ROOT,
+        sys.executable, "-m", "workflow_manager", "journal", job_id, "--db", str(sys_.db), cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 30)

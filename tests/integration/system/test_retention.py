@@ -7,12 +7,12 @@ import uuid
 
 import aio_pika
 
-from manager.config import parse_workflows
-from manager.engine import EngineState, JobSubmitted, StepReplied, apply
-from manager.journal import open_journal
-from manager.orchestrator import ManagerSettings, Orchestrator, step_queues
-from manager.recorder import record
-from manager.transport import Broker, manager_queues
+from workflow_manager.config import parse_workflows
+from workflow_manager.engine import EngineState, JobSubmitted, StepReplied, apply
+from workflow_manager.journal import open_journal
+from workflow_manager.orchestrator import ManagerSettings, Orchestrator, step_queues
+from workflow_manager.recorder import record
+from workflow_manager.transport import Broker, manager_queues
 
 WORKFLOW = """
 workflows:

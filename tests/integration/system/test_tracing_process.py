@@ -17,7 +17,7 @@ import aio_pika
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from manager.engine.traceids import job_span_id, parse_traceparent, step_span_id
+from workflow_manager.engine.traceids import job_span_id, parse_traceparent, step_span_id
 
 WORKFLOW = """
 workflows:

@@ -16,14 +16,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from manager.config import parse_workflows
-from manager.engine import Command, JobFinished
-from manager.engine.traceids import job_span_id, step_span_id
-from manager.journal import open_journal
-from manager.orchestrator import ManagerSettings, Orchestrator, step_queues
-from manager.traces.export import SpanRecorder
-from manager.transport import Broker, manager_queues
 from pyworker import Worker
+from workflow_manager.config import parse_workflows
+from workflow_manager.engine import Command, JobFinished
+from workflow_manager.engine.traceids import job_span_id, step_span_id
+from workflow_manager.journal import open_journal
+from workflow_manager.orchestrator import ManagerSettings, Orchestrator, step_queues
+from workflow_manager.traces.export import SpanRecorder
+from workflow_manager.transport import Broker, manager_queues
 
 from .test_tracing_process import WORKFLOW  # the same fan-out: prep, then a child per item
 

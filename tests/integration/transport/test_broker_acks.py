@@ -6,7 +6,7 @@ import asyncio
 
 import aio_pika
 
-from manager.transport import Broker, Delivery, Outbound
+from workflow_manager.transport import Broker, Delivery, Outbound
 
 
 async def _publish(broker: Broker, queue: str, count: int) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from manager.api.ui import CSP
+from workflow_manager.api.ui import CSP
 
 from .conftest import CHROMIUM, CHROMIUM_ARGS
 

@@ -7,7 +7,7 @@ import uuid
 
 import httpx
 
-from manager.api.ui import CSP
+from workflow_manager.api.ui import CSP
 
 TOKEN = "tok-" + uuid.uuid4().hex
 MANAGER_ENV = {"WM_API_TOKEN": TOKEN}

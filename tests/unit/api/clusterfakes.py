@@ -10,11 +10,11 @@ from typing import Any
 
 import httpx
 
-from manager.cluster.directory import Directory
-from manager.cluster.partitioning import Partitioning
-from manager.cluster.view import Lease, Member
-from manager.errors import JournalError
-from manager.journal.history import JobListing
+from workflow_manager.cluster.directory import Directory
+from workflow_manager.cluster.partitioning import Partitioning
+from workflow_manager.cluster.view import Lease, Member
+from workflow_manager.errors import JournalError
+from workflow_manager.journal.history import JobListing
 
 from .conftest import load_workflows
 

@@ -15,11 +15,11 @@ import httpx
 import pytest
 import yaml
 
-from manager.api import create_app
-from manager.config.models import Workflow, WorkflowFile
-from manager.journal import open_journal
-from manager.orchestrator import ManagerSettings, Orchestrator
-from manager.transport.memory import MemoryTransport
+from workflow_manager.api import create_app
+from workflow_manager.config.models import Workflow, WorkflowFile
+from workflow_manager.journal import open_journal
+from workflow_manager.orchestrator import ManagerSettings, Orchestrator
+from workflow_manager.transport.memory import MemoryTransport
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from manager.api import ApiToken, create_app
-from manager.api.access import COOKIE_NAME
-from manager.api.ui import CSP
+from workflow_manager.api import ApiToken, create_app
+from workflow_manager.api.access import COOKIE_NAME
+from workflow_manager.api.ui import CSP
 
 TOKEN = "s3cret-token-0f9a2c"
 FORM = "application/x-www-form-urlencoded"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from manager.api import create_app
+from workflow_manager.api import create_app
 
 
 async def test_healthz_ok_when_connected(client):

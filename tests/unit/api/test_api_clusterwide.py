@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from manager.api import create_app
-from manager.api.forwarding import FORWARDED_BY, Forwarder
-from manager.journal.history import JobListing
+from workflow_manager.api import create_app
+from workflow_manager.api.forwarding import FORWARDED_BY, Forwarder
+from workflow_manager.journal.history import JobListing
 
 from .clusterfakes import ME, THERE, FakeJob, Peers, Service, Table, answering, ids_in
 

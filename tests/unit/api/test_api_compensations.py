@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from manager.api.compensations import compensation_view
-from manager.api.models import JobDetail, JobPage, WorkflowDefinition
-from manager.engine.snapshot import restore, snapshot
+from workflow_manager.api.compensations import compensation_view
+from workflow_manager.api.models import JobDetail, JobPage, WorkflowDefinition
+from workflow_manager.engine.snapshot import restore, snapshot
 
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from manager.api import ApiToken, create_app
+from workflow_manager.api import ApiToken, create_app
 
 TOKEN = "s3cret-token-0f9a2c"
 JOB = "3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from manager.api import create_app
-from manager.api.forwarding import ANSWERED_BY, FORWARDED_BY, Forwarder
-from manager.errors import JournalError, NotOwner
-from manager.events import EventHub
-from manager.events.sse import SseMessage, format_event, read_events
+from workflow_manager.api import create_app
+from workflow_manager.api.forwarding import ANSWERED_BY, FORWARDED_BY, Forwarder
+from workflow_manager.errors import JournalError, NotOwner
+from workflow_manager.events import EventHub
+from workflow_manager.events.sse import SseMessage, format_event, read_events
 
 from ..events.streaming import StreamingASGITransport
 from .clusterfakes import AWAY, ME, THERE, Peers, Service, Table, ids_in

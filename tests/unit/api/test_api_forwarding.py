@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from manager.api import create_app
-from manager.api.forwarding import ANSWERED_BY, FORWARDED_BY, Forwarder
-from manager.cluster.directory import Directory, Peer
-from manager.cluster.view import Lease, Member
-from manager.errors import JournalError, NotOwner
+from workflow_manager.api import create_app
+from workflow_manager.api.forwarding import ANSWERED_BY, FORWARDED_BY, Forwarder
+from workflow_manager.cluster.directory import Directory, Peer
+from workflow_manager.cluster.view import Lease, Member
+from workflow_manager.errors import JournalError, NotOwner
 
 from .conftest import load_workflows
 

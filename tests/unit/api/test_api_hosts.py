@@ -7,9 +7,9 @@ import socket
 import httpx
 import pytest
 
-from manager.api import create_app
-from manager.api.hosts import HostNames, host_of
-from manager.settings import HttpSettings
+from workflow_manager.api import create_app
+from workflow_manager.api.hosts import HostNames, host_of
+from workflow_manager.settings import HttpSettings
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from manager.api import create_app
-from manager.journal import open_journal
-from manager.metrics import Metrics
-from manager.orchestrator import ManagerSettings
-from manager.transport.memory import MemoryTransport
+from workflow_manager.api import create_app
+from workflow_manager.journal import open_journal
+from workflow_manager.metrics import Metrics
+from workflow_manager.orchestrator import ManagerSettings
+from workflow_manager.transport.memory import MemoryTransport
 
 from .conftest import FakeClock, Service, load_workflows
 

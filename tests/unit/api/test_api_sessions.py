@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from manager.api import ApiToken, create_app
-from manager.api.sessions import COOKIE_NAME, SECURE_COOKIE_NAME, LoginThrottle, Sessions
-from manager.settings import HttpSettings
+from workflow_manager.api import ApiToken, create_app
+from workflow_manager.api.sessions import COOKIE_NAME, SECURE_COOKIE_NAME, LoginThrottle, Sessions
+from workflow_manager.settings import HttpSettings
 
 from .conftest import FakeClock
 

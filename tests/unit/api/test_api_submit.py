@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from manager.errors import (
+from workflow_manager.errors import (
     BrokerError,
     DuplicateJob,
     InvalidJobId,

@@ -8,11 +8,11 @@ import pytest
 import yaml
 from fastapi import HTTPException
 
-from manager.api import views
-from manager.api.errors import validation_message
-from manager.api.inputs import parse_job_id, parse_payload, resolve_job_id
-from manager.config.models import WorkflowFile
-from manager.engine import EngineState, JobSubmitted, StepReplied, apply
+from workflow_manager.api import views
+from workflow_manager.api.errors import validation_message
+from workflow_manager.api.inputs import parse_job_id, parse_payload, resolve_job_id
+from workflow_manager.config.models import WorkflowFile
+from workflow_manager.engine import EngineState, JobSubmitted, StepReplied, apply
 
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
 OTHER = "0b7e6c1a-2d3f-4a5b-8c9d-1e2f3a4b5c6d"

@@ -10,11 +10,11 @@ import pytest
 from fastapi import FastAPI, HTTPException, Request
 from pydantic import ValidationError
 
-from manager.api.deadletters import ReplayRequest
-from manager.api.errors import install_error_handlers
-from manager.api.events import StreamSlots
-from manager.api.limits import RequestLimits
-from manager.settings import HttpSettings
+from workflow_manager.api.deadletters import ReplayRequest
+from workflow_manager.api.errors import install_error_handlers
+from workflow_manager.api.events import StreamSlots
+from workflow_manager.api.limits import RequestLimits
+from workflow_manager.settings import HttpSettings
 
 SETTINGS = HttpSettings(max_body_bytes=2048, max_url_bytes=512, max_header_bytes=2048)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from manager.engine.traceids import step_span_id
+from workflow_manager.engine.traceids import step_span_id
 
 JOB = "6f1c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.api.ui import CSP
+from workflow_manager.api.ui import CSP
 
 PAGES = [
     "/ui/",

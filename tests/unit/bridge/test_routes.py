@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from manager.bridge.caller import body_preview, interpret
-from manager.bridge.errors import BridgeConfigError, HttpBodyError, HttpStatusError
-from manager.bridge.routes import collect_routes, display_url
-from manager.config import parse_workflows
+from workflow_manager.bridge.caller import body_preview, interpret
+from workflow_manager.bridge.errors import BridgeConfigError, HttpBodyError, HttpStatusError
+from workflow_manager.bridge.routes import collect_routes, display_url
+from workflow_manager.config import parse_workflows
 
 FILE = """\
 workflows:
@@ -177,7 +177,7 @@ def test_body_preview_is_one_short_line() -> None:
 
 @pytest.mark.parametrize("concurrency", [0, -1, 2.5, True])
 def test_bridge_settings_reject_a_bad_concurrency(concurrency: object) -> None:
-    from manager.bridge.service import BridgeSettings
+    from workflow_manager.bridge.service import BridgeSettings
 
     with pytest.raises(BridgeConfigError, match="concurrency: "):
         BridgeSettings(concurrency=concurrency)  # type: ignore[arg-type]

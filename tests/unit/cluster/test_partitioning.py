@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from manager.cluster.handoff import SIGNAL, TRIGGER, handed_over, handoff_kind
-from manager.cluster.ownership import Ownership
-from manager.cluster.partitioning import Partitioning, partition_queue
-from manager.cluster.view import UNPARTITIONED, Lease, Member, cluster_json
-from manager.errors import FencedOut
-from manager.journal.writer import _Pending, _segments
-from manager.transport import Delivery
+from workflow_manager.cluster.handoff import SIGNAL, TRIGGER, handed_over, handoff_kind
+from workflow_manager.cluster.ownership import Ownership
+from workflow_manager.cluster.partitioning import Partitioning, partition_queue
+from workflow_manager.cluster.view import UNPARTITIONED, Lease, Member, cluster_json
+from workflow_manager.errors import FencedOut
+from workflow_manager.journal.writer import _Pending, _segments
+from workflow_manager.transport import Delivery
 
 
 @pytest.mark.parametrize(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from manager.cluster.partitioning import Partitioning
-from manager.cluster.placement import Placement
-from manager.engine import EngineState, JobSubmitted, StepReplied, TimerFired, apply
-from manager.engine.placement import placement_key
-from manager.journal import JobRow, open_journal
-from manager.recorder import record
 from tests.pgdatabase import fresh_database
 from tests.unit.engine.helpers import JOB, OTHER_JOB, workflows
+from workflow_manager.cluster.partitioning import Partitioning
+from workflow_manager.cluster.placement import Placement
+from workflow_manager.engine import EngineState, JobSubmitted, StepReplied, TimerFired, apply
+from workflow_manager.engine.placement import placement_key
+from workflow_manager.journal import JobRow, open_journal
+from workflow_manager.recorder import record
 
 FLOW = """
 workflows:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from manager.config.checks import check_document, find_cycles, quote, suggest
-from manager.config.yamlsource import Problem
+from workflow_manager.config.checks import check_document, find_cycles, quote, suggest
+from workflow_manager.config.yamlsource import Problem
 
 CYCLES = [
     ("no edges", {"a": [], "b": []}, []),

@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from manager.config import parse_workflows
-from manager.config.loader import describe_workflows
-from manager.errors import ConfigError
+from workflow_manager.config import parse_workflows
+from workflow_manager.config.loader import describe_workflows
+from workflow_manager.errors import ConfigError
 
 GOOD = """\
 workflows:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from manager.config import parse_workflows
-from manager.config.expressions import ExpressionError, compile_expression, jmespath_truth
-from manager.config.loader import describe_workflows
-from manager.errors import ConfigError
+from workflow_manager.config import parse_workflows
+from workflow_manager.config.expressions import ExpressionError, compile_expression, jmespath_truth
+from workflow_manager.config.loader import describe_workflows
+from workflow_manager.errors import ConfigError
 
 
 def _workflow(when: str, where: str = "steps") -> str:

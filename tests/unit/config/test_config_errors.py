@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from manager.config import parse_workflows
-from manager.errors import ConfigError
+from workflow_manager.config import parse_workflows
+from workflow_manager.errors import ConfigError
 
 
 def problems_of(text: str) -> list[str]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from manager.config import load_workflows
-from manager.errors import ConfigError
+from workflow_manager.config import load_workflows
+from workflow_manager.errors import ConfigError
 
 GOOD = "workflows:\n  - name: w\n    steps: [{name: a}]\n"
 

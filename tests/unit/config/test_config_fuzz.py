@@ -6,8 +6,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manager.config import parse_workflows
-from manager.errors import ConfigError
+from workflow_manager.config import parse_workflows
+from workflow_manager.errors import ConfigError
 
 FIELDS = ["workflows", "name", "steps", "tasks", "depends", "task", "queue", "vhosts"]
 FIELDS += ["itemListKey", "itemKey", "depend", "a", "b", "t"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from manager.config import describe_workflows, load_workflows, parse_workflows
+from workflow_manager.config import describe_workflows, load_workflows, parse_workflows
 
 ROOT = Path(__file__).resolve().parents[3]
 

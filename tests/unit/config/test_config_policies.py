@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from manager.config import describe_workflows, parse_workflows
-from manager.config.loader import describe_policy
-from manager.config.models import Backoff, StepPolicy, Workflow
+from workflow_manager.config import describe_workflows, parse_workflows
+from workflow_manager.config.loader import describe_policy
+from workflow_manager.config.models import Backoff, StepPolicy, Workflow
 
 TEMPLATE = """\
 workflows:

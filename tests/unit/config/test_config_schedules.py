@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from manager.config import describe_workflows, load_workflows
-from manager.config.schedules import Schedule, schedule_job_id
-from manager.errors import ConfigError
+from workflow_manager.config import describe_workflows, load_workflows
+from workflow_manager.config.schedules import Schedule, schedule_job_id
+from workflow_manager.errors import ConfigError
 
 PARIS = ZoneInfo("Europe/Paris")
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from manager.config import load_workflows, parse_workflows
-from manager.config.loader import describe_workflows
-from manager.config.models import Workflow
-from manager.errors import ConfigError
+from workflow_manager.config import load_workflows, parse_workflows
+from workflow_manager.config.loader import describe_workflows
+from workflow_manager.config.models import Workflow
+from workflow_manager.errors import ConfigError
 
 ORDER = {"type": "object", "required": ["qty"], "properties": {"qty": {"minimum": 1}}}
 REF = """\

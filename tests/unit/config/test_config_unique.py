@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from manager.config import parse_workflows
-from manager.config.loader import describe_workflows
-from manager.errors import ConfigError
+from workflow_manager.config import parse_workflows
+from workflow_manager.config.loader import describe_workflows
+from workflow_manager.errors import ConfigError
 
 
 def test_a_unique_key_is_compiled_and_described():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from manager.config import parse_workflows
-from manager.config.loader import describe_workflows
-from manager.errors import ConfigError
-from manager.settings import step_queues
+from workflow_manager.config import parse_workflows
+from workflow_manager.config.loader import describe_workflows
+from workflow_manager.errors import ConfigError
+from workflow_manager.settings import step_queues
 
 GOOD = """\
 workflows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.config.yamlsource import MAX_NODES, Problem, read_yaml
+from workflow_manager.config.yamlsource import MAX_NODES, Problem, read_yaml
 
 
 def test_lines_are_recorded_for_keys_and_items() -> None:

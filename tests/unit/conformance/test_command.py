@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from manager.cli import build_parser, main
-from manager.conformance.command import settings_from_args
-from manager.conformance.settings import DEFAULT_INPUT, KitSettings, SettingsError
+from workflow_manager.cli import build_parser, main
+from workflow_manager.conformance.command import settings_from_args
+from workflow_manager.conformance.settings import DEFAULT_INPUT, KitSettings, SettingsError
 
 ENV = {"AMQP_URL": "amqp://u:s3cret@rabbit:5672/"}
 
@@ -71,7 +71,10 @@ def test_help_explains_rules_and_exit_codes_with_examples(capsys):
 
 
 def test_building_the_cli_does_not_load_aio_pika():
-    code = "import sys, manager.cli; manager.cli.build_parser({}); print('aio_pika' in sys.modules)"
+    code = (
+        "import sys, workflow_manager.cli; workflow_manager.cli.build_parser({}); "
+        "print('aio_pika' in sys.modules)"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from manager.conformance.model import Status, Verdict
-from manager.conformance.report import Report, format_summary, format_verdict
+from workflow_manager.conformance.model import Status, Verdict
+from workflow_manager.conformance.report import Report, format_summary, format_verdict
 
 VERDICTS = (
     Verdict("reply-to", Status.PASS, "the reply goes to reply_to"),

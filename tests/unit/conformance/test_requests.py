@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from manager.conformance.requests import (
+from workflow_manager.conformance.requests import (
     LARGE_INPUT_BYTES,
     UNICODE_TEXT,
     build_request,

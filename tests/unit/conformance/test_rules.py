@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from manager.conformance.model import (
+from workflow_manager.conformance.model import (
     AckOrderObservation,
     Batch,
     Exchange,
@@ -15,8 +15,8 @@ from manager.conformance.model import (
     Reply,
     Status,
 )
-from manager.conformance.requests import build_request
-from manager.conformance.rules import RULES, Expect, rule_named
+from workflow_manager.conformance.requests import build_request
+from workflow_manager.conformance.rules import RULES, Expect, rule_named
 
 JOB = "3f2a9c4e-8b1d-4e0f-9a6b-2c7d5e1f0a93"
 SENT = build_request(JOB, "echo", {"text": "hi", "n": 1}, attempt=2)

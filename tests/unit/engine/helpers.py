@@ -1,6 +1,6 @@
 """Builders shared by the engine tests: workflows from YAML text, events, and command filters.
 
-Workflows are validated straight into `manager.config.models` (not through the loader), so
+Workflows are validated straight into `workflow_manager.config.models` (not through the loader), so
 these tests depend on the models and the engine only.
 """
 
@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import yaml
 
-from manager.config.models import Workflow, WorkflowFile
-from manager.engine import (
+from workflow_manager.config.models import Workflow, WorkflowFile
+from workflow_manager.engine import (
     CancelRequested,
     CancelTimer,
     Command,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import Command, EngineState, JobArchived, JobStatus, apply
 from tests.unit.engine.helpers import (
     JOB,
     NOT_A_JOB,
@@ -22,6 +21,7 @@ from tests.unit.engine.helpers import (
     snapshot,
     submit,
 )
+from workflow_manager.engine import Command, EngineState, JobArchived, JobStatus, apply
 
 FLOW = """
 workflows:

@@ -9,13 +9,6 @@ from typing import Any
 
 import pytest
 
-from manager.engine import (
-    EngineState,
-    JobFinished,
-    JobStatus,
-    NotifyOutcome,
-    StepStatus,
-)
 from tests.unit.engine.helpers import (
     JOB,
     assert_ignored,
@@ -32,6 +25,13 @@ from tests.unit.engine.helpers import (
     snapshot,
     submit,
     the_timer,
+)
+from workflow_manager.engine import (
+    EngineState,
+    JobFinished,
+    JobStatus,
+    NotifyOutcome,
+    StepStatus,
 )
 
 BRANCHED = """

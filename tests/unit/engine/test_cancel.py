@@ -6,14 +6,6 @@ from collections.abc import Callable
 
 import pytest
 
-from manager.engine import (
-    EngineState,
-    JobFinished,
-    JobStarted,
-    JobStatus,
-    NotifyOutcome,
-    StepStatus,
-)
 from tests.unit.engine.helpers import (
     JOB,
     NOT_A_JOB,
@@ -32,6 +24,14 @@ from tests.unit.engine.helpers import (
     submit,
     the_timer,
     timers_cancelled,
+)
+from workflow_manager.engine import (
+    EngineState,
+    JobFinished,
+    JobStarted,
+    JobStatus,
+    NotifyOutcome,
+    StepStatus,
 )
 
 FLOW = """

@@ -4,15 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.engine import (
-    Dispatch,
-    EngineState,
-    JobCompensating,
-    JobStatus,
-    StepCompensation,
-    StepFinished,
-    StepStatus,
-)
 from tests.unit.engine.helpers import (
     JOB,
     cancel,
@@ -29,6 +20,15 @@ from tests.unit.engine.helpers import (
     retry_job,
     submit,
     the_timer,
+)
+from workflow_manager.engine import (
+    Dispatch,
+    EngineState,
+    JobCompensating,
+    JobStatus,
+    StepCompensation,
+    StepFinished,
+    StepStatus,
 )
 
 CHAIN = """

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from manager.engine import (
+from tests.unit.engine.helpers import cancel, dispatches, of_type, workflows
+from workflow_manager.engine import (
     EngineState,
     Event,
     JobFinished,
@@ -20,7 +21,6 @@ from manager.engine import (
     apply,
     replay,
 )
-from tests.unit.engine.helpers import cancel, dispatches, of_type, workflows
 
 LIMITED = """
 workflows:

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from manager.engine import JobStatus, StepFinished, StepStatus
 from tests.unit.engine.helpers import (
     JOB,
     child_id,
@@ -21,6 +20,7 @@ from tests.unit.engine.helpers import (
     run,
     submit,
 )
+from workflow_manager.engine import JobStatus, StepFinished, StepStatus
 
 DIAMOND = """
 workflows:

@@ -3,7 +3,6 @@ a bad output fails that attempt (retried by policy), a bad child payload fails t
 
 from __future__ import annotations
 
-from manager.engine import JobRejected, JobStatus, StepFinished, StepStatus
 from tests.unit.engine.helpers import (
     JOB,
     cid,
@@ -15,6 +14,7 @@ from tests.unit.engine.helpers import (
     reply,
     submit,
 )
+from workflow_manager.engine import JobRejected, JobStatus, StepFinished, StepStatus
 
 ORDER = """
 workflows:

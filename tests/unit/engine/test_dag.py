@@ -7,8 +7,6 @@ from collections import Counter
 
 import pytest
 
-from manager.engine import Dispatch, JobFinished, JobStatus
-from manager.engine.snapshot import snapshot
 from tests.unit.engine.helpers import (
     AT_REPLY,
     AT_SUBMIT,
@@ -24,6 +22,8 @@ from tests.unit.engine.helpers import (
     run,
     submit,
 )
+from workflow_manager.engine import Dispatch, JobFinished, JobStatus
+from workflow_manager.engine.snapshot import snapshot
 
 DIAMOND = """
 workflows:

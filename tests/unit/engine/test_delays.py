@@ -3,17 +3,6 @@ timer starts; cancelling it before then ends it without running anything."""
 
 from __future__ import annotations
 
-from manager.engine import (
-    Dispatch,
-    JobScheduled,
-    JobStarted,
-    JobStatus,
-    JobSubmitted,
-    NotifyOutcome,
-    apply,
-    timers,
-)
-from manager.engine.snapshot import restore, snapshot
 from tests.unit.engine.helpers import (
     JOB,
     cancel,
@@ -25,6 +14,17 @@ from tests.unit.engine.helpers import (
     timers_cancelled,
     timers_started,
 )
+from workflow_manager.engine import (
+    Dispatch,
+    JobScheduled,
+    JobStarted,
+    JobStatus,
+    JobSubmitted,
+    NotifyOutcome,
+    apply,
+    timers,
+)
+from workflow_manager.engine.snapshot import restore, snapshot
 
 FLOW = """
 workflows:

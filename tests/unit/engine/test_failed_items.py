@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import EngineState, JobStatus, StepStatus
 from tests.unit.engine.helpers import (
     JOB,
     child_id,
@@ -18,6 +17,7 @@ from tests.unit.engine.helpers import (
     submit,
     the_timer,
 )
+from workflow_manager.engine import EngineState, JobStatus, StepStatus
 
 TOLERANT = """
 workflows:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import JobFinished, JobStatus, NotifyOutcome, StepStatus
 from tests.unit.engine.helpers import (
     JOB,
     assert_ignored,
@@ -18,6 +17,7 @@ from tests.unit.engine.helpers import (
     snapshot,
     submit,
 )
+from workflow_manager.engine import JobFinished, JobStatus, NotifyOutcome, StepStatus
 
 FAN = """
 workflows:

@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-from manager.engine import JobStatus, StepFinished, StepStatus
-from manager.engine.snapshot import restore, snapshot
 from tests.unit.engine.helpers import (
     JOB,
     cancel,
@@ -25,6 +23,8 @@ from tests.unit.engine.helpers import (
     submit,
     the_timer,
 )
+from workflow_manager.engine import JobStatus, StepFinished, StepStatus
+from workflow_manager.engine.snapshot import restore, snapshot
 
 CHARGE = """
 workflows:

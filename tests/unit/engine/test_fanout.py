@@ -6,16 +6,6 @@ import uuid
 
 import pytest
 
-from manager.engine import (
-    Dispatch,
-    Ignored,
-    JobFinished,
-    JobStarted,
-    JobStatus,
-    NotifyOutcome,
-    StepStatus,
-    Subject,
-)
 from tests.unit.engine.helpers import (
     AT_SUBMIT,
     JOB,
@@ -31,6 +21,16 @@ from tests.unit.engine.helpers import (
     run,
     started_children,
     submit,
+)
+from workflow_manager.engine import (
+    Dispatch,
+    Ignored,
+    JobFinished,
+    JobStarted,
+    JobStatus,
+    NotifyOutcome,
+    StepStatus,
+    Subject,
 )
 
 SPLIT = """

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from manager.config.models import Workflow
-from manager.engine import Dispatch, EngineState, JobStatus, StepStatus, transition
-from manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
-from manager.limits import DEFAULT_LIMITS
 from tests.unit.engine.helpers import (
     JOB,
     dispatches,
@@ -19,6 +15,10 @@ from tests.unit.engine.helpers import (
     submit,
     workflows,
 )
+from workflow_manager.config.models import Workflow
+from workflow_manager.engine import Dispatch, EngineState, JobStatus, StepStatus, transition
+from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
+from workflow_manager.limits import DEFAULT_LIMITS
 
 SPLIT = """
 workflows:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from manager.engine import Ignored, JobStatus
 from tests.unit.engine.helpers import (
     JOB,
     cancel,
@@ -17,6 +16,7 @@ from tests.unit.engine.helpers import (
     started_children,
     submit,
 )
+from workflow_manager.engine import Ignored, JobStatus
 
 FLOW = """
 workflows:

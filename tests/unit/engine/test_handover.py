@@ -20,8 +20,10 @@ import copy
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from manager.config.models import Workflow
-from manager.engine import (
+from tests.unit.engine.helpers import JOB, OTHER_JOB
+from tests.unit.engine.test_replay_control_property import Run, _drive, _fresh, workflows
+from workflow_manager.config.models import Workflow
+from workflow_manager.engine import (
     CancelTimer,
     EngineState,
     JobsHandedOver,
@@ -31,9 +33,7 @@ from manager.engine import (
     apply,
     replay,
 )
-from manager.engine import timers as timer_keys
-from tests.unit.engine.helpers import JOB, OTHER_JOB
-from tests.unit.engine.test_replay_control_property import Run, _drive, _fresh, workflows
+from workflow_manager.engine import timers as timer_keys
 
 
 def _root(state: EngineState, job_id: str) -> str:

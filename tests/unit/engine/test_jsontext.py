@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from manager.engine import jsontext
+from workflow_manager.engine import jsontext
 
 
 @pytest.mark.parametrize(

@@ -7,18 +7,6 @@ import uuid
 
 import pytest
 
-from manager.config.expressions import compile_expression
-from manager.engine import (
-    JobDuplicate,
-    JobSubmitted,
-    StartTimer,
-    StepFinished,
-    StepReplied,
-    TimerFired,
-    apply,
-)
-from manager.engine.metadata import MAX_META_BYTES, key_data, merge_patch
-from manager.engine.snapshot import restore, snapshot
 from tests.unit.engine.helpers import (
     JOB,
     child_id,
@@ -28,6 +16,18 @@ from tests.unit.engine.helpers import (
     make_state,
     of_type,
 )
+from workflow_manager.config.expressions import compile_expression
+from workflow_manager.engine import (
+    JobDuplicate,
+    JobSubmitted,
+    StartTimer,
+    StepFinished,
+    StepReplied,
+    TimerFired,
+    apply,
+)
+from workflow_manager.engine.metadata import MAX_META_BYTES, key_data, merge_patch
+from workflow_manager.engine.snapshot import restore, snapshot
 
 CHAIN = """
 workflows:

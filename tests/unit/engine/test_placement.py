@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from manager.cluster.partitioning import Partitioning
-from manager.engine import EngineState, JobSubmitted, apply
-from manager.engine.placement import placement_key
 from tests.unit.engine.helpers import JOB, OTHER_JOB, workflows
+from workflow_manager.cluster.partitioning import Partitioning
+from workflow_manager.engine import EngineState, JobSubmitted, apply
+from workflow_manager.engine.placement import placement_key
 
 FLOW = """
 workflows:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from manager.engine import JobSubmitted, apply
-from manager.engine.snapshot import restore, snapshot
 from tests.unit.engine.helpers import JOB, cid, dispatches, make_state, reply
+from workflow_manager.engine import JobSubmitted, apply
+from workflow_manager.engine.snapshot import restore, snapshot
 
 FLOW = """
 workflows:

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-import manager.engine
-from manager.engine import EngineState, apply
+import workflow_manager.engine
+from workflow_manager.engine import EngineState, apply
 
-ENGINE_DIR = Path(manager.engine.__file__).resolve().parent
+ENGINE_DIR = Path(workflow_manager.engine.__file__).resolve().parent
 ROOT = ENGINE_DIR.parent.parent
 
 
 def test_importing_the_engine_loads_no_io_library():
     probe = (
-        "import sys, manager.engine; "
+        "import sys, workflow_manager.engine; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'aio_pika', 'aiormq', 'aiosqlite', 'sqlite3', 'fastapi', 'starlette', 'httpx', "
         "'uvicorn'}))"
@@ -43,8 +43,10 @@ def test_engine_modules_use_no_clock_randomness_or_io(module):
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
     assert not {name.split(".")[0] for name in imported} & FORBIDDEN_MODULES
-    ours = {name for name in imported if name.split(".")[0] == "manager"}
-    assert all(name.startswith(("manager.config", "manager.engine")) for name in ours), ours
+    ours = {name for name in imported if name.split(".")[0] == "workflow_manager"}
+    assert all(
+        name.startswith(("workflow_manager.config", "workflow_manager.engine")) for name in ours
+    ), ours
     attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     assert not attributes & FORBIDDEN_NAMES
 

@@ -3,7 +3,7 @@
 The manager can be killed after committing a worker's failed reply and before its ack leaves;
 RabbitMQ then delivers that reply again. A worker that does not echo `x-attempt` sends the
 same bytes for every attempt, so only the engine's memory of the reply it counted tells the
-copy from the next attempt's failure (`manager.engine.redelivery`).
+copy from the next attempt's failure (`workflow_manager.engine.redelivery`).
 """
 
 from __future__ import annotations
@@ -12,19 +12,6 @@ from typing import Any
 
 import pytest
 
-from manager.engine import (
-    Command,
-    EngineState,
-    Ignored,
-    JobStatus,
-    StepReplied,
-    StepStatus,
-    apply,
-    replay,
-)
-from manager.engine.redelivery import is_repeat, reply_digest
-from manager.journal import EventKind
-from manager.recorder import record, to_event
 from tests.unit.engine.helpers import (
     AT_REPLY,
     JOB,
@@ -41,6 +28,19 @@ from tests.unit.engine.helpers import (
     the_timer,
 )
 from tests.unit.engine.test_compensation import CHAIN, _chain_to
+from workflow_manager.engine import (
+    Command,
+    EngineState,
+    Ignored,
+    JobStatus,
+    StepReplied,
+    StepStatus,
+    apply,
+    replay,
+)
+from workflow_manager.engine.redelivery import is_repeat, reply_digest
+from workflow_manager.journal import EventKind
+from workflow_manager.recorder import record, to_event
 
 # Two attempts in all, as the integration test's `patient` workflow: a second failure fails
 # the job, so a copy counted as one would be seen.

@@ -36,8 +36,9 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from manager.config.models import Workflow
-from manager.engine import (
+from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
+from workflow_manager.config.models import Workflow
+from workflow_manager.engine import (
     CancelRequested,
     CancelTimer,
     Command,
@@ -66,7 +67,6 @@ from manager.engine import (
     apply,
     replay,
 )
-from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
 
 MAX_EVENTS = 30
 # Good replies carry v in 0..3 and maybe a short list: some match, some do not.

@@ -26,8 +26,9 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from manager.config.models import Workflow
-from manager.engine import (
+from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches, effects
+from workflow_manager.config.models import Workflow
+from workflow_manager.engine import (
     Command,
     Dispatch,
     EngineState,
@@ -41,8 +42,7 @@ from manager.engine import (
     apply,
     replay,
 )
-from manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
-from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches, effects
+from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
 
 SINGULAR = {"items": "item", "entries": "entry", "batch": "batch"}
 # Element ids an item list may carry, one pool per job so that two jobs never race for an id.

@@ -7,14 +7,6 @@ from collections.abc import Callable
 
 import pytest
 
-from manager.engine import (
-    EngineState,
-    Ignored,
-    JobStatus,
-    NotifyOutcome,
-    StepStatus,
-    Subject,
-)
 from tests.unit.engine.helpers import (
     AT_REPLY,
     JOB,
@@ -29,6 +21,14 @@ from tests.unit.engine.helpers import (
     reply,
     snapshot,
     submit,
+)
+from workflow_manager.engine import (
+    EngineState,
+    Ignored,
+    JobStatus,
+    NotifyOutcome,
+    StepStatus,
+    Subject,
 )
 
 FLOW = """

@@ -11,15 +11,6 @@ from typing import Any
 
 import pytest
 
-from manager.engine import (
-    Command,
-    Dispatch,
-    EngineState,
-    Ignored,
-    JobStatus,
-    StartTimer,
-    StepStatus,
-)
 from tests.unit.engine.helpers import (
     JOB,
     assert_ignored,
@@ -36,6 +27,15 @@ from tests.unit.engine.helpers import (
     the_timer,
     timers_cancelled,
     timers_started,
+)
+from workflow_manager.engine import (
+    Command,
+    Dispatch,
+    EngineState,
+    Ignored,
+    JobStatus,
+    StartTimer,
+    StepStatus,
 )
 
 RETRYING = """

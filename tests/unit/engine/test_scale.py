@@ -11,8 +11,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import manager.engine
-from manager.engine import EngineState, JobStatus, Subject
+import workflow_manager.engine
 from tests.unit.engine.helpers import (
     JOB,
     child_id,
@@ -24,6 +23,7 @@ from tests.unit.engine.helpers import (
     started_children,
     submit,
 )
+from workflow_manager.engine import EngineState, JobStatus, Subject
 
 FAN = """
 workflows:
@@ -44,11 +44,11 @@ workflows:
 FAN_ALL = FAN.replace("itemListKey: items", "itemListKey: items\n        max_in_flight: 100000")
 WINDOW = 1_000  # the default max_in_flight
 
-ENGINE_DIR = str(Path(manager.engine.__file__).resolve().parent)
+ENGINE_DIR = str(Path(workflow_manager.engine.__file__).resolve().parent)
 
 
 def _engine_lines(action: Callable[[], Any]) -> int:
-    """How many lines of manager/engine code run during `action()`."""
+    """How many lines of workflow_manager/engine code run during `action()`."""
     count = 0
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:

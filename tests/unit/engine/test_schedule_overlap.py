@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from manager.engine import (
+from tests.unit.engine.helpers import make_state, of_type
+from workflow_manager.engine import (
     Ignored,
     JobSubmitted,
     Refused,
@@ -12,7 +13,6 @@ from manager.engine import (
     apply,
     replay,
 )
-from tests.unit.engine.helpers import make_state, of_type
 
 SCHEDULED = """
 workflows:

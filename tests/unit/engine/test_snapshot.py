@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from manager.engine import JobStatus
-from manager.engine.snapshot import descendants, forget, restore, root_of, snapshot
 from tests.unit.engine.helpers import JOB, cid, finished, make_state, reply, submit
+from workflow_manager.engine import JobStatus
+from workflow_manager.engine.snapshot import descendants, forget, restore, root_of, snapshot
 
 FLOW = """
 workflows:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from manager.engine import CancelRequested, Dispatch, StepReplied, StepStatus, TimerFired, replay
 from tests.unit.engine.test_concurrency import Run, ids
+from workflow_manager.engine import (
+    CancelRequested,
+    Dispatch,
+    StepReplied,
+    StepStatus,
+    TimerFired,
+    replay,
+)
 
 GATED = """
 workflows:

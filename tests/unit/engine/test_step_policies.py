@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from manager.engine import EngineState, JobStatus, StartTimer, StepStatus
 from tests.unit.engine.helpers import (
     JOB,
     child_id,
@@ -21,6 +20,7 @@ from tests.unit.engine.helpers import (
     the_timer,
     timers_started,
 )
+from workflow_manager.engine import EngineState, JobStatus, StartTimer, StepStatus
 
 
 def _policy_yaml(

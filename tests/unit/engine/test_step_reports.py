@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import StepFinished
+from workflow_manager.engine import StepFinished
 
 from .helpers import JOB, cid, fire, make_state, of_type, reply, submit, the_timer
 

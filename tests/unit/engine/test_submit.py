@@ -4,20 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import (
-    Dispatch,
-    EngineState,
-    Ignored,
-    JobFinished,
-    JobRejected,
-    JobStarted,
-    JobStatus,
-    JobSubmitted,
-    NotifyOutcome,
-    Subject,
-    apply,
-)
-from manager.engine.snapshot import snapshot as snapshot_of
 from tests.unit.engine.helpers import (
     AT_SUBMIT,
     JOB,
@@ -34,6 +20,20 @@ from tests.unit.engine.helpers import (
     submit,
     workflow,
 )
+from workflow_manager.engine import (
+    Dispatch,
+    EngineState,
+    Ignored,
+    JobFinished,
+    JobRejected,
+    JobStarted,
+    JobStatus,
+    JobSubmitted,
+    NotifyOutcome,
+    Subject,
+    apply,
+)
+from workflow_manager.engine.snapshot import snapshot as snapshot_of
 
 TWO_WORKFLOWS = """
 workflows:

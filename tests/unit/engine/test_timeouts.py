@@ -8,15 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import (
-    Dispatch,
-    EngineState,
-    JobFinished,
-    JobStatus,
-    NotifyOutcome,
-    StepStatus,
-    timers,
-)
 from tests.unit.engine.helpers import (
     JOB,
     NOT_A_JOB,
@@ -36,6 +27,15 @@ from tests.unit.engine.helpers import (
     the_timer,
     timers_cancelled,
     timers_started,
+)
+from workflow_manager.engine import (
+    Dispatch,
+    EngineState,
+    JobFinished,
+    JobStatus,
+    NotifyOutcome,
+    StepStatus,
+    timers,
 )
 
 TIMED = """

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manager.engine import EngineState, JobStarted, JobSubmitted, apply, replay
-from manager.engine.snapshot import restore, snapshot
-from manager.engine.traceids import (
+from tests.unit.engine.helpers import JOB, TRACE, make_state, of_type, workflows
+from workflow_manager.engine import EngineState, JobStarted, JobSubmitted, apply, replay
+from workflow_manager.engine.snapshot import restore, snapshot
+from workflow_manager.engine.traceids import (
     TraceParent,
     derived_trace_id,
     job_span_id,
@@ -19,9 +20,8 @@ from manager.engine.traceids import (
     step_span_id,
     traceparent,
 )
-from manager.journal.records import REPLAYED_KINDS
-from manager.recorder import record, to_event
-from tests.unit.engine.helpers import JOB, TRACE, make_state, of_type, workflows
+from workflow_manager.journal.records import REPLAYED_KINDS
+from workflow_manager.recorder import record, to_event
 
 HEX16 = re.compile(r"[0-9a-f]{16}")
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

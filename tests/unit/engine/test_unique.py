@@ -3,15 +3,6 @@ that job; the key is free again once the job settles; null is a key; replay rebu
 
 from __future__ import annotations
 
-from manager.engine import (
-    JobDuplicate,
-    JobRejected,
-    JobStarted,
-    JobStatus,
-    JobSubmitted,
-    apply,
-    replay,
-)
 from tests.unit.engine.helpers import (
     JOB,
     OTHER_JOB,
@@ -22,6 +13,15 @@ from tests.unit.engine.helpers import (
     reply,
     retry_job,
     submit,
+)
+from workflow_manager.engine import (
+    JobDuplicate,
+    JobRejected,
+    JobStarted,
+    JobStatus,
+    JobSubmitted,
+    apply,
+    replay,
 )
 
 THIRD = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"

@@ -5,16 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import (
-    JobStatus,
-    Refused,
-    SignalReceived,
-    StepSignalled,
-    StepStatus,
-    StepWaiting,
-    apply,
-    timers,
-)
 from tests.unit.engine.helpers import (
     JOB,
     NOT_A_JOB,
@@ -31,6 +21,16 @@ from tests.unit.engine.helpers import (
     submit,
     timers_cancelled,
     timers_started,
+)
+from workflow_manager.engine import (
+    JobStatus,
+    Refused,
+    SignalReceived,
+    StepSignalled,
+    StepStatus,
+    StepWaiting,
+    apply,
+    timers,
 )
 
 FLOW = """

@@ -13,14 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from manager.api import create_app
-from manager.config import parse_workflows
-from manager.events import EventHub
-from manager.events.sse import SseMessage, read_events
-from manager.journal import open_journal
-from manager.orchestrator import ManagerSettings, Orchestrator
-from manager.transport import Outbound
-from manager.transport.memory import MemoryTransport
+from workflow_manager.api import create_app
+from workflow_manager.config import parse_workflows
+from workflow_manager.events import EventHub
+from workflow_manager.events.sse import SseMessage, read_events
+from workflow_manager.journal import open_journal
+from workflow_manager.orchestrator import ManagerSettings, Orchestrator
+from workflow_manager.transport import Outbound
+from workflow_manager.transport.memory import MemoryTransport
 
 from .streaming import StreamingASGITransport
 

@@ -3,9 +3,9 @@ step.compensating and step.compensated (or step.compensation_failed)."""
 
 from __future__ import annotations
 
-from manager.events.model import EVENT_TYPES, run_events
-from manager.metrics import Metrics
 from tests.unit.engine.helpers import JOB, cid, make_state, reply, submit
+from workflow_manager.events.model import EVENT_TYPES, run_events
+from workflow_manager.metrics import Metrics
 
 YAML = """
 workflows:

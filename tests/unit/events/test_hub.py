@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from manager.engine import Dispatch, JobFinished, JobsReleased, JobStarted, StepFinished, Subject
-from manager.events import EventFilter, EventHub, parse_event_id, run_events
+from workflow_manager.engine import (
+    Dispatch,
+    JobFinished,
+    JobsReleased,
+    JobStarted,
+    StepFinished,
+    Subject,
+)
+from workflow_manager.events import EventFilter, EventHub, parse_event_id, run_events
 
 ROOT = "11111111-1111-4111-8111-111111111111"
 CHILD = "22222222-2222-4222-8222-222222222222"

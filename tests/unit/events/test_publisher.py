@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-from manager.events import EventHub
-from manager.events.publisher import EventPublisher
-from manager.transport.memory import MemoryTransport
+from workflow_manager.events import EventHub
+from workflow_manager.events.publisher import EventPublisher
+from workflow_manager.transport.memory import MemoryTransport
 
 from .test_hub import CHILD, ROOT, dispatch, finished, started, step_finished
 

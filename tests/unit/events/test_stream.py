@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from manager.events import parse_event_id
+from workflow_manager.events import parse_event_id
 
 from .conftest import open_events
 

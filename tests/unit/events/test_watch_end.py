@@ -8,8 +8,8 @@ import io
 
 import httpx
 
-from manager.events.sse import format_event
-from manager.watch import watch_job
+from workflow_manager.events.sse import format_event
+from workflow_manager.watch import watch_job
 
 JOB = "3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10"
 

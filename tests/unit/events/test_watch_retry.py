@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from manager.errors import ApiUnreachable, ManagerError
-from manager.events.sse import format_event
-from manager.watch import watch_job
+from workflow_manager.errors import ApiUnreachable, ManagerError
+from workflow_manager.events.sse import format_event
+from workflow_manager.watch import watch_job
 
 JOB = "3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10"
 AWAY = {"error": f"job {JOB} is in partition 3, which another manager runs, and no manager "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.watch import progress_bar, render_job_view
+from workflow_manager.watch import progress_bar, render_job_view
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from manager.journal import Journal, open_journal
 from tests.pgdatabase import PARAMS, fresh_database
+from workflow_manager.journal import Journal, open_journal
 
 
 @pytest.fixture

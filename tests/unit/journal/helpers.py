@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from manager.journal import EventKind, EventRow, JobRow
+from workflow_manager.journal import EventKind, EventRow, JobRow
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from manager.errors import BatchRefused
-from manager.journal import Batch, EventRow
 from tests.unit.journal.helpers import T0, dispatched, event, job, replied, submitted
+from workflow_manager.errors import BatchRefused
+from workflow_manager.journal import Batch, EventRow
 
 
 async def test_rows_come_back_in_append_order_with_seq(journal):

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from manager.errors import JournalError
-from manager.journal import Batch, Journal, open_journal
 from tests.unit.journal.helpers import replied
+from workflow_manager.errors import JournalError
+from workflow_manager.journal import Batch, Journal, open_journal
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -57,8 +57,8 @@ async def test_disk_full_fails_the_commit_and_every_later_append(tmpfs):
 
 _FILE_SIZE_SCRIPT = """
 import asyncio, json, os, resource, signal, sys
-from manager.errors import JournalError
-from manager.journal import Batch, EventRow, open_journal
+from workflow_manager.errors import JournalError
+from workflow_manager.journal import Batch, EventRow, open_journal
 
 async def main(path):
     journal = await open_journal(path)

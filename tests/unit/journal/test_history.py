@@ -3,9 +3,9 @@ filters (an id prefix too), and what finished lately."""
 
 from __future__ import annotations
 
-from manager.journal import Batch
-from manager.journal.history import ChildRow
 from tests.unit.journal.helpers import T0, job
+from workflow_manager.journal import Batch
+from workflow_manager.journal.history import ChildRow
 
 A = "3f2a0c4e-0000-4000-8000-000000000001"
 B = "3f2b0000-0000-4000-8000-000000000002"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from manager.journal import EventRow
-from manager.journal.inspect import BODY_PREVIEW_CHARS, format_events
+from workflow_manager.journal import EventRow
+from workflow_manager.journal.inspect import BODY_PREVIEW_CHARS, format_events
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 JOB = "3f2a9c1e-0000-4000-8000-000000000001"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from manager.errors import JournalError
-from manager.journal import Batch, open_journal
-from manager.journal.schema import APPLICATION_ID, SCHEMA_VERSION
 from tests.unit.journal.helpers import job, remount_read_only, sha256, submitted
+from workflow_manager.errors import JournalError
+from workflow_manager.journal import Batch, open_journal
+from workflow_manager.journal.schema import APPLICATION_ID, SCHEMA_VERSION
 
 
 def _header(path: Path) -> tuple[int, int, str]:

@@ -8,15 +8,15 @@ import sys
 
 import psycopg
 
-from manager.journal import Batch, open_journal
 from tests.unit.journal.helpers import T0, dispatched, event, replied, submitted
+from workflow_manager.journal import Batch, open_journal
 
 JOB = "3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10"
 
 
 def _journal_command(url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "manager", "journal", JOB, "--db", url],
+        [sys.executable, "-m", "workflow_manager", "journal", JOB, "--db", url],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 

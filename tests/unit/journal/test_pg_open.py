@@ -10,13 +10,13 @@ import sys
 import psycopg
 import pytest
 
-from manager.errors import JournalError
-from manager.journal import Batch, open_journal
-from manager.journal.postgres.reads import pg_sql
-from manager.journal.postgres.schema import SCHEMA_VERSION
-from manager.journal.statements import MARK_SENT
 from tests.pgdatabase import skip_without_postgres
 from tests.unit.journal.helpers import T0, dispatched, job, submitted
+from workflow_manager.errors import JournalError
+from workflow_manager.journal import Batch, open_journal
+from workflow_manager.journal.postgres.reads import pg_sql
+from workflow_manager.journal.postgres.schema import SCHEMA_VERSION
+from workflow_manager.journal.statements import MARK_SENT
 
 
 def _execute(url: str, *statements: str) -> list[tuple]:
@@ -72,7 +72,7 @@ async def test_a_newer_schema_is_refused(pg_url):
 
 
 async def test_an_older_schema_is_migrated(pg_url, monkeypatch):
-    from manager.journal.postgres import schema
+    from workflow_manager.journal.postgres import schema
 
     await (await open_journal(pg_url)).close()
     step = "ALTER TABLE jobs ADD COLUMN note text"
@@ -110,7 +110,10 @@ async def test_a_database_that_cannot_be_used_is_one_line_without_the_password(u
 
 
 def test_a_manager_on_sqlite_never_loads_psycopg():
-    code = "import sys, manager.server, manager.journal; print('psycopg' in sys.modules)"
+    code = (
+        "import sys, workflow_manager.server, workflow_manager.journal; "
+        "print('psycopg' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 

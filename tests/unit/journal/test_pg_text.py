@@ -1,10 +1,10 @@
 """What PostgreSQL's text cannot hold: a NUL from the wire is stored as U+FFFD, and the journal
-stays healthy (in SQLite too: one rule for both, manager/journal/storable.py)."""
+stays healthy (in SQLite too: one rule for both, workflow_manager/journal/storable.py)."""
 
 from __future__ import annotations
 
-from manager.journal import Batch
 from tests.unit.journal.helpers import replied, submitted
+from workflow_manager.journal import Batch
 
 
 async def test_a_nul_in_a_stray_replys_ids_does_not_fail_the_journal(journal):

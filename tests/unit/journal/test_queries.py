@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from manager.journal import Batch, EventRow
-from manager.journal.queries import IN_CHUNK
 from tests.unit.journal.helpers import T0, dispatched, event, job, replied, submitted
+from workflow_manager.journal import Batch, EventRow
+from workflow_manager.journal.queries import IN_CHUNK
 
 
 async def test_replay_rows_keeps_replayed_kinds_of_the_given_trees_in_seq_order(journal):

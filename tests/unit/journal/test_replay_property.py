@@ -13,8 +13,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manager.config import Workflow
-from manager.engine import (
+from tests.pgdatabase import fresh_database, skip_without_postgres
+from tests.unit.engine.helpers import workflows
+from workflow_manager.config import Workflow
+from workflow_manager.engine import (
     Dispatch,
     EngineState,
     JobArchived,
@@ -24,10 +26,8 @@ from manager.engine import (
     apply,
     replay,
 )
-from manager.journal import open_journal
-from manager.recorder import record, to_event
-from tests.pgdatabase import fresh_database, skip_without_postgres
-from tests.unit.engine.helpers import workflows
+from workflow_manager.journal import open_journal
+from workflow_manager.recorder import record, to_event
 
 FLOW = """
 workflows:

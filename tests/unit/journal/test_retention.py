@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from manager.journal import Batch
-from manager.journal.retention import TREES_PER_TRANSACTION
 from tests.unit.journal.helpers import T0, dispatched, event, job, replied, submitted
+from workflow_manager.journal import Batch
+from workflow_manager.journal.retention import TREES_PER_TRANSACTION
 
 
 def _tree(root: str, status: str, finished_at: float | None) -> Batch:

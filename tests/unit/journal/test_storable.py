@@ -1,4 +1,5 @@
-"""One rule for NUL and lone surrogates in both journals (manager/journal/storable.py): U+FFFD
+"""One rule for NUL and lone surrogates in both journals (workflow_manager/journal/storable.py):
+U+FFFD
 in a plain text column, an escape in JSON text; pure tables, then the codec's parameters."""
 
 from __future__ import annotations
@@ -8,11 +9,17 @@ from typing import Any
 
 import pytest
 
-from manager.journal.codec import decode_event, decode_job, encode_event, encode_job, encode_sent
-from manager.journal.postgres.placed import job_values
-from manager.journal.records import EventRow
-from manager.journal.storable import storable_json, storable_params, storable_text
 from tests.unit.journal.helpers import T0, job
+from workflow_manager.journal.codec import (
+    decode_event,
+    decode_job,
+    encode_event,
+    encode_job,
+    encode_sent,
+)
+from workflow_manager.journal.postgres.placed import job_values
+from workflow_manager.journal.records import EventRow
+from workflow_manager.journal.storable import storable_json, storable_params, storable_text
 
 BAD = "\x00\ud800.\udfff"  # NUL, a lone high and a lone low surrogate
 SAFE = "\ufffd\ufffd.\ufffd"

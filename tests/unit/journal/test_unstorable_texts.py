@@ -4,8 +4,8 @@ they came (sent marks, job ids) find the rows."""
 
 from __future__ import annotations
 
-from manager.journal import Batch, EventRow, Journal
 from tests.unit.journal.helpers import T0, job, replied, submitted
+from workflow_manager.journal import Batch, EventRow, Journal
 
 BAD = "\x00\ud800.\udfff"  # NUL, a lone high and a lone low surrogate
 SAFE = "\ufffd\ufffd.\ufffd"

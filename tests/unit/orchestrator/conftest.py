@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from manager.config import parse_workflows
-from manager.journal import open_journal
-from manager.orchestrator import ManagerSettings, Orchestrator
-from manager.transport import Delivery, Outbound
-from manager.transport.memory import MemoryTransport
+from workflow_manager.config import parse_workflows
+from workflow_manager.journal import open_journal
+from workflow_manager.orchestrator import ManagerSettings, Orchestrator
+from workflow_manager.transport import Delivery, Outbound
+from workflow_manager.transport.memory import MemoryTransport
 
 WORKFLOWS = """
 workflows:

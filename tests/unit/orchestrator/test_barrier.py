@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-import manager.intake
-import manager.journal.writer
-import manager.orchestrator
-import manager.requests
-from manager.engine import JobSubmitted, StepReplied
-from manager.errors import MessageFailed
+import workflow_manager.intake
+import workflow_manager.journal.writer
+import workflow_manager.orchestrator
+import workflow_manager.requests
+from workflow_manager.engine import JobSubmitted, StepReplied
+from workflow_manager.errors import MessageFailed
 
 from .conftest import Rig
 
@@ -50,31 +50,33 @@ def _failing_after(real: Callable[..., Any], poisoned: Callable[..., bool]) -> C
 def _inject(monkeypatch: pytest.MonkeyPatch, stage: str) -> None:
     """Make `stage` fail for poisoned messages."""
     if stage == "intake":
-        real = manager.intake.trigger_event
+        real = workflow_manager.intake.trigger_event
         monkeypatch.setattr(
-            manager.intake,
+            workflow_manager.intake,
             "trigger_event",
             _failing_after(real, lambda delivery, *_: b"poison" in delivery.body),
         )
     elif stage == "engine":
-        real = manager.orchestrator.apply
+        real = workflow_manager.orchestrator.apply
         monkeypatch.setattr(
-            manager.orchestrator, "apply", _failing_after(real, lambda _, e: _poisoned(e))
+            workflow_manager.orchestrator, "apply", _failing_after(real, lambda _, e: _poisoned(e))
         )
     elif stage == "recorder":
-        real = manager.orchestrator.record
+        real = workflow_manager.orchestrator.record
         monkeypatch.setattr(
-            manager.orchestrator, "record", _failing_after(real, lambda e, *_: _poisoned(e))
+            workflow_manager.orchestrator,
+            "record",
+            _failing_after(real, lambda e, *_: _poisoned(e)),
         )
     elif stage == "journal encode":
-        real = manager.journal.writer.encode_event
+        real = workflow_manager.journal.writer.encode_event
 
         def encode(row: Any) -> Any:
             if b"poison" in (row.body or b""):
                 raise RecursionError("maximum recursion depth exceeded (injected)")
             return real(row)
 
-        monkeypatch.setattr(manager.journal.writer, "encode_event", encode)
+        monkeypatch.setattr(workflow_manager.journal.writer, "encode_event", encode)
     else:
         raise AssertionError(stage)
 
@@ -96,7 +98,7 @@ async def test_a_trigger_failing_at_a_stage_is_refused_alone(start, monkeypatch,
     rig.transport.declared.add("answers")
     _inject(monkeypatch, stage)
 
-    with caplog.at_level(logging.ERROR, logger="manager.orchestrator"):
+    with caplog.at_level(logging.ERROR, logger="workflow_manager.orchestrator"):
         delivery, handled = rig.trigger("two", POISON, JOB, "answers")
         await handled
 
@@ -166,7 +168,7 @@ async def test_a_message_the_outbox_cannot_publish_holds_up_no_other(start, monk
         await real(message)
 
     monkeypatch.setattr(rig.transport, "publish", publish)
-    with caplog.at_level(logging.ERROR, logger="manager.outbox"):
+    with caplog.at_level(logging.ERROR, logger="workflow_manager.outbox"):
         delivery, handled = rig.trigger("two", POISON, JOB)
         await handled
 
@@ -200,18 +202,18 @@ async def test_a_retry_whose_replay_fails_is_refused_and_memory_rebuilt(start, m
     failing = await rig.orchestrator.submit("two", {})
     await rig.answer(rig.transport.sent_to("a")[-1], {}, **{"x-error": "boom"})[1]
     assert failing not in rig.orchestrator.state.jobs  # failed, and left memory
-    real = manager.requests.replay
+    real = workflow_manager.requests.replay
 
     def replay(state: Any, events: Any) -> Any:
         real(state, events)  # the job is back in memory...
         raise RuntimeError("injected failure")  # ...and then the request fails
 
-    monkeypatch.setattr(manager.requests, "replay", replay)
+    monkeypatch.setattr(workflow_manager.requests, "replay", replay)
     with pytest.raises(MessageFailed, match=f"could not handle retry of job {failing}"):
         await rig.orchestrator.retry(failing)
     assert failing not in rig.orchestrator.state.jobs  # as the journal has it
 
-    monkeypatch.setattr(manager.requests, "replay", real)
+    monkeypatch.setattr(workflow_manager.requests, "replay", real)
     retried = await rig.orchestrator.retry(failing)
     assert retried.status == "running"
     assert rig.transport.sent_to("a")[-1].message_id == f"{failing}:a:2"

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from manager.errors import BrokerError
-from manager.journal import Batch, EventKind, EventRow, open_journal
-from manager.outbox import Outbox
-from manager.transport import Delivery, Outbound, step_request
-from manager.transport.memory import MemoryTransport
+from workflow_manager.errors import BrokerError
+from workflow_manager.journal import Batch, EventKind, EventRow, open_journal
+from workflow_manager.outbox import Outbox
+from workflow_manager.transport import Delivery, Outbound, step_request
+from workflow_manager.transport.memory import MemoryTransport
 
 
 class Flaky(MemoryTransport):

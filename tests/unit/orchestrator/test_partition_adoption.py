@@ -12,14 +12,14 @@ import json
 import uuid
 from pathlib import Path
 
-from manager.cluster.handoff import HANDOFF_HEADER, TRIGGER
-from manager.cluster.ownership import Ownership
-from manager.cluster.partitioning import Partitioning, partition_queue
-from manager.config import parse_workflows
-from manager.journal import open_journal
-from manager.orchestrator import ManagerSettings, Orchestrator
-from manager.transport import Outbound
-from manager.transport.memory import MemoryTransport
+from workflow_manager.cluster.handoff import HANDOFF_HEADER, TRIGGER
+from workflow_manager.cluster.ownership import Ownership
+from workflow_manager.cluster.partitioning import Partitioning, partition_queue
+from workflow_manager.config import parse_workflows
+from workflow_manager.journal import open_journal
+from workflow_manager.orchestrator import ManagerSettings, Orchestrator
+from workflow_manager.transport import Outbound
+from workflow_manager.transport.memory import MemoryTransport
 
 from .conftest import QUEUE, WORKFLOWS
 

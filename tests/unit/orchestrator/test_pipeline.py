@@ -7,13 +7,13 @@ import json
 import sqlite3
 import uuid
 
-from manager.config import parse_workflows
-from manager.config.schedules import schedule_job_id
-from manager.engine import EngineState, JobSubmitted, SchedulePaused, apply
-from manager.journal import open_journal
-from manager.orchestrator import ManagerSettings, Orchestrator
-from manager.recorder import record
-from manager.transport.memory import MemoryTransport
+from workflow_manager.config import parse_workflows
+from workflow_manager.config.schedules import schedule_job_id
+from workflow_manager.engine import EngineState, JobSubmitted, SchedulePaused, apply
+from workflow_manager.journal import open_journal
+from workflow_manager.orchestrator import ManagerSettings, Orchestrator
+from workflow_manager.recorder import record
+from workflow_manager.transport.memory import MemoryTransport
 
 from .conftest import QUEUE, WORKFLOWS
 

@@ -7,8 +7,13 @@ import json
 import logging
 import uuid
 
-from manager.engine.traceids import TraceParent, job_span_id, parse_traceparent, step_span_id
-from manager.transport import Outbound
+from workflow_manager.engine.traceids import (
+    TraceParent,
+    job_span_id,
+    parse_traceparent,
+    step_span_id,
+)
+from workflow_manager.transport import Outbound
 
 from .conftest import QUEUE
 
@@ -97,7 +102,7 @@ async def test_a_triggers_traceparent_is_the_jobs_trace_and_its_span_the_job_spa
 
 
 async def test_a_malformed_traceparent_is_ignored_and_the_job_starts_its_own_trace(start, caplog):
-    caplog.set_level(logging.DEBUG, logger="manager.traces")
+    caplog.set_level(logging.DEBUG, logger="workflow_manager.traces")
     rig = await start(FANNED)
     job_id = str(uuid.uuid4())
     bad = f"00-{'0' * 32}-{CALLER_SPAN}-01"  # an all-zero trace id is invalid

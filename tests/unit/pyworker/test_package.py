@@ -26,7 +26,8 @@ def test_every_pyworker_error_shares_one_root():
 def test_pyworker_never_imports_the_manager():
     code = (
         "import sys, pyworker, pyworker.cli, pyworker.loader; "
-        "print(sorted(m for m in sys.modules if m == 'manager' or m.startswith('manager.')))"
+        "print(sorted(m for m in sys.modules "
+        "if m == 'workflow_manager' or m.startswith('workflow_manager.')))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

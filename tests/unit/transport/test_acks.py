@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from manager.transport.acks import AckWindow
+from workflow_manager.transport.acks import AckWindow
 
 
 def _window(*tags: int) -> AckWindow:

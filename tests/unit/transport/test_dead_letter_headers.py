@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pamqp import encode
 
-from manager.transport.deadletter import (
+from workflow_manager.transport.deadletter import (
     HEADER_DEAD_DROPPED,
     HEADER_DEAD_REASON,
     dead_letter_headers,

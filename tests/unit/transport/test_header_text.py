@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from manager.transport.message import header_text
+from workflow_manager.transport.message import header_text
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,103 @@
+"""What the API needs of the orchestrator, as a Protocol (the orchestrator is the one there is)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from workflow_manager.cluster.directory import Directory
+from workflow_manager.config.models import Workflow
+from workflow_manager.engine import EngineState, Job
+from workflow_manager.engine.traceids import TraceParent
+from workflow_manager.journal import JobHistory
+from workflow_manager.scheduler import Scheduler
+
+__all__ = ["JobService", "Clock"]
+
+Clock = Callable[[], float]
+"""Unix seconds now; `time.time` outside tests."""
+
+
+class JobService(Protocol):
+    """What the API needs of the orchestrator. State is read on the event loop, never mutated."""
+
+    @property
+    def state(self) -> EngineState:
+        """Every job by id (read only)."""
+        ...
+
+    @property
+    def history(self) -> JobHistory:
+        """The journal's reads for browsing jobs (committed state)."""
+        ...
+
+    @property
+    def workflows(self) -> Mapping[str, Workflow]:
+        """The current workflow definitions by name."""
+        ...
+
+    @property
+    def schedules(self) -> Scheduler:
+        """The workflows' schedules: their next firings, pausing and resuming."""
+        ...
+
+    @property
+    def connected(self) -> bool:
+        """True while connected to the broker, with the manager's consumers in place."""
+        ...
+
+    @property
+    def disconnected_for_s(self) -> float | None:
+        """Seconds since the broker connection was lost; None while connected."""
+        ...
+
+    @property
+    def directory(self) -> Directory | None:
+        """Who runs each partition and where its API is; None without partitions."""
+        ...
+
+    @property
+    def failure(self) -> BaseException | None:
+        """Why the manager stopped taking work (its journal failed), or None."""
+        ...
+
+    async def submit(
+        self,
+        workflow: str,
+        payload: Any,
+        job_id: str | None = None,
+        trace: TraceParent | None = None,
+        priority: int = 0,
+        *,
+        not_before: float | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> str:
+        """Start a job (in `trace`, if given; at `not_before`, if later; with metadata `meta`)
+        and return its id; raise a `SubmitError` if not."""
+        ...
+
+    async def cluster(self) -> dict[str, Any]:
+        """The partitions and their leases (GET /api/cluster)."""
+        ...
+
+    async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
+        """A job by canonical id: running ones from memory, finished ones from the journal;
+        NotOwner for a running job of another manager's partition (with `replay_foreign`:
+        that job as its committed journal rows make it)."""
+        ...
+
+    async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
+        """Top-level job ids of a workflow by status; finished ones only since the given time."""
+        ...
+
+    async def cancel(self, job_id: str) -> Job:
+        """Cancel a scheduled or running job; raise JobNotFound or JobConflict when it cannot be."""
+        ...
+
+    async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
+        """Signal a waiting step: "completed" or "kept"; JobNotFound or JobConflict if not."""
+        ...
+
+    async def retry(self, job_id: str) -> Job:
+        """Retry a failed job from where it failed; raise JobNotFound or JobConflict otherwise."""
+        ...

@@ -1,0 +1,79 @@
+"""Where job trees are, for a partitioned manager: the partition a new job goes to, and the
+partition of an existing tree (in memory, or as the journal has it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Mapping
+
+from workflow_manager.cluster.partitioning import Partitioning
+from workflow_manager.engine import EngineState, JobSubmitted, canonical_uuid
+from workflow_manager.engine.placement import placement_key
+from workflow_manager.journal import JobRow, Journal
+
+__all__ = ["Placement"]
+
+
+class Placement:
+    """Placing new jobs and finding trees' partitions, from the engine state (`state()`), the
+    rows of jobs that ended but are not committed yet (`ended`) and the journal."""
+
+    def __init__(
+        self,
+        partitioning: Partitioning,
+        journal: Journal,
+        state: Callable[[], EngineState],
+        ended: Mapping[str, JobRow],
+    ) -> None:
+        self.partitioning = partitioning
+        self._journal = journal
+        self._state = state
+        self._ended = ended
+
+    async def place(self, event: JobSubmitted, named: bool) -> JobSubmitted:
+        """`event` with the partition its job goes to: for a `named` (sender-chosen) id, that
+        of the job of that id if there is one; else by its workflow's concurrency or unique key
+        (`workflow_manager.engine.placement`), else by its id. Unchanged for an id that is no UUID
+        (the engine rejects it, wherever it is)."""
+        canonical = canonical_uuid(event.job_id)
+        if canonical is None:
+            return event
+        tree = await self.tree_of(canonical) if named else None
+        if tree is not None:
+            partition = self.partitioning.of(*tree)
+        else:
+            workflow = self._state().workflow(event.workflow, event.definition)
+            key = placement_key(workflow, event.payload, event.meta)
+            partition = self.partitioning.place(key, canonical)
+        return dataclasses.replace(event, partition=partition)
+
+    async def partition_of(self, job_id: str) -> int:
+        """The partition of job `job_id`'s tree (by the id itself when no job has it)."""
+        root, placed = await self.tree_of(job_id) or (job_id, None)
+        return self.partitioning.of(root, placed)
+
+    async def tree_of(self, job_id: str) -> tuple[str, int | None] | None:
+        """The top-level job of job `job_id` and where its tree was placed (None: by the
+        top-level job's id); None when no job has that id."""
+        state = self._state()
+        job = state.jobs.get(job_id)
+        if job is not None:
+            return job.root_id, job.partition
+        root = state.jobs.get(state.gone.get(job_id, ""))  # a completed child left memory
+        if root is not None:
+            return root.id, root.partition
+        row = self._ended.get(job_id) or await self._journal.job(job_id)
+        if row is not None:
+            return row.root_id, row.partition
+        # A running child has no row until it ends: its rows name its top-level job.
+        latest = await self._journal.latest_row(job_id)
+        if latest is None or latest.root_id is None:
+            return None
+        placed = await self._journal.placements([latest.root_id])
+        return latest.root_id, placed.get(latest.root_id)
+
+    async def select(self, roots: Collection[str], wanted: set[int]) -> list[str]:
+        """Those of the top-level jobs `roots` whose trees are in the `wanted` partitions: where
+        the journal says each was placed, else by its id."""
+        placed = await self._journal.placements(roots)
+        return [root for root in roots if self.partitioning.of(root, placed.get(root)) in wanted]

@@ -1,0 +1,82 @@
+"""The engine: `apply(state, event) -> (state, commands)`, with no I/O, clock or randomness.
+
+Time comes in with each event (`at`); ids are derived from what the events carry; retry
+waits are hashed, not drawn. So replaying the journal rebuilds exactly the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from workflow_manager.engine.commands import Command, JobDuplicate, JobRejected, Refused
+from workflow_manager.engine.events import (
+    CancelRequested,
+    Event,
+    JobArchived,
+    JobsHandedOver,
+    JobSubmitted,
+    RetryRequested,
+    SchedulePaused,
+    SignalReceived,
+    StepReplied,
+    TimerFired,
+)
+from workflow_manager.engine.handover import hand_over
+from workflow_manager.engine.state import EngineState
+from workflow_manager.engine.transition import Transition
+
+__all__ = ["apply", "replay"]
+
+_EVENTS = (
+    JobSubmitted,
+    StepReplied,
+    TimerFired,
+    CancelRequested,
+    RetryRequested,
+    SchedulePaused,
+    SignalReceived,
+    JobArchived,
+    JobsHandedOver,
+)
+
+
+def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]:
+    """Apply one event: update `state` in place and return it with the commands to carry out.
+
+    Unless the event was refused or rejected, the first command is its `Subject`.
+    """
+    if not isinstance(event, _EVENTS):
+        raise TypeError(f"not an engine event: {event!r}")
+    if isinstance(event, JobsHandedOver):
+        return state, hand_over(state, event.roots)
+    transition = Transition(state, event.at)
+    if isinstance(event, JobSubmitted):
+        transition.submit(event)
+    elif isinstance(event, StepReplied):
+        transition.reply(event)
+    elif isinstance(event, TimerFired):
+        transition.timer_fired(event.key)
+    elif isinstance(event, CancelRequested):
+        transition.cancel(event.job_id)
+    elif isinstance(event, RetryRequested):
+        transition.retry(event.job_id)
+    elif isinstance(event, SignalReceived):
+        transition.signal(event)
+    elif isinstance(event, SchedulePaused):
+        transition.pause_schedule(event)
+        return state, transition.commands
+    else:
+        transition.archive(event.job_id)
+        return state, transition.commands
+    transition.drain()
+    commands = transition.commands
+    if not (commands and isinstance(commands[0], JobRejected | JobDuplicate | Refused)):
+        commands.insert(0, transition.subject)
+    return state, commands
+
+
+def replay(state: EngineState, events: Iterable[Event]) -> EngineState:
+    """Rebuild state by applying `events` in order; the commands were carried out already."""
+    for event in events:
+        apply(state, event)
+    return state

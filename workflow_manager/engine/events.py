@@ -1,0 +1,150 @@
+"""Events: what happened, as the engine's input. Time and ids always come in with them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Event",
+    "JobSubmitted",
+    "StepReplied",
+    "TimerFired",
+    "CancelRequested",
+    "RetryRequested",
+    "SignalReceived",
+    "JobArchived",
+    "SchedulePaused",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class JobSubmitted:
+    """Someone asked for a job: by trigger message, HTTP, or the CLI.
+
+    `definition` pins the job to a workflow version by content hash; None means the current
+    definition of `workflow`. `reply_to` is where the outcome notice goes, if anywhere.
+    `trace_id` is the job's W3C trace (None: one derived from the job id, as for a submission
+    journaled before jobs had traces); `trace_parent` the submitter's span, if it sent one.
+    `not_before` delays the start to that time (unix seconds); None or a past time: now.
+    `priority` (0-9, higher first) orders the job wherever the manager holds work back.
+    `schedule` names the workflow's schedule whose firing this is (None: not a firing).
+    `partition` is where a partitioned manager placed the job (`workflow_manager.engine.placement`):
+    the job and its children stay there; None when unpartitioned (or placed by its id).
+    """
+
+    job_id: str
+    workflow: str
+    payload: Any
+    at: float
+    reply_to: str | None = None
+    definition: str | None = None
+    trace_id: str | None = None
+    trace_parent: str | None = None
+    not_before: float | None = None
+    priority: int = 0
+    meta: dict[str, Any] | None = None  # the trigger's `x-meta`: context for every request
+    schedule: str | None = None
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepReplied:
+    """A worker answered `step` of `job_id`: the raw body, its `x-error` and `x-attempt` headers.
+
+    The job id is as the reply's correlation id wrote it (any letter case). `redelivered`: the
+    broker delivered this message before, unacked; a copy of the reply a step already counted
+    is ignored then (`workflow_manager.engine.redelivery`).
+    """
+
+    job_id: str
+    step: str
+    body: bytes
+    at: float
+    error: str | None = None
+    attempt: int | None = None
+    meta_patch: str | None = None  # the reply's `x-meta-patch` header, as sent (JSON text)
+    redelivered: bool = False
+
+    @property
+    def correlation_id(self) -> str:
+        """The reply's correlation id, `<job-id>:<step>`, for messages about it."""
+        return f"{self.job_id}:{self.step}"
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    """A timer the engine asked for (StartTimer) has come due."""
+
+    key: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequested:
+    """Someone asked to cancel a job (HTTP DELETE, or the CLI)."""
+
+    job_id: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RetryRequested:
+    """Someone asked to run a failed job again from where it failed."""
+
+    job_id: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SignalReceived:
+    """A signal for `step` of `job_id` (HTTP, the signals queue, the CLI): its JSON object
+    `payload` completes a waiting step (`wait: true`), or is kept until the step is reached."""
+
+    job_id: str
+    step: str
+    payload: Any
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobArchived:
+    """A settled top-level job's final snapshot is in the journal: memory may let it go.
+
+    Not journaled itself: it changes nothing a replay of a running job could need.
+    """
+
+    job_id: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobsHandedOver:
+    """Another manager runs the job trees of `roots` from now on (their partition was given
+    up): memory lets them go. Not journaled: their rows stay for the manager that takes them."""
+
+    roots: tuple[str, ...]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulePaused:
+    """Someone paused (`paused`) or resumed schedule `schedule` of `workflow`: journaled."""
+
+    workflow: str
+    schedule: str
+    paused: bool
+    at: float
+
+
+Event = (
+    JobSubmitted
+    | StepReplied
+    | TimerFired
+    | CancelRequested
+    | RetryRequested
+    | SignalReceived
+    | JobArchived
+    | JobsHandedOver
+    | SchedulePaused
+)

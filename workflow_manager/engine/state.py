@@ -1,0 +1,357 @@
+"""The engine's state: every job, its steps, and the workflow definitions they run.
+
+Plain dataclasses, updated in place by `workflow_manager.engine.apply` so each event costs O(1)
+rather than a copy of the world. Two states built from the same events compare equal.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from workflow_manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
+from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
+
+__all__ = [
+    "ENDED_STATUSES",
+    "MAX_PRIORITY",
+    "Rank",
+    "Slots",
+    "JobStatus",
+    "StepStatus",
+    "StepRun",
+    "ParentLink",
+    "CompensationRun",
+    "Compensation",
+    "Job",
+    "EngineState",
+]
+
+MAX_PRIORITY = 9
+"""Job priorities run from 0 (the default) to this; higher goes first."""
+
+
+class JobStatus(StrEnum):
+    """Where a job is in its life."""
+
+    QUEUED = "queued"  # held back by a concurrency limit until a slot is free
+    SCHEDULED = "scheduled"  # a delayed start: it exists, and starts at its `start_at`
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ENDED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
+"""The statuses of a job that has ended (its on_error / on_cancel steps may still run)."""
+
+
+class StepStatus(StrEnum):
+    """Where one step of a job is in its life."""
+
+    PENDING = "pending"  # not reached yet: waiting on its depends (or its job's start)
+    WAITING = "waiting"  # a `wait: true` step, reached: waiting for its signal
+    QUEUED = "queued"  # ready, held back by the step's concurrency limit
+    RUNNING = "running"
+    RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
+    COMPLETED = "completed"
+    FAILED = "failed"
+    COMPENSATING = "compensating"  # completed; its job ended and its compensation runs now
+    COMPENSATED = "compensated"  # completed, then undone by its compensation
+    SKIPPED = "skipped"  # its `when` was false: no request, output {}, dependents go on
+    RECOVERED = "recovered"  # it failed, and its fallback's output became its own
+
+    @property
+    def is_done(self) -> bool:
+        """True for a step its dependents may go on from: completed, skipped or recovered."""
+        return self in _DONE
+
+
+_DONE = frozenset(
+    {
+        StepStatus.COMPLETED,
+        StepStatus.SKIPPED,
+        StepStatus.RECOVERED,
+        StepStatus.COMPENSATING,
+        StepStatus.COMPENSATED,
+    }
+)
+
+
+Rank = tuple[int, float, str]
+"""The order held-back work starts in: higher priority first, then oldest, then by id."""
+
+
+@dataclass(slots=True)
+class Slots:
+    """One concurrency limit: who holds its slots, and who waits for one, best first.
+
+    A holder is a job id (job limits) or `<job id>:<step>` (step limits); a holder still
+    queued has a slot reserved and its start timer running.
+    """
+
+    limit: int
+    holders: set[str] = field(default_factory=set)
+    waiting: list[Rank] = field(default_factory=list)
+
+    @property
+    def free(self) -> int:
+        """Slots neither held nor reserved."""
+        return self.limit - len(self.holders)
+
+    def wait(self, rank: Rank) -> None:
+        """Join the waiting list in rank order."""
+        bisect.insort(self.waiting, rank)
+
+    def leave(self, rank: Rank) -> None:
+        """Leave the waiting list, if on it."""
+        index = bisect.bisect_left(self.waiting, rank)
+        if index < len(self.waiting) and self.waiting[index] == rank:
+            del self.waiting[index]
+
+
+@dataclass(slots=True)
+class StepRun:
+    """One step of one job: its input, output and, for a task step, its children."""
+
+    spec: Step
+    waiting_on: int
+    status: StepStatus = StepStatus.PENDING
+    attempt: int = 0
+    # Attempts made before the current round: a job retry starts a new round with the step's
+    # full retry budget, while attempt numbers keep counting up.
+    round_start: int = 0
+    input: dict[str, Any] | None = None
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    dispatched_at: float | None = None  # when the latest attempt was sent
+    queued_at: float | None = None  # when the step's concurrency limit last held it back
+    # Task steps only: child ids in element order, their results as they finish, and how
+    # many are still out, so that each child's completion is O(1).
+    children: list[str] | None = None
+    child_results: list[dict[str, Any] | None] | None = None
+    children_left: int = 0
+    next_child: int = 0  # children started so far (in element order; at most max_in_flight run)
+    failed_items: list[dict[str, Any]] | None = (
+        None  # children accepted as failed (max_failed_items)
+    )
+    recovers: str | None = None  # a fallback's run: the step whose failure it answers
+    # The digest of the last reply that failed an attempt: a redelivered copy of it is no
+    # second failure (`workflow_manager.engine.redelivery`).
+    counted_reply: bytes | None = None
+    # Workflows with `compensate` only: the compensations of each child that finished, in the
+    # order they finished (a completed child leaves memory; what undoing it needs stays here).
+    child_plans: list[list[CompensationRun]] | None = None
+
+    @property
+    def name(self) -> str:
+        """The step's name."""
+        return self.spec.name
+
+
+@dataclass(frozen=True, slots=True)
+class ParentLink:
+    """Where a child job's result goes: the parent job, its task step, and the element index."""
+
+    job_id: str
+    step: str
+    index: int
+
+
+@dataclass(slots=True)
+class CompensationRun:
+    """One compensation to run: it undoes `step` of job `job_id` (the job or one of its children).
+
+    `task` names the flow the step is in (None: the workflow's main steps). `status` is the
+    compensation's own: waiting, running, retrying, completed or failed.
+    """
+
+    job_id: str
+    task: str | None
+    step: str
+    spec: HandlerStep
+    policy: StepPolicy
+    input: dict[str, Any]
+    output: dict[str, Any]
+    status: StepStatus = StepStatus.PENDING
+    attempt: int = 0
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    dispatched_at: float | None = None
+    was: StepStatus = StepStatus.COMPLETED  # the step's status before: it returns if undo fails
+    counted_reply: bytes | None = None  # as StepRun's: the last reply that failed an attempt
+
+    @property
+    def name(self) -> str:
+        """The compensation's name."""
+        return self.spec.name
+
+    @property
+    def correlation_id(self) -> str:
+        """`<job>:<compensation name>`: its requests' correlation id, distinct from the step's."""
+        return f"{self.job_id}:{self.spec.name}"
+
+
+@dataclass(slots=True)
+class Compensation:
+    """A failed or cancelled job undoing its completed steps, one at a time, newest first.
+
+    `reason` is failed or cancelled, `error` what the compensation workers are told; then the
+    `then` branch (on_error / on_cancel) runs with `then_input`.
+    """
+
+    runs: list[CompensationRun]
+    reason: str
+    error: dict[str, Any]
+    then: str
+    then_input: dict[str, Any]
+    current: int = 0
+
+    @property
+    def is_done(self) -> bool:
+        """True once every compensation has completed or failed for good."""
+        return self.current >= len(self.runs)
+
+
+@dataclass(slots=True)
+class Job:
+    """A running or finished job: a workflow (or, for a child job, a task) applied to a payload."""
+
+    id: str
+    workflow: Workflow
+    flow: Flow
+    payload: dict[str, Any]
+    submitted_at: float
+    steps: dict[str, StepRun]
+    steps_left: int
+    parent: ParentLink | None = None
+    status: JobStatus = JobStatus.RUNNING
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    finished_at: float | None = None
+    reply_to: list[str] = field(default_factory=list)
+    # The on_error / on_cancel steps, once the job has failed or been cancelled: they run in
+    # the same job (their StepRuns join `steps`), and the job is settled when none is left.
+    branch: str | None = None
+    branch_input: dict[str, Any] | None = None
+    branch_left: int = 0
+    # The top-level job's id, kept when the job is made: every command of a child names it,
+    # and walking up the parents for each would cost as much as the rest of the event.
+    root_id: str = ""
+    # The W3C trace the job is part of (a child's is its top-level job's), and the span its own
+    # span hangs from: the submitter's, or for a child its task step's.
+    trace_id: str = ""
+    trace_parent: str | None = None
+    # A delayed start (`x-delay`, `?not_before=`): when the job starts; None for one that
+    # started when it was submitted.
+    start_at: float | None = None
+    # Workflows with `unique`: the key this job holds (canonical JSON of the key's value).
+    unique_key: str | None = None
+    # Signals for waiting steps not reached yet, by step: each completes its step when reached.
+    signals: dict[str, dict[str, Any]] | None = None
+    # 0-9, higher first: a child's is its top-level job's. Orders held-back work; rides on requests.
+    priority: int = 0
+    # The concurrency limits a top-level job counts against (`EngineState.scopes` keys), and
+    # since when it has been queued for them.
+    scopes: tuple[str, ...] = ()
+    queued_at: float | None = None
+    # The job's metadata (a top-level job's: its children read it from there), or None.
+    meta: dict[str, Any] | None = None
+    # Workflows with `compensate` only: main steps in the order they completed, and, once the
+    # job failed or was cancelled with completed steps to undo, its compensations.
+    done_order: list[str] | None = None
+    compensation: Compensation | None = None
+    # Partitioned: the partition the top-level job was placed in at submission (a child's is
+    # its top-level job's); None when unpartitioned, or for a job placed by its id long ago.
+    partition: int | None = None
+
+    @property
+    def is_running(self) -> bool:
+        """True until the job completes, fails or is cancelled."""
+        return self.status is JobStatus.RUNNING
+
+    @property
+    def is_settled(self) -> bool:
+        """True once the job has ended, its compensations and on_error / on_cancel steps done."""
+        return (
+            self.status in ENDED_STATUSES
+            and self.branch_left == 0
+            and (self.compensation is None or self.compensation.is_done)
+        )
+
+    def is_live(self, step: str) -> bool:
+        """True while `step` may still run: the job runs, or the step is in its running branch."""
+        return self.is_running or (self.branch_left > 0 and step not in self.flow.step_index)
+
+    def flow_of(self, step: str) -> Flow:
+        """The flow a step of this job belongs to: the job's own, or its running branch."""
+        if step in self.flow.step_index or self.branch is None:
+            return self.flow
+        return self.workflow.branches[self.branch]
+
+    def __repr__(self) -> str:
+        done = len(self.steps) - self.steps_left
+        return f"<Job {self.id[:8]} {self.flow.name} {self.status} {done}/{len(self.steps)} steps>"
+
+
+@dataclass(slots=True)
+class EngineState:
+    """All jobs by id, and every workflow definition a job may be pinned to (by content hash)."""
+
+    definitions: dict[str, Workflow]
+    current: dict[str, str]
+    jobs: dict[str, Job] = field(default_factory=dict)
+    timers: dict[str, float] = field(default_factory=dict)  # key -> due (unix seconds)
+    # Completed children dropped from memory (their parent keeps the result, the journal their
+    # row), id -> top-level job id, until their top-level job leaves memory: a new job may not
+    # take one of these ids. `gone_by_root` lists them per top-level job, so forgetting that job
+    # forgets them too.
+    gone: dict[str, str] = field(default_factory=dict)
+    gone_by_root: dict[str, list[str]] = field(default_factory=dict)
+    # Workflows with `unique`: (workflow name, key) -> the unfinished job that holds the key.
+    unique: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Concurrency limits: of top-level jobs, by scope (`workflow_manager.engine.admission`), and of
+    # steps' outstanding requests, by step (`workflow_manager.engine.gates`); created on first use.
+    scopes: dict[str, Slots] = field(default_factory=dict)
+    gates: dict[str, Slots] = field(default_factory=dict)
+    max_running_jobs: int | None = None  # all top-level jobs together (serve --max-running-jobs)
+    # The most bytes of input a fan-out may copy into its children (serve --max-fanout-bytes).
+    max_fanout_bytes: int = DEFAULT_MAX_FANOUT_BYTES
+    # `<workflow>/<schedule>` -> the id of the latest job that schedule started (overlap rule).
+    schedule_runs: dict[str, str] = field(default_factory=dict)
+    # `<workflow>/<schedule>` of each paused schedule: its firings start no job.
+    schedules_paused: set[str] = field(default_factory=set)
+    # The correlation id of each compensation in flight -> the job compensating: its reply may
+    # name a completed child that has left memory.
+    compensating: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_workflows(
+        cls,
+        workflows: Mapping[str, Workflow],
+        pinned: Iterable[Workflow] = (),
+        max_running_jobs: int | None = None,
+        max_fanout_bytes: int = DEFAULT_MAX_FANOUT_BYTES,
+    ) -> EngineState:
+        """A fresh state serving `workflows`; `pinned` adds older versions running jobs use."""
+        definitions = {wf.content_hash: wf for wf in pinned}
+        definitions.update({wf.content_hash: wf for wf in workflows.values()})
+        current = {name: wf.content_hash for name, wf in workflows.items()}
+        return cls(
+            definitions=definitions,
+            current=current,
+            max_running_jobs=max_running_jobs,
+            max_fanout_bytes=max_fanout_bytes,
+        )
+
+    def workflow(self, name: str, definition: str | None = None) -> Workflow | None:
+        """The definition a job of `name` runs: the pinned hash if given, else the current one."""
+        key = definition if definition is not None else self.current.get(name)
+        wf = self.definitions.get(key) if key is not None else None
+        return wf if wf is not None and wf.name == name else None

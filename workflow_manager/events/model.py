@@ -1,0 +1,239 @@
+"""Run events: what changed in a run, as `GET /api/events` and the broker exchange tell it. Pure.
+
+Each committed event's commands become zero or more `RunEvent`s, in the engine's order:
+
+    JobScheduled           job.scheduled                    status scheduled, start_at
+    JobQueued              job.queued                       status queued (a concurrency limit)
+    StepWaiting            step.waiting                     status waiting
+    StepSignalled          step.signalled                   status completed, or kept (early)
+    JobStarted             job.started                      status running
+    JobFinished            job.completed|failed|cancelled   status as the job ended
+    Dispatch               step.dispatched                  status running, attempt
+    StepFinished           step.completed|retrying|failed   status, attempt, reason on failure
+                           step.skipped                     status skipped (its `when` was false)
+                           step.recovered                   status recovered (by its fallback)
+    JobCompensating        job.compensating                 status compensating, reason
+    StepCompensation       step.compensating|compensated    the step being undone; status
+                           step.compensation_failed         failed, reason: the message
+A compensation's own requests and attempts are steps too (step.dispatched, step.completed...),
+named by the compensation's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workflow_manager.engine import (
+    Command,
+    Dispatch,
+    JobCompensating,
+    JobFinished,
+    JobQueued,
+    JobScheduled,
+    JobStarted,
+    StepCompensation,
+    StepFinished,
+    StepSignalled,
+    StepWaiting,
+)
+
+__all__ = ["RunEvent", "EVENT_TYPES", "run_events"]
+
+EVENT_TYPES = (
+    "job.scheduled",
+    "job.queued",
+    "job.started",
+    "job.completed",
+    "job.failed",
+    "job.cancelled",
+    "step.dispatched",
+    "step.completed",
+    "step.failed",
+    "step.retrying",
+    "step.skipped",
+    "step.recovered",
+    "job.compensating",
+    "step.compensating",
+    "step.compensated",
+    "step.compensation_failed",
+    "step.waiting",
+    "step.signalled",
+)
+_STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
+_COMPENSATION_TYPES = {
+    "compensating": "step.compensating",
+    "compensated": "step.compensated",
+    "failed": "step.compensation_failed",
+}
+
+
+@dataclass(slots=True)
+class RunEvent:
+    """One change in a run. `workflow` is the top-level workflow's name (children's too);
+    `parent` is set for a child job's own job events. `seq` and `id` are the hub's numbering."""
+
+    type: str
+    job: str
+    root: str
+    workflow: str
+    at: float
+    step: str | None = None
+    attempt: int | None = None
+    status: str | None = None
+    reason: str | None = None
+    parent: str | None = None
+    start_at: float | None = None
+    seq: int = 0
+    id: str = ""
+
+    def __repr__(self) -> str:
+        where = f" step={self.step}" if self.step else ""
+        return f"<RunEvent {self.id} {self.type} job={self.job}{where}>"
+
+    @property
+    def is_job_event(self) -> bool:
+        """True for job.* events."""
+        return self.type.startswith("job.")
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as the stream and the exchange send it; keys that do not apply are left out."""
+        body: dict[str, Any] = {
+            "type": self.type,
+            "job": self.job,
+            "root": self.root,
+            "workflow": self.workflow,
+        }
+        if self.parent is not None:
+            body["parent"] = self.parent
+        if self.step is not None:
+            body["step"] = self.step
+        if self.attempt is not None:
+            body["attempt"] = self.attempt
+        if self.status is not None:
+            body["status"] = self.status
+        if self.reason is not None:
+            body["reason"] = self.reason
+        if self.start_at is not None:
+            body["start_at"] = self.start_at
+        body["at"] = self.at
+        return body
+
+
+def _event_time(commands: Sequence[Command], default: float) -> float:
+    """When the event happened: the first command that says (a Dispatch alone does not)."""
+    for command in commands:
+        at = getattr(command, "at", None)
+        if isinstance(at, float | int):
+            return float(at)
+    return default
+
+
+def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
+    """The run events of one committed event's commands, in order; `now` dates a bare Dispatch."""
+    out: list[RunEvent] = []
+    at: float | None = None
+    for command in commands:
+        kind = type(command)
+        if kind is Dispatch:
+            if at is None:
+                at = _event_time(commands, now)
+            out.append(
+                RunEvent(
+                    "step.dispatched",
+                    command.job_id,
+                    command.root_id,
+                    command.workflow,
+                    at,
+                    command.step,
+                    command.attempt,
+                    "running",
+                )  # fmt: skip
+            )
+        elif kind is StepFinished:
+            out.append(
+                RunEvent(
+                    _STEP_TYPES.get(command.outcome, f"step.{command.outcome}"),
+                    command.job_id,
+                    command.root_id,
+                    command.workflow,
+                    command.at,
+                    command.step,
+                    command.attempt,
+                    command.outcome,
+                    command.reason if command.outcome != "completed" else None,
+                )  # fmt: skip
+            )
+        elif kind is JobStarted:
+            out.append(
+                RunEvent(
+                    "job.started",
+                    command.job_id,
+                    command.root_id,
+                    command.workflow,
+                    command.at,
+                    status="running",
+                    parent=command.parent_id,
+                )  # fmt: skip
+            )
+        elif kind is JobScheduled:
+            out.append(
+                RunEvent(
+                    "job.scheduled",
+                    command.job_id,
+                    command.job_id,
+                    command.workflow,
+                    command.at,
+                    status="scheduled",
+                    start_at=command.start_at,
+                )  # fmt: skip
+            )
+        elif kind is StepWaiting or kind is StepSignalled:
+            status = "waiting" if kind is StepWaiting else "kept" if command.kept else "completed"
+            out.append(
+                RunEvent(
+                    "step.waiting" if kind is StepWaiting else "step.signalled", command.job_id,
+                    command.root_id, command.workflow, command.at, command.step, status=status,
+                )  # fmt: skip
+            )
+        elif kind is JobCompensating:
+            out.append(
+                RunEvent(
+                    "job.compensating", command.job_id, command.root_id, command.workflow,
+                    command.at, status="compensating", reason=command.reason,
+                )  # fmt: skip
+            )
+        elif kind is StepCompensation:
+            out.append(
+                RunEvent(
+                    _COMPENSATION_TYPES[command.outcome], command.job_id, command.root_id,
+                    command.workflow, command.at, command.step, status=command.outcome,
+                    reason=command.message,
+                )  # fmt: skip
+            )
+        elif kind is JobQueued:
+            out.append(
+                RunEvent(
+                    "job.queued",
+                    command.job_id,
+                    command.job_id,
+                    command.workflow,
+                    command.at,
+                    status="queued",
+                )
+            )
+        elif kind is JobFinished:
+            status = str(command.status)
+            out.append(
+                RunEvent(
+                    f"job.{status}",
+                    command.job_id,
+                    command.root_id,
+                    command.workflow,
+                    command.at,
+                    status=status,
+                    parent=command.parent_id,
+                )  # fmt: skip
+            )
+    return out

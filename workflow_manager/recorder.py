@@ -1,0 +1,457 @@
+"""Between the engine and the journal: what an applied event writes and sends, and back.
+
+`record` turns an event and its commands into one journal `Batch` (the inbound row first,
+then job rows and outbound rows in command order; a child job's row only when it ends) and
+the messages to publish. It reads the commands alone, never the engine's state: each command
+carries what its rows need. `to_event` turns a replayable row back into the engine event it
+came from, and `pending_message` a journaled outbound row back into its message, so recovery
+applies and sends exactly what the live manager did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflow_manager.engine import (
+    CancelRequested,
+    Command,
+    Dispatch,
+    Event,
+    Ignored,
+    JobDuplicate,
+    JobFinished,
+    JobQueued,
+    JobRejected,
+    JobScheduled,
+    JobStarted,
+    JobSubmitted,
+    NotifyOutcome,
+    Refused,
+    RetryRequested,
+    ScheduleFired,
+    SchedulePaused,
+    SchedulePauseSet,
+    SignalReceived,
+    StepReplied,
+    StepWaiting,
+    Subject,
+    TimerFired,
+    jsontext,
+    outcome_body,
+    timers,
+)
+from workflow_manager.engine.traceids import step_span_id, traceparent
+from workflow_manager.journal import Batch, EventKind, EventRow, JobRow
+from workflow_manager.transport.message import (
+    Outbound,
+    duplicate_notice,
+    outcome_notice,
+    step_request,
+)
+
+__all__ = [
+    "Record",
+    "record",
+    "to_event",
+    "pending_message",
+    "finished_notice",
+    "rejection_notice",
+    "duplicate_reason",
+    "schedule_journal_id",
+    "fired_journal_id",
+    "ReplyQueue",
+]
+
+_REJECTED = "rejected"
+# The queue replies come back on; partitioned, a function of (top-level job id, its partition).
+ReplyQueue = str | Callable[[str, int | None], str]
+
+
+@dataclass(slots=True)
+class Record:
+    """What one applied event writes (`batch`) and sends (`outbound`, after or during the commit).
+
+    `rejected` / `refused` hold the engine's refusal, if it refused the event: then nothing is
+    journaled. `ended` holds the rows of jobs that ended, to serve reads until they are committed.
+    `fired`: the job a schedule's firing started, if it started one.
+    """
+
+    batch: Batch = field(default_factory=Batch)
+    outbound: list[Outbound] = field(default_factory=list)
+    rejected: JobRejected | None = None
+    refused: Refused | None = None
+    duplicate: JobDuplicate | None = None
+    ended: list[JobRow] = field(default_factory=list)
+    fired: ScheduleFired | None = None
+
+
+def record(event: Event, commands: Iterable[Command], reply_queue: ReplyQueue) -> Record:
+    """The journal batch and the outbound messages of an applied event, from its commands.
+
+    `reply_queue` names the queue replies come back on, or (partitioned) is a function of the
+    top-level job's id and its partition that names it. The batch and its job rows carry the
+    partition of the event's job tree (its `Subject`'s).
+    """
+    result = Record()
+    events, outbound = result.batch.events, result.outbound
+    at = event.at
+    for command in commands:
+        if isinstance(command, Subject):
+            result.batch.partition = command.partition
+            events.append(_inbound(event, command))
+        elif isinstance(command, Dispatch):
+            row, message = _dispatch(at, command, reply_queue)
+            events.append(row)
+            outbound.append(message)
+        elif isinstance(command, NotifyOutcome):
+            row, message = _notice(
+                at, command.reply_to, command.job_id, command.root_id, command.status, command.body
+            )
+            events.append(row)
+            outbound.append(message)
+        elif isinstance(command, JobStarted | JobScheduled | JobQueued | JobFinished | StepWaiting):
+            _job_rows(command, result)
+        elif isinstance(command, Ignored):
+            meta = {"subject": command.subject, "reason": command.reason}
+            events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
+        elif isinstance(command, SchedulePauseSet):
+            events.append(_schedule_row(command))
+        elif isinstance(command, ScheduleFired):
+            result.fired = command
+            events.append(_fired_row(command))
+        elif isinstance(command, JobRejected | Refused | JobDuplicate):
+            _refusal(command, result)
+    return result
+
+
+def schedule_journal_id(workflow: str, schedule: str) -> str:
+    """Where a schedule's pause and resume rows are filed in the journal (their job_id)."""
+    return f"schedule:{workflow}/{schedule}"
+
+
+def fired_journal_id(workflow: str, schedule: str) -> str:
+    """Where the rows of the jobs a schedule's firings started are filed (their job_id)."""
+    return f"{schedule_journal_id(workflow, schedule)}:fired"
+
+
+def _fired_row(command: ScheduleFired) -> EventRow:
+    """The record of the job a firing started: the schedule's last job, after a restart too."""
+    job_id = fired_journal_id(command.workflow, command.schedule)
+    meta = {"job": command.job_id}
+    return EventRow(at=command.at, kind=EventKind.FIRED, job_id=job_id, meta=meta)
+
+
+def _schedule_row(command: SchedulePauseSet) -> EventRow:
+    """The replayed row of a schedule paused or resumed."""
+    meta = {"workflow": command.workflow, "schedule": command.schedule, "paused": command.paused}
+    job_id = schedule_journal_id(command.workflow, command.schedule)
+    return EventRow(at=command.at, kind=EventKind.SCHEDULE, job_id=job_id, meta=meta)
+
+
+def _refusal(command: JobRejected | Refused | JobDuplicate, result: Record) -> None:
+    """An event the engine did not take: nothing is journaled; a trigger's sender is told."""
+    if isinstance(command, JobRejected):
+        result.rejected = command
+        if command.reply_to:
+            notice = rejection_notice(command.reply_to, command.job_id, command.reason)
+            result.outbound.append(notice)
+    elif isinstance(command, Refused):
+        result.refused = command
+    else:
+        result.duplicate = command
+        if command.reply_to:
+            result.outbound.append(_duplicate(command, command.reply_to))
+
+
+def duplicate_reason(command: JobDuplicate) -> str:
+    """Why a trigger started no job: which unfinished job has its unique key."""
+    return (
+        f"job {command.existing} of workflow '{command.workflow}' has the unique key "
+        f"{command.key} and has not finished; no second job starts until it has"
+    )
+
+
+def _duplicate(command: JobDuplicate, reply_to: str) -> Outbound:
+    """The `duplicate` answer to a trigger: the reason, and the job that has the key."""
+    body = jsontext.dumps({"error": duplicate_reason(command), "job": command.existing})
+    return duplicate_notice(reply_to, command.job_id, command.existing, body)
+
+
+def rejection_notice(reply_to: str, job_id: str | None, reason: str) -> Outbound:
+    """Why a trigger was refused, for its `reply_to`. Not journaled: the trigger is acked after."""
+    body = jsontext.dumps({"error": reason})
+    return outcome_notice(reply_to, job_id or "", _REJECTED, body, None)
+
+
+def finished_notice(row: JobRow, reply_to: str, at: float) -> tuple[Batch, Outbound]:
+    """The outcome notice of a job that ended and left memory, for a trigger naming it again:
+    its batch (in the job's partition) and message."""
+    body = outcome_body(row.status, row.result, row.error)
+    entry, notice = _notice(at, reply_to, row.id, row.root_id, row.status, body)
+    return Batch(events=[entry], partition=row.partition), notice
+
+
+def _inbound(event: Event, subject: Subject) -> EventRow:
+    job_id, root_id = subject.job_id, subject.root_id
+    if isinstance(event, StepReplied):
+        meta: dict[str, Any] = {} if event.error is None else {"error": event.error}
+        if event.meta_patch is not None:
+            meta["meta_patch"] = event.meta_patch
+        if event.redelivered:
+            # Replay must see it too: the engine ignores a redelivered copy of a counted reply.
+            meta["redelivered"] = True
+        return EventRow(
+            at=event.at, kind=EventKind.REPLIED, job_id=event.job_id, root_id=root_id,
+            step=event.step, attempt=event.attempt, body=event.body, meta=meta,
+        )  # fmt: skip
+    if isinstance(event, JobSubmitted):
+        return EventRow(
+            at=event.at, kind=EventKind.SUBMITTED, job_id=job_id, root_id=root_id,
+            body=jsontext.dumps(event.payload), meta=_submission(event),
+        )  # fmt: skip
+    if isinstance(event, TimerFired):
+        step, attempt = _timer_step(event.key)
+        return EventRow(
+            at=event.at, kind=EventKind.TIMER, job_id=job_id, root_id=root_id, step=step,
+            attempt=attempt, meta={"key": event.key},
+        )  # fmt: skip
+    if isinstance(event, SignalReceived):
+        return EventRow(
+            at=event.at, kind=EventKind.SIGNAL, job_id=job_id, root_id=root_id, step=event.step,
+            body=jsontext.dumps(event.payload), meta={"id": event.job_id},
+        )  # fmt: skip
+    if isinstance(event, CancelRequested | RetryRequested):
+        kind = EventKind.CANCEL if isinstance(event, CancelRequested) else EventKind.RETRY
+        meta = {"id": event.job_id}
+        return EventRow(at=event.at, kind=kind, job_id=job_id, root_id=root_id, meta=meta)
+    raise TypeError(f"{type(event).__name__} is not journaled")
+
+
+def _submission(event: JobSubmitted) -> dict[str, Any]:
+    """What a submission row keeps besides the payload: only what was given."""
+    meta: dict[str, Any] = {"id": event.job_id, "workflow": event.workflow}
+    optional = {
+        "reply_to": event.reply_to or None,
+        "definition": event.definition or None,
+        "trace": event.trace_id or None,
+        "trace_parent": event.trace_parent or None,
+        "not_before": event.not_before,
+        "priority": event.priority or None,
+        "meta": event.meta,
+        "schedule": event.schedule,
+        "partition": event.partition,
+    }
+    meta.update((key, value) for key, value in optional.items() if value is not None)
+    return meta
+
+
+def _timer_step(key: str) -> tuple[str | None, int | None]:
+    parsed = timers.parse(key)
+    return (parsed.step, parsed.attempt) if parsed else (None, None)
+
+
+def _dispatch(at: float, command: Dispatch, reply_queue: ReplyQueue) -> tuple[EventRow, Outbound]:
+    body = jsontext.dumps(command.body)
+    if not isinstance(reply_queue, str):
+        reply_queue = reply_queue(command.root_id, command.partition)
+    trace = None
+    if command.trace_id:
+        span = step_span_id(command.job_id, command.step, command.attempt)
+        trace = traceparent(command.trace_id, span)
+    message = step_request(
+        command.queue, body, command.correlation_id, reply_queue, command.workflow,
+        command.attempt, command.message_id, trace, command.priority, command.meta,
+    )  # fmt: skip
+    row = EventRow(
+        at=at, kind=EventKind.DISPATCHED, job_id=command.job_id, root_id=command.root_id,
+        step=command.step, attempt=command.attempt, body=body, meta=_stored(message),
+        msg_id=message.message_id,
+    )  # fmt: skip
+    return row, message
+
+
+def _notice(
+    at: float, reply_to: str, job_id: str, root_id: str, status: str, body: dict[str, Any]
+) -> tuple[EventRow, Outbound]:
+    message = outcome_notice(
+        reply_to, job_id, str(status), jsontext.dumps(body), f"notice:{job_id}:{reply_to}"
+    )
+    row = EventRow(
+        at=at, kind=EventKind.NOTIFIED, job_id=job_id, root_id=root_id, body=message.body,
+        meta=_stored(message), msg_id=message.message_id,
+    )  # fmt: skip
+    return row, message
+
+
+def _stored(message: Outbound) -> dict[str, Any]:
+    """How the journal keeps an outbound message's addressing (read back by `pending_message`)."""
+    meta: dict[str, Any] = {
+        "queue": message.queue, "cid": message.correlation_id, "headers": dict(message.headers)
+    }  # fmt: skip
+    if message.reply_to:
+        meta["reply_to"] = message.reply_to
+    if message.priority:
+        meta["priority"] = message.priority
+    return meta
+
+
+def pending_message(row: EventRow) -> Outbound:
+    """The message a journaled outbound row holds, to publish again."""
+    meta = row.meta
+    return Outbound(
+        queue=meta["queue"],
+        body=row.body or b"",
+        correlation_id=meta.get("cid"),
+        reply_to=meta.get("reply_to"),
+        headers=meta.get("headers") or {},
+        message_id=row.msg_id,
+        step_request=row.kind == EventKind.DISPATCHED,
+        priority=meta.get("priority", 0),
+    )
+
+
+def _started(command: JobStarted, batch: Batch) -> None:
+    if command.parent_id is not None:
+        # A child job is written once, when it ends: a fan-out of N children would otherwise
+        # cost 3N more rows. Its messages (dispatched, replied) are journaled as any step's,
+        # and while it runs it is in memory, where the API reads it.
+        return
+    batch.jobs.append(_open_row(command, command.root_id, "running", batch.partition))
+    _job_event(batch, command, EventKind.STARTED, {"flow": command.flow})
+
+
+def _job_rows(
+    command: JobStarted | JobScheduled | JobQueued | JobFinished | StepWaiting, result: Record
+) -> None:
+    """The rows saying where a job is: started, waiting to start, waiting for a signal, ended."""
+    if isinstance(command, JobStarted):
+        _started(command, result.batch)
+    elif isinstance(command, StepWaiting):
+        if command.job_id != command.root_id:
+            result.batch.events.append(_child_waiting(command))
+    elif isinstance(command, JobFinished):
+        result.ended.append(_finished(command, result.batch))
+    else:
+        _waiting(command, result.batch)
+
+
+def _child_waiting(command: StepWaiting) -> EventRow:
+    """The row of a child job's step that waits for a signal. The signal may reach any manager,
+    which finds the child's partition from this row when the child has journaled nothing else."""
+    return EventRow(
+        at=command.at, kind=EventKind.WAITING, job_id=command.job_id, root_id=command.root_id,
+        step=command.step,
+    )  # fmt: skip
+
+
+def _waiting(command: JobScheduled | JobQueued, batch: Batch) -> None:
+    """The row of a job waiting to start (scheduled or queued: recovery brings it back), and
+    its event: when it starts, or which concurrency limits it waits for."""
+    if isinstance(command, JobScheduled):
+        batch.jobs.append(_open_row(command, command.job_id, "scheduled", batch.partition))
+        _job_event(batch, command, EventKind.SCHEDULED, {"start_at": command.start_at})
+        return
+    batch.jobs.append(_open_row(command, command.job_id, "queued", batch.partition))
+    meta = {"scopes": list(command.scopes), "priority": command.priority}
+    _job_event(batch, command, EventKind.QUEUED, meta)
+
+
+def _job_event(
+    batch: Batch, command: JobStarted | JobScheduled | JobQueued, kind: str, meta: dict[str, Any]
+) -> None:
+    """A top-level job's journal row saying what happened to it (read, never replayed)."""
+    batch.events.append(
+        EventRow(at=command.at, kind=kind, job_id=command.job_id, root_id=command.job_id, meta=meta)
+    )
+
+
+def _open_row(
+    command: JobStarted | JobScheduled | JobQueued, root_id: str, status: str, partition: int | None
+) -> JobRow:
+    """The row of a top-level job that has not ended (it is replaced when it ends)."""
+    return JobRow(
+        id=command.job_id, root_id=root_id, parent_id=None, workflow=command.workflow,
+        definition=command.definition, flow=command.flow, status=status,
+        submitted_at=command.submitted_at, finished_at=None, payload=command.payload,
+        partition=partition,
+    )  # fmt: skip
+
+
+def _finished(command: JobFinished, batch: Batch) -> JobRow:
+    snapshot = command.snapshot
+    row = JobRow(
+        id=command.job_id, root_id=command.root_id, parent_id=command.parent_id,
+        workflow=command.workflow, definition=command.definition, flow=command.flow,
+        status=str(command.status), submitted_at=command.submitted_at,
+        finished_at=snapshot["finished_at"], payload=command.payload, result=command.result,
+        error=command.error, snapshot=snapshot, partition=batch.partition,
+    )  # fmt: skip
+    batch.jobs.append(row)
+    if command.parent_id is None:
+        meta: dict[str, Any] = {"status": str(command.status)}
+        if command.error:
+            meta["error"] = command.error
+        batch.events.append(
+            EventRow(
+                at=command.at,
+                kind=EventKind.FINISHED,
+                job_id=command.job_id,
+                root_id=command.root_id,
+                meta=meta,
+            )  # fmt: skip
+        )
+    return row
+
+
+def to_event(row: EventRow) -> Event:
+    """The engine event a replayable row records (see `REPLAYED_KINDS`)."""
+    meta = row.meta
+    if row.kind == EventKind.SUBMITTED:
+        return JobSubmitted(
+            job_id=meta["id"],
+            workflow=meta["workflow"],
+            payload=jsontext.loads(row.body or b"{}"),
+            at=row.at,
+            reply_to=meta.get("reply_to"),
+            definition=meta.get("definition"),
+            # None in a journal from before jobs had traces: the engine derives one.
+            trace_id=meta.get("trace"),
+            trace_parent=meta.get("trace_parent"),
+            not_before=meta.get("not_before"),
+            priority=meta.get("priority", 0),
+            meta=meta.get("meta"),
+            schedule=meta.get("schedule"),
+            partition=meta.get("partition"),
+        )
+    if row.kind == EventKind.REPLIED and row.job_id and row.step:
+        return StepReplied(
+            job_id=row.job_id,
+            step=row.step,
+            body=row.body or b"",
+            at=row.at,
+            error=meta.get("error"),
+            attempt=row.attempt,
+            meta_patch=meta.get("meta_patch"),
+            redelivered=bool(meta.get("redelivered")),
+        )
+    if row.kind == EventKind.TIMER:
+        return TimerFired(key=meta["key"], at=row.at)
+    if row.kind == EventKind.CANCEL:
+        return CancelRequested(job_id=meta["id"], at=row.at)
+    if row.kind == EventKind.RETRY:
+        return RetryRequested(job_id=meta["id"], at=row.at)
+    if row.kind == EventKind.SIGNAL and row.step:
+        payload = jsontext.loads(row.body or b"{}")
+        return SignalReceived(job_id=meta["id"], step=row.step, payload=payload, at=row.at)
+    if row.kind == EventKind.SCHEDULE and row.job_id:
+        # Rows from before they named their schedule in meta: the job_id does.
+        workflow, _, schedule = row.job_id.removeprefix("schedule:").partition("/")
+        return SchedulePaused(
+            workflow=meta.get("workflow", workflow),
+            schedule=meta.get("schedule", schedule),
+            paused=bool(meta.get("paused")),
+            at=row.at,
+        )
+    raise ValueError(f"journal row {row.seq} of kind '{row.kind}' is not an engine event")

@@ -1,0 +1,287 @@
+"""The RabbitMQ `Transport`: one robust connection, declared queues, confirmed publishes, consumers.
+
+aio-pika and aiormq exceptions stop here and become `BrokerError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import aiormq
+from aio_pika import ExchangeType
+from aio_pika.abc import (
+    AbstractChannel,
+    AbstractIncomingMessage,
+    AbstractQueue,
+    AbstractRobustConnection,
+)
+
+from pyworker.outage import Outage, connect, quiet_disconnect_noise
+from workflow_manager.errors import BrokerError
+from workflow_manager.transport.acks import Acker
+from workflow_manager.transport.deadletter import dead_letter
+from workflow_manager.transport.errors import AMQP_ERRORS, broker_errors
+from workflow_manager.transport.message import Delivery, Outbound
+from workflow_manager.transport.protocol import Handler
+
+__all__ = ["Broker", "mask_url"]
+
+log = logging.getLogger(__name__)
+
+_DROPPED_ACKS = "acks dropped (RabbitMQ delivers those messages again)"
+
+BasicProperties = aiormq.spec.Basic.Properties  # pamqp's, as aiormq exports it
+_PERSISTENT = 2  # delivery mode: written to disk by the broker
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password hidden, for logs and errors."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    user = creds.split(":", 1)[0]
+    return f"{scheme}{sep}{user}:***@{host}"
+
+
+class Broker:
+    """A connection to RabbitMQ that reconnects by itself, restoring queues and consumers."""
+
+    def __init__(self, url: str, prefetch: int) -> None:
+        self.url = url
+        self.prefetch = prefetch
+        self._connection: AbstractRobustConnection | None = None
+        self._publish_channel: AbstractChannel | None = None
+        self._event_channel: AbstractChannel | None = None
+        self._consume_channel: AbstractChannel | None = None
+        self._consumers: list[tuple[AbstractQueue, str]] = []
+        self._closed = False
+        # Queues that exist with arguments of their owner's: used as they are, never declared.
+        self._as_found: set[str] = set()
+        # One WARNING when an outage starts, one INFO when it ends (with what was held back).
+        self.outage = Outage("RabbitMQ connection", logger=log)
+        self._acker = Acker(on_dropped=lambda count: self.outage.held(_DROPPED_ACKS, count))
+
+    def __repr__(self) -> str:
+        return f"<Broker {mask_url(self.url)}>"
+
+    @property
+    def connected(self) -> bool:
+        """True while connected with channels, queues and consumers in place (not reconnecting)."""
+        return self._connection is not None and self.outage.connected
+
+    @property
+    def down_for_s(self) -> float | None:
+        """Seconds since the connection was lost, None while connected (0 before connecting)."""
+        if self._connection is None:
+            return 0.0
+        return self.outage.down_for_s
+
+    async def wait_connected(self) -> None:
+        """Return once the connection is back (at once while connected): an event, not a poll.
+
+        BrokerError once closed: nothing waiting would ever be sent (a caller that retried at
+        once would spin the event loop instead).
+        """
+        if self._closed:
+            raise BrokerError("the connection to RabbitMQ was closed")
+        await self.outage.wait_connected()
+
+    def held(self, kind: str, count: int = 1) -> None:
+        """Count something held back by an outage, for the line that ends it."""
+        self.outage.held(kind, count)
+
+    async def connect(self, timeout_s: float = 10.0) -> None:
+        """Open the connection and its channels; BrokerError when the broker cannot be reached."""
+        quiet_disconnect_noise()  # the Outage logs one line per outage instead of aio-pika's
+        name = f"workflow-manager {socket.gethostname()} pid={os.getpid()}"
+        try:
+            self._connection = await connect(
+                self.url, name=name, outage=self.outage, timeout_s=timeout_s
+            )
+            # Separate channels: consumer flow control never holds up publishing, and the
+            # publish channel confirms every message and raises on unroutable ones.
+            self._publish_channel = await self._connection.channel(
+                publisher_confirms=True, on_return_raises=True
+            )
+            self._consume_channel = await self._connection.channel()
+            await self._consume_channel.set_qos(prefetch_count=self.prefetch)
+            # Run events go out best effort on a channel of their own with no confirms: a
+            # confirmed publish costs twice the CPU, and the journal, not the events, is the truth.
+            self._event_channel = await self._connection.channel(publisher_confirms=False)
+        except AMQP_ERRORS as exc:
+            await self.close()
+            raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(self.url)}: {exc}") from exc
+
+    def watch(self, on_restored: Callable[[], Awaitable[None]]) -> None:
+        """Await `on_restored()` after each reconnect (channels, queues and consumers are back)."""
+        connection = self._connection
+        if connection is None:
+            raise BrokerError("not connected to RabbitMQ; call connect() first")
+
+        async def restored(_sender: Any) -> None:
+            await on_restored()
+
+        connection.reconnect_callbacks.add(restored)
+
+    async def declare(self, queues: Iterable[str]) -> None:
+        """Declare durable queues with no extra arguments, as workers do.
+
+        A queue its owner declared with other arguments (e.g. `x-max-priority`) is used as it
+        is: declaring it again would close the channel with PRECONDITION_FAILED.
+        """
+        channel = self._require(self._consume_channel)
+        for name in dict.fromkeys(queues):
+            if name in self._as_found or not await self._declarable(name):
+                continue
+            with broker_errors(f"cannot declare queue '{name}'"):
+                await channel.declare_queue(name, durable=True)
+
+    async def _declarable(self, name: str) -> bool:
+        """Try the declaration on a throwaway plain channel: False when the queue differs."""
+        connection = self._require_connection()
+        with broker_errors(f"cannot declare queue '{name}'"):
+            probe = await connection.transport.connection.channel()
+            try:
+                await probe.queue_declare(name, durable=True)
+            except aiormq.exceptions.ChannelPreconditionFailed as exc:
+                self._as_found.add(name)
+                log.info(
+                    "queue '%s' exists with other arguments; using it as it is (%s)", name, exc
+                )
+                return False
+            finally:
+                if not probe.is_closed:
+                    await probe.close()
+        return True
+
+    async def declare_exchange(self, name: str) -> None:
+        """Declare a durable topic exchange; the robust channel declares it again on reconnect."""
+        channel = self._require(self._publish_channel)
+        with broker_errors(f"cannot declare exchange '{name}'"):
+            await channel.declare_exchange(name, ExchangeType.TOPIC, durable=True)
+
+    async def consume(self, queue: str, handler: Handler) -> None:
+        """Deliver messages of `queue` to `handler`, which must `ack()` each one it is done with."""
+        channel = self._require(self._consume_channel)
+        acker = self._acker
+
+        async def deliver(message: AbstractIncomingMessage) -> None:
+            acker.received(message)
+            await handler(
+                Delivery(
+                    queue,
+                    message.body,
+                    message.correlation_id,
+                    message.reply_to,
+                    message.headers or {},
+                    message.message_id,
+                    message,
+                    bool(message.redelivered),
+                )  # fmt: skip
+            )
+
+        with broker_errors(f"cannot consume from queue '{queue}'"):
+            # Declared (not fetched passively) so the robust channel restores it on reconnect.
+            declared = await channel.declare_queue(queue, durable=True)
+            tag = await declared.consume(deliver)
+        self._consumers.append((declared, tag))
+
+    def ack(self, delivery: Delivery) -> None:
+        """Ack a consumed message (sent at the end of this loop tick, with the others due)."""
+        self._acker.ack(delivery.handle)
+
+    def requeue(self, delivery: Delivery) -> None:
+        """Give a delivery back to its queue (a nack with requeue, in order with the acks)."""
+        self._acker.requeue(delivery.handle)
+
+    async def stop_consuming(self, queue: str | None = None) -> None:
+        """Cancel the consumer of `queue` (None: every consumer); messages in hand are still
+        acked normally."""
+        consumers = [c for c in self._consumers if queue is None or c[0].name == queue]
+        self._consumers = [c for c in self._consumers if c not in consumers]
+        for queue_, tag in consumers:
+            try:
+                await queue_.cancel(tag)
+            except AMQP_ERRORS as exc:
+                log.debug("cancelling consumer %s failed: %s", tag, exc)
+
+    async def publish(self, message: Outbound) -> None:
+        """Publish a persistent JSON message and wait for its confirm.
+
+        On the default exchange it must reach a queue (else `Unroutable`); on a named
+        `exchange` (run events) it need not.
+        """
+        await self._publish(self._require(self._publish_channel), message)
+
+    async def publish_unconfirmed(self, message: Outbound) -> None:
+        """Publish to `message.exchange` without waiting for a confirm (run events)."""
+        await self._publish(self._require(self._event_channel), message)
+
+    async def _publish(self, channel: AbstractChannel, message: Outbound) -> None:
+        routing_key = message.queue
+        exchange = message.exchange
+        # Straight to aiormq: an aio_pika.Message per publish costs more CPU than the rest of
+        # aio-pika's publish path, and these messages need none of what it adds.
+        properties = BasicProperties(
+            content_type="application/json",
+            delivery_mode=_PERSISTENT,
+            correlation_id=message.correlation_id,
+            reply_to=message.reply_to,
+            message_id=message.message_id,
+            headers=dict(message.headers),
+            priority=message.priority or None,
+        )
+        target = f"exchange '{exchange}'" if exchange else f"queue '{routing_key}'"
+        if channel.is_closed:
+            raise BrokerError(f"publishing to {target} failed: the channel is closed")
+        with broker_errors(
+            f"publishing to {target} failed",
+            returned=f"no queue '{routing_key}' exists; the message came back",
+        ):
+            underlay = await channel.get_underlay_channel()
+            await underlay.basic_publish(
+                message.body,
+                exchange=exchange,
+                routing_key=routing_key,
+                properties=properties,
+                mandatory=not exchange,
+            )
+
+    async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
+        """Publish a copy of `delivery` (all its properties) to `queue`, with why and from where."""
+        channel = self._require(self._publish_channel)
+        copy = dead_letter(delivery.handle, reason, delivery.queue, time.time())
+        with broker_errors(
+            f"publishing to queue '{queue}' failed",
+            returned=f"no queue '{queue}' exists; the message came back",
+        ):
+            await channel.default_exchange.publish(copy, queue, mandatory=True)
+
+    async def close(self) -> None:
+        """Close the connection (and its channels)."""
+        self.outage.close()  # on purpose: no outage to report
+        self._closed = True
+        await self._acker.drain()
+        connection, self._connection = self._connection, None
+        self._publish_channel = self._consume_channel = self._event_channel = None
+        if connection is not None:
+            try:
+                await connection.close()
+            except AMQP_ERRORS as exc:
+                log.debug("closing the connection failed: %s", exc)
+
+    def _require_connection(self) -> AbstractRobustConnection:
+        if self._connection is None or self._connection.transport is None:
+            raise BrokerError("not connected to RabbitMQ; call connect() first")
+        return self._connection
+
+    def _require(self, channel: AbstractChannel | None) -> AbstractChannel:
+        if channel is None:
+            raise BrokerError("not connected to RabbitMQ; call connect() first")
+        return channel
