@@ -16,6 +16,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY workflow_manager ./workflow_manager
 COPY pyworker ./pyworker
+COPY amqp_outage ./amqp_outage
 RUN pip install . && rm -rf build *.egg-info
 
 COPY workflows.yaml ./workflows.yaml

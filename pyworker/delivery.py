@@ -19,10 +19,10 @@ from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryError, PublishError
 from pydantic import ValidationError
 
+from amqp_outage import is_disconnect
 from pyworker.context import StepContext
 from pyworker.errors import ProtocolError, StepError
 from pyworker.handlers import StepHandler
-from pyworker.outage import is_disconnect
 from pyworker.protocol import (
     CONTENT_TYPE,
     HEADER_ERROR,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pyworker.errors import SettingsError
@@ -93,7 +94,9 @@ class WorkerSettings:
 
     def replace(self, **changes: object) -> WorkerSettings:
         """A copy with `changes` applied (and validated); `None` values are ignored."""
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+        # Any: the values are only known to be fields' values once __post_init__ has checked them.
+        kept: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
+        return dataclasses.replace(self, **kept)
 
     def __repr__(self) -> str:
         url = mask_url(self.amqp_url) if self.amqp_url else "<from environment>"

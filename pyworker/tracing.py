@@ -54,11 +54,12 @@ class HandlerSpans:
     @contextlib.contextmanager
     def span(self, ctx: StepContext) -> Iterator[None]:
         """Run the body inside the handler's span (no span without OpenTelemetry)."""
-        if not self.active:
+        tracer = self._tracer
+        if tracer is None or not self.active:
             yield
             return
         carrier = {"traceparent": ctx.traceparent} if ctx.traceparent else {}
-        attributes = {
+        attributes: dict[str, str | int] = {
             "messaging.system": "rabbitmq",
             "messaging.operation": "process",
             "messaging.destination.name": ctx.queue,
@@ -68,7 +69,7 @@ class HandlerSpans:
         }
         if ctx.workflow:
             attributes["workflow"] = ctx.workflow
-        with self._tracer.start_as_current_span(
+        with tracer.start_as_current_span(
             f"process {ctx.queue}",
             context=self._propagator.extract(carrier),
             kind=otel_trace.SpanKind.CONSUMER,

@@ -23,11 +23,11 @@ from aio_pika.abc import (
 )
 from aio_pika.exceptions import AMQPError
 
+from amqp_outage import Outage, ReconnectSettingsError, connect, quiet_disconnect_noise
 from pyworker.delivery import handle_delivery
 from pyworker.draining import InFlight, wait_until_idle
 from pyworker.errors import BrokerError, SettingsError, StepDefinitionError, WorkerStateError
 from pyworker.handlers import StepHandler, check_queue_name, inspect_handler
-from pyworker.outage import Outage, connect, quiet_disconnect_noise
 from pyworker.settings import (
     WorkerSettings,
     mask_url,
@@ -57,7 +57,7 @@ class _State(enum.Enum):
 class Worker:
     """Serves step handlers: consumes each step's queue and replies to the manager.
 
-    It rides out broker outages: it reconnects promptly by itself (`pyworker.outage`), logs one
+    It rides out broker outages: it reconnects promptly by itself (`amqp_outage`), logs one
     line when the connection is lost and one when it is back, and leaves the requests an
     outage interrupted to RabbitMQ's redelivery.
 
@@ -234,6 +234,8 @@ class Worker:
                 f"cannot connect to RabbitMQ at {mask_url(url)}: {exc or type(exc).__name__} "
                 "(is it running? set the URL with --amqp-url or $AMQP_URL)"
             ) from exc
+        except ReconnectSettingsError as exc:  # the URL's ?reconnect_interval=
+            raise SettingsError(f"AMQP URL {mask_url(url)}: {exc}") from exc
         self._connection.close_callbacks.add(self._on_connection_lost)
         self._connection.reconnect_callbacks.add(self._on_reconnected)
         sync_steps = sum(not h.is_async for h in handlers)

@@ -38,7 +38,7 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
 fi
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  apt_install nodejs npm || echo "setup: Node.js missing; the JS worker test will be skipped" >&2
+  apt_install nodejs npm || echo "setup: Node.js missing; the JS worker and UI JavaScript tests will be skipped" >&2
 fi
 if ! command -v go >/dev/null 2>&1 \
   || [ ! -f /usr/share/gocode/src/github.com/rabbitmq/amqp091-go/go.mod ] \
@@ -52,8 +52,9 @@ if [ ! -x /usr/bin/chromium ]; then
   apt_install chromium || echo "setup: Chromium missing; the web UI tests will be skipped" >&2
 fi
 if command -v npm >/dev/null 2>&1; then
-  # jsworker and the example's JavaScript worker: their locked dependencies, from the registry.
-  for dir in jsworker examples/word-counts/js; do
+  # jsworker, the example's JavaScript worker and the web UI's lint and tests (ui-tests: ESLint):
+  # their locked dependencies, from the registry.
+  for dir in jsworker examples/word-counts/js ui-tests; do
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || {
       echo "setup: npm ci failed in $dir" >&2
       exit 1

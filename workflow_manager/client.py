@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import aio_pika
 import httpx
@@ -30,6 +30,7 @@ __all__ = [
     "Outcome",
     "api_headers",
     "submit_job",
+    "submit_over_api",
     "follow_job",
     "fetch_job",
     "control_job",
@@ -90,6 +91,72 @@ async def submit_job(
         if reply_queue is None:
             return None
         return await _await_outcome(reply_queue, job_id, on_progress, progress_every_s)
+
+
+_ENDED = ("completed", "failed", "cancelled")
+# While waiting over HTTP, the job is read again this often even if its event stream is quiet
+# (a stream that ended, a proxy that buffers it): the wait cannot hang on a lost event.
+_RECHECK_S = 1.0
+
+
+async def submit_over_api(
+    api_url: str,
+    workflow: str,
+    payload: dict[str, Any],
+    job_id: str,
+    *,
+    wait: bool = False,
+    on_progress: Callable[[dict[str, Any]], Awaitable[Any]] | None = None,
+    priority: int = 0,
+    delay_s: float | None = None,
+    meta: dict[str, Any] | None = None,
+    api_token: str | None = None,
+) -> Outcome | None:
+    """Start a job with `POST /api/workflow/{name}` on the manager at `api_url`; with `wait`,
+    follow it until it ends and return how (as an outcome message would say it).
+
+    The way to start a job on a manager known by its URL: its queue name does not matter.
+    """
+    params: dict[str, Any] = {"id": job_id}
+    if priority:
+        params["priority"] = priority
+    if delay_s is not None:
+        params["delay"] = delay_s
+    if meta is not None:
+        params["meta"] = json.dumps(meta)
+    path = f"/api/workflow/{quote(workflow, safe='')}?{urlencode(params)}"
+    if not wait:
+        await _call(api_url, "POST", path, api_token, payload)
+        return None
+    ended = asyncio.Event()
+    final: dict[str, Any] = {}
+
+    async def check() -> None:
+        job = await fetch_job(api_url, job_id, api_token)
+        if on_progress is not None:
+            await on_progress(job)
+        if job.get("status") in _ENDED:
+            final.update(job)
+            ended.set()
+
+    opened = asyncio.Event()
+    follower = asyncio.create_task(follow_job(api_url, job_id, check, opened, 0.25, api_token))
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(opened.wait(), 5.0)  # no event of the job falls before it
+        await _call(api_url, "POST", path, api_token, payload)
+        while not ended.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ended.wait(), _RECHECK_S)
+            if not ended.is_set():
+                await check()
+    finally:
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+    status = str(final["status"])
+    body = final.get("result") or {} if status == "completed" else {"error": final.get("error")}
+    return Outcome(job_id, status, body)
 
 
 async def _await_outcome(
@@ -215,7 +282,8 @@ async def _call(
         with contextlib.suppress(ValueError):
             raise ManagerError(response.json().get("error", response.text))
         raise ManagerError(f"{url} answered {response.status_code}: {response.text[:200]}")
-    return response.json()
+    answer: dict[str, Any] = response.json()  # every route of the API answers an object
+    return answer
 
 
 def progress_line(job: dict[str, Any]) -> str:

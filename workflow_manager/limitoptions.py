@@ -60,7 +60,8 @@ class LimitError(ManagerError):
 
 
 def _default(field: str) -> str:
-    value = DEFAULT_LIMITS[field]
+    defaults: Mapping[str, object] = DEFAULT_LIMITS  # looked up by a field name known at run time
+    value = defaults[field]
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

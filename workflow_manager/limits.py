@@ -6,11 +6,14 @@ CLI can show them in `--help` without loading the broker's client.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
 
 __all__ = [
     "DEFAULT_JSON_DEPTH",
     "DEFAULT_LIMITS",
+    "Limits",
     "MAX_MESSAGE_BYTES",
 ]
 
@@ -20,7 +23,25 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 DEFAULT_JSON_DEPTH = 128
 """JSON nested deeper than this (objects and lists inside each other) is refused at the edge."""
 
-DEFAULT_LIMITS: dict[str, float | int] = {
+
+class Limits(TypedDict):
+    """The limits by settings field, each with the type of its field."""
+
+    max_message_bytes: int
+    max_json_depth: int
+    max_fanout_bytes: int
+    max_body_bytes: int
+    max_header_bytes: int
+    max_url_bytes: int
+    idle_timeout_s: float
+    request_timeout_s: float
+    max_connections: int
+    max_event_streams: int
+    session_ttl_s: float
+    login_attempts_per_minute: int
+
+
+DEFAULT_LIMITS: Limits = {
     "max_message_bytes": MAX_MESSAGE_BYTES,
     "max_json_depth": DEFAULT_JSON_DEPTH,
     "max_fanout_bytes": DEFAULT_MAX_FANOUT_BYTES,

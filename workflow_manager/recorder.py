@@ -4,8 +4,9 @@
 then job rows and outbound rows in command order; a child job's row only when it ends) and
 the messages to publish. It reads the commands alone, never the engine's state: each command
 carries what its rows need. `to_event` turns a replayable row back into the engine event it
-came from, and `pending_message` a journaled outbound row back into its message, so recovery
-applies and sends exactly what the live manager did.
+came from, and `pending_message` a journaled outbound row back into its message (both in
+`workflow_manager.recovered`, re-exported here), so recovery applies and sends exactly what
+the live manager did.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from workflow_manager.engine import (
     Refused,
     RetryRequested,
     ScheduleFired,
-    SchedulePaused,
     SchedulePauseSet,
     SignalReceived,
     StepReplied,
@@ -44,6 +44,9 @@ from workflow_manager.engine import (
 )
 from workflow_manager.engine.traceids import step_span_id, traceparent
 from workflow_manager.journal import Batch, EventKind, EventRow, JobRow
+
+# Rows back into what they record; here too, for the stages that read both ways.
+from workflow_manager.recovered import pending_message, to_event
 from workflow_manager.transport.message import (
     Outbound,
     duplicate_notice,
@@ -297,21 +300,6 @@ def _stored(message: Outbound) -> dict[str, Any]:
     return meta
 
 
-def pending_message(row: EventRow) -> Outbound:
-    """The message a journaled outbound row holds, to publish again."""
-    meta = row.meta
-    return Outbound(
-        queue=meta["queue"],
-        body=row.body or b"",
-        correlation_id=meta.get("cid"),
-        reply_to=meta.get("reply_to"),
-        headers=meta.get("headers") or {},
-        message_id=row.msg_id,
-        step_request=row.kind == EventKind.DISPATCHED,
-        priority=meta.get("priority", 0),
-    )
-
-
 def _started(command: JobStarted, batch: Batch) -> None:
     if command.parent_id is not None:
         # A child job is written once, when it ends: a fan-out of N children would otherwise
@@ -403,55 +391,3 @@ def _finished(command: JobFinished, batch: Batch) -> JobRow:
             )  # fmt: skip
         )
     return row
-
-
-def to_event(row: EventRow) -> Event:
-    """The engine event a replayable row records (see `REPLAYED_KINDS`)."""
-    meta = row.meta
-    if row.kind == EventKind.SUBMITTED:
-        return JobSubmitted(
-            job_id=meta["id"],
-            workflow=meta["workflow"],
-            payload=jsontext.loads(row.body or b"{}"),
-            at=row.at,
-            reply_to=meta.get("reply_to"),
-            definition=meta.get("definition"),
-            # None in a journal from before jobs had traces: the engine derives one.
-            trace_id=meta.get("trace"),
-            trace_parent=meta.get("trace_parent"),
-            not_before=meta.get("not_before"),
-            priority=meta.get("priority", 0),
-            meta=meta.get("meta"),
-            schedule=meta.get("schedule"),
-            partition=meta.get("partition"),
-        )
-    if row.kind == EventKind.REPLIED and row.job_id and row.step:
-        return StepReplied(
-            job_id=row.job_id,
-            step=row.step,
-            body=row.body or b"",
-            at=row.at,
-            error=meta.get("error"),
-            attempt=row.attempt,
-            meta_patch=meta.get("meta_patch"),
-            redelivered=bool(meta.get("redelivered")),
-        )
-    if row.kind == EventKind.TIMER:
-        return TimerFired(key=meta["key"], at=row.at)
-    if row.kind == EventKind.CANCEL:
-        return CancelRequested(job_id=meta["id"], at=row.at)
-    if row.kind == EventKind.RETRY:
-        return RetryRequested(job_id=meta["id"], at=row.at)
-    if row.kind == EventKind.SIGNAL and row.step:
-        payload = jsontext.loads(row.body or b"{}")
-        return SignalReceived(job_id=meta["id"], step=row.step, payload=payload, at=row.at)
-    if row.kind == EventKind.SCHEDULE and row.job_id:
-        # Rows from before they named their schedule in meta: the job_id does.
-        workflow, _, schedule = row.job_id.removeprefix("schedule:").partition("/")
-        return SchedulePaused(
-            workflow=meta.get("workflow", workflow),
-            schedule=meta.get("schedule", schedule),
-            paused=bool(meta.get("paused")),
-            at=row.at,
-        )
-    raise ValueError(f"journal row {row.seq} of kind '{row.kind}' is not an engine event")

@@ -1,18 +1,18 @@
 """The requests of the HTTP API and the CLI (and the scheduler's firings) to the orchestrator.
 
-`ApiRequests` is a part of `workflow_manager.orchestrator.Orchestrator`: submit a job, fire, pause
-or ask about a schedule, find a job (in memory, ended in the journal, or run by another manager),
-cancel, retry or signal one. Each request becomes an engine event run through the same
-pipeline as a delivery (`Orchestrator._process`); the errors it raises are the API's
-(`SubmitError`s, `JobNotFound`, `JobConflict`, `NotOwner`).
+`ApiRequests`: submit a job, fire, pause or ask about a schedule, find a job (in memory, ended in
+the journal, or run by another manager), cancel, retry or signal one. Each request becomes an
+engine event run through the same pipeline as a delivery (`Pipeline.process`); the few changes
+of memory a request makes outside it are the pipeline's named ones (`Pipeline.replay_for_retry`,
+`let_go`, `catch_up`). The errors it raises are the API's (`SubmitError`s, `JobNotFound`,
+`JobConflict`, `NotOwner`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from workflow_manager.config import Workflow
@@ -20,15 +20,12 @@ from workflow_manager.config.schedules import Schedule
 from workflow_manager.engine import (
     CancelRequested,
     EngineState,
-    Event,
     Job,
-    JobArchived,
     JobSubmitted,
     RetryRequested,
     SchedulePaused,
     SignalReceived,
     StepStatus,
-    apply,
     canonical_uuid,
     replay,
 )
@@ -46,7 +43,6 @@ from workflow_manager.errors import (
 )
 from workflow_manager.journal import JobRow, Journal
 from workflow_manager.recorder import (
-    Record,
     duplicate_reason,
     fired_journal_id,
     schedule_journal_id,
@@ -55,8 +51,9 @@ from workflow_manager.recorder import (
 from workflow_manager.traces import TraceParent, new_trace_id
 
 if TYPE_CHECKING:
+    from workflow_manager.cluster.ours import OurTrees
     from workflow_manager.cluster.ownership import Ownership
-    from workflow_manager.cluster.placement import Placement
+    from workflow_manager.pipeline import Pipeline
     from workflow_manager.settings import ManagerSettings
 
 __all__ = ["ApiRequests"]
@@ -74,26 +71,26 @@ class ApiRequests:
     """The API's requests of the orchestrator: jobs submitted, found, cancelled, retried and
     signalled; schedules fired, paused and asked about."""
 
-    # What this uses of the Orchestrator it is a part of (set there, or by PartitionRuns).
-    workflows: dict[str, Workflow]
-    settings: ManagerSettings
-    journal: Journal
-    ownership: Ownership | None
-    now: Callable[[], float]
-    _state: EngineState
-    _ended: dict[str, JobRow]
-    _placement: Placement | None
-    _process: Callable[[Event], Awaitable[tuple[Record, asyncio.Future[None]]]]
-    _change: Callable[[Callable[[], object], str], Awaitable[None]]
-    pinned: Callable[[JobSubmitted], JobSubmitted]
-    _new_job_id: Callable[[], str]
-    _runs_now: Callable[[], set[int]]
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        trees: OurTrees,
+        workflows: Mapping[str, Workflow],
+        settings: ManagerSettings,
+        journal: Journal,
+        clock: Callable[[], float],
+        ownership: Ownership | None = None,
+    ) -> None:
+        self.workflows = workflows
+        self._pipeline = pipeline
+        self._trees = trees
+        self._settings = settings
+        self._journal = journal
+        self._now = clock
+        self._ownership = ownership
 
-    if TYPE_CHECKING:  # PartitionRuns' (with defaults and keywords, which Callable cannot say)
-
-        async def _placed(self, event: JobSubmitted, named: bool) -> JobSubmitted: ...
-        def _owns(self, root_id: str, placed: int | None = None) -> bool: ...
-        def _require_owner(self, root_id: str, placed: int | None = None) -> None: ...
+    def __repr__(self) -> str:
+        return f"<ApiRequests workflows={len(self.workflows)}>"
 
     async def submit(
         self,
@@ -115,29 +112,30 @@ class ApiRequests:
         With a `not_before` later than now it is scheduled, and starts then.
         """
         chosen = job_id is not None  # a new id of ours cannot name an existing job
-        job_id = job_id if job_id is not None else self._new_job_id()
+        job_id = job_id if job_id is not None else self._trees.new_job_id()
         canonical = canonical_uuid(job_id)
         trace_id, parent = (trace.trace_id, trace.span_id) if trace else (new_trace_id(), None)
         submitted = JobSubmitted(
-            job_id, workflow, payload, self.now(), trace_id=trace_id, trace_parent=parent,
+            job_id, workflow, payload, self._now(), trace_id=trace_id, trace_parent=parent,
             priority=priority,
             not_before=not_before,
             meta=meta,
         )  # fmt: skip
-        submitted = await self._placed(self.pinned(submitted), chosen)
+        submitted = await self._trees.placed(self._pipeline.pinned(submitted), chosen)
         if canonical is not None and submitted.partition is not None:
-            self._require_owner(canonical, submitted.partition)
+            self._trees.require_owner(canonical, submitted.partition)
+        state = self._pipeline.state
         if (
             chosen
             and canonical is not None
             and (
-                canonical in self._state.jobs
-                or canonical in self._state.gone  # a completed child, its row maybe not yet written
+                canonical in state.jobs
+                or canonical in state.gone  # a completed child, its row maybe not yet written
                 or await self.finished_row(canonical) is not None
             )
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
-        result, sending = await self._process(submitted)
+        result, sending = await self._pipeline.process(submitted)
         if result.rejected is not None:
             rejected = result.rejected
             raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
@@ -149,15 +147,15 @@ class ApiRequests:
     async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
         """Submit a schedule's firing as job `job_id`; False when it starts no job (it ran
         already, or its previous job still runs and the schedule skips overlaps)."""
-        submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self.now())
-        event = dataclasses.replace(self.pinned(submitted), schedule=schedule.name)
-        event = await self._placed(event, named=True)
-        if not self._owns(job_id, event.partition):
+        submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self._now())
+        event = dataclasses.replace(self._pipeline.pinned(submitted), schedule=schedule.name)
+        event = await self._trees.placed(event, named=True)
+        if not self._trees.owns(job_id, event.partition):
             return False  # partitioned: the manager holding this firing's partition fires it
-        if job_id in self._state.jobs or await self.finished_row(job_id) is not None:
+        if job_id in self._pipeline.state.jobs or await self.finished_row(job_id) is not None:
             return False
         await self._catch_up_pause(workflow, schedule.name)
-        result, sending = await self._process(event)
+        result, sending = await self._pipeline.process(event)
         await sending
         return result.fired is not None and result.fired.job_id == job_id
 
@@ -165,28 +163,28 @@ class ApiRequests:
         """Partitioned: another manager may have paused or resumed the schedule since we
         replayed its rows; replay its latest pause or resume row into our engine too (it is
         committed: not journaled again), so our firing meets the state the journal has."""
-        if self.ownership is None:
+        if self._ownership is None:
             return
-        row = await self.journal.latest_row(schedule_journal_id(workflow, schedule))
+        row = await self._journal.latest_row(schedule_journal_id(workflow, schedule))
         if row is None:
             return
         event = to_event(row)
-        paused = f"{workflow}/{schedule}" in self._state.schedules_paused
+        paused = f"{workflow}/{schedule}" in self._pipeline.state.schedules_paused
         if isinstance(event, SchedulePaused) and event.paused != paused:
-            await self._change(lambda: apply(self._state, event), f"schedule {workflow}/{schedule}")
+            await self._pipeline.catch_up(event, f"schedule {workflow}/{schedule}")
 
     async def pause_schedule(self, workflow: str, schedule: str, paused: bool) -> None:
         """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one.
 
         Partitioned, a manager running no partition (a standby) cannot commit: NotOwner.
         """
-        if self.ownership is not None and not self._runs_now():
-            home = self.ownership.partitioning.of(schedule_journal_id(workflow, schedule))
+        if self._ownership is not None and not self._trees.runs_now():
+            home = self._ownership.partitioning.of(schedule_journal_id(workflow, schedule))
             raise NotOwner(
                 "this manager runs no partition now (a standby); ask one that does", home
             )
-        event = SchedulePaused(workflow, schedule, paused, self.now())
-        result, sending = await self._process(event)
+        event = SchedulePaused(workflow, schedule, paused, self._now())
+        result, sending = await self._pipeline.process(event)
         if result.refused is not None:
             raise JobNotFound(result.refused.reason)
         await sending
@@ -195,10 +193,10 @@ class ApiRequests:
     async def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
         """Whether a schedule is paused, and the job it last started: the journal's latest
         `fired` row (committed with its firing), so it survives a restart."""
-        row = await self.journal.latest_row(fired_journal_id(workflow, schedule))
+        row = await self._journal.latest_row(fired_journal_id(workflow, schedule))
         last_job = row.meta.get("job") if row is not None else None
         await self._catch_up_pause(workflow, schedule)
-        return f"{workflow}/{schedule}" in self._state.schedules_paused, last_job
+        return f"{workflow}/{schedule}" in self._pipeline.state.schedules_paused, last_job
 
     async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
         """A job in memory, or a finished one restored from its journal snapshot.
@@ -207,15 +205,15 @@ class ApiRequests:
         that manager's memory: NotOwner, so the API asks it; with `replay_foreign` (it cannot
         be asked now), the job as its committed journal rows make it.
         """
-        job = self._state.jobs.get(job_id)
+        job = self._pipeline.state.jobs.get(job_id)
         if job is not None:
             return job
-        row = self._ended.get(job_id) or await self.journal.job(job_id)
+        row = self._pipeline.ended.get(job_id) or await self._journal.job(job_id)
         if row is None or row.snapshot is None:
-            return None if self.ownership is None else await self._foreign(job_id, replay_foreign)
-        workflow = self._state.definitions.get(row.definition)
+            return None if self._ownership is None else await self._foreign(job_id, replay_foreign)
+        workflow = self._pipeline.state.definitions.get(row.definition)
         if workflow is None:
-            stored = await self.journal.definitions([row.definition])
+            stored = await self._journal.definitions([row.definition])
             if row.definition not in stored:
                 return None
             workflow = Workflow.model_validate_json(stored[row.definition][1])
@@ -226,39 +224,38 @@ class ApiRequests:
         runs its tree (with no partition when no job has that id here: a running child that
         has written nothing yet may be another manager's); with `replay_foreign`, the job as
         the journal has it instead."""
-        assert self._placement is not None
-        tree = await self._placement.tree_of(job_id)
+        tree = await self._trees.tree_of(job_id)
         if tree is None:
             if replay_foreign:
                 return None
             raise NotOwner(f"no job {job_id}", None)
-        if self._owns(*tree):
+        if self._trees.owns(*tree):
             return None
         if not replay_foreign:
-            self._require_owner(*tree)
+            self._trees.require_owner(*tree)
         return await self._replayed(tree[0], job_id)
 
     async def _replayed(self, root_id: str, job_id: str) -> Job | None:
         """A job of a tree another manager runs, as its committed journal rows make it:
         replayed through the same engine into a state of its own (ours is left alone)."""
-        stored = await self.journal.definitions()
+        stored = await self._journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
         state = EngineState.from_workflows(
-            self.workflows, pinned, self.settings.max_running_jobs, self.settings.max_fanout_bytes
+            self.workflows, pinned, self._settings.max_running_jobs, self._settings.max_fanout_bytes
         )
-        replay(state, map(to_event, await self.journal.replay_rows([root_id])))
+        replay(state, map(to_event, await self._journal.replay_rows([root_id])))
         return state.jobs.get(job_id)
 
     async def finished_row(self, job_id: str) -> JobRow | None:
         """The journal row of a job that has ended and left memory, if `job_id` names one."""
         canonical = canonical_uuid(job_id)
-        if canonical is None or canonical in self._state.jobs:
+        if canonical is None or canonical in self._pipeline.state.jobs:
             return None
-        return self._ended.get(canonical) or await self.journal.job(canonical)
+        return self._pipeline.ended.get(canonical) or await self._journal.job(canonical)
 
     async def workflow_jobs(self, name: str, finished_since: float) -> dict[str, list[str]]:
         """Top-level jobs of a workflow by status (finished ones since `finished_since`)."""
-        return await self.journal.workflow_jobs(name, finished_since)
+        return await self._journal.workflow_jobs(name, finished_since)
 
     async def cancel(self, job_id: str) -> Job:
         """Cancel a scheduled or running job; JobNotFound or JobConflict (it ended) otherwise."""
@@ -269,32 +266,32 @@ class ApiRequests:
             raise JobConflict(
                 f"job {canonical} is already {row.status}; only a running job can be cancelled"
             )
-        return await self._control(CancelRequested(canonical, self.now()))
+        return await self._control(CancelRequested(canonical, self._now()))
 
     async def retry(self, job_id: str) -> Job:
         """Run a failed job again from where it failed; JobNotFound or JobConflict otherwise."""
         canonical = canonical_uuid(job_id) or job_id
         await self._require_owner_of(canonical)
         row = await self.finished_row(canonical)
-        if row is not None and row.root_id not in self._state.jobs:
+        if row is not None and row.root_id not in self._pipeline.state.jobs:
             # It has left memory: replay its journal to bring it back, then retry it.
-            rows = await self.journal.replay_rows([row.root_id])
-            if row.root_id not in self._state.jobs:
-                await self._change(
-                    lambda: replay(self._state, map(to_event, rows)), f"retry of job {canonical}"
-                )
-        return await self._control(RetryRequested(canonical, self.now()))
+            rows = await self._journal.replay_rows([row.root_id])
+            if row.root_id not in self._pipeline.state.jobs:
+                await self._pipeline.replay_for_retry(rows, canonical)
+        return await self._control(RetryRequested(canonical, self._now()))
 
     async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
         """Signal a waiting step; returns "completed" (it was waiting) or "kept" (it will be,
         and completes when reached). JobNotFound or JobConflict (with why) otherwise."""
         canonical = canonical_uuid(job_id) or job_id
         await self._require_owner_of(canonical)
-        reason = await self._finished_reason(canonical)
+        reason = await self.finished_reason(canonical)
         if reason is not None:
             raise JobConflict(reason)
-        job = self._state.jobs.get(canonical)  # before: a job that completes leaves memory
-        result, sending = await self._process(SignalReceived(canonical, step, payload, self.now()))
+        # Read before: a job that completes leaves memory.
+        job = self._pipeline.state.jobs.get(canonical)
+        signalled = SignalReceived(canonical, step, payload, self._now())
+        result, sending = await self._pipeline.process(signalled)
         refused = result.refused
         if refused is not None or job is None:
             reason = refused.reason if refused else f"no job {canonical}"
@@ -307,30 +304,28 @@ class ApiRequests:
         """NotOwner unless `job_id`'s tree is ours (no read when unpartitioned or in memory);
         with no partition when no job has that id here (another manager may run it: a running
         child that has written nothing yet)."""
-        if self.ownership is None or job_id in self._state.jobs:
+        if self._ownership is None or job_id in self._pipeline.state.jobs:
             return
-        assert self._placement is not None
-        tree = await self._placement.tree_of(job_id)
+        tree = await self._trees.tree_of(job_id)
         if tree is None:
             raise NotOwner(f"no job {job_id}", None)
-        self._require_owner(*tree)
+        self._trees.require_owner(*tree)
 
     async def _control(self, event: CancelRequested | RetryRequested) -> Job:
-        job = self._state.jobs.get(event.job_id)  # before: a job that settles leaves memory
-        result, sending = await self._process(event)
+        job = self._pipeline.state.jobs.get(event.job_id)  # first: a settled job leaves memory
+        result, sending = await self._pipeline.process(event)
         refused = result.refused
         if refused is not None or job is None:
             if job is not None and job.parent is None:
                 # Brought back for a retry it cannot have: it goes again.
-                archived = JobArchived(job.id, self.now())
-                await self._change(lambda: apply(self._state, archived), f"job {job.id}")
+                await self._pipeline.let_go(job.id)
             reason = refused.reason if refused else f"no job {event.job_id}"
             kind = refused.kind if refused else "not-found"
             raise (JobNotFound if kind == "not-found" else JobConflict)(reason)
         await sending
         return job
 
-    async def _finished_reason(self, job_id: str) -> str | None:
+    async def finished_reason(self, job_id: str) -> str | None:
         """Why a signal cannot be for `job_id`: it ended and left memory; None when it did not."""
         row = await self.finished_row(job_id)
         return None if row is None else f"job {row.id} is already {row.status}"

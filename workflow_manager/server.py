@@ -182,7 +182,7 @@ async def serve(
         http=limited_protocol(http),
         h11_max_incomplete_event_size=http.max_header_bytes,  # request line and headers
         # Typed int, used as call_later's delay: a fraction of a second works too.
-        timeout_keep_alive=http.idle_timeout_s,
+        timeout_keep_alive=http.idle_timeout_s,  # type: ignore[arg-type]  # (see above)
         # X-Forwarded-Proto/-For believed only from --forwarded-allow-ips (none by default:
         # uvicorn's own default trusts loopback, where any local process could claim HTTPS
         # or another client address, the login throttle's key).
@@ -190,7 +190,7 @@ async def serve(
         forwarded_allow_ips=http.forwarded_allow_ips or "",
     )
     server = _Server(config)
-    http = asyncio.create_task(server.serve(sockets=[sock]), name="http")
+    serving = asyncio.create_task(server.serve(sockets=[sock]), name="http")
     access = "; every route but the probes needs the API token" if api_token else ""
     log.info("serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access)
     waiter = asyncio.create_task(stop.wait())
@@ -198,9 +198,9 @@ async def serve(
     failure: BaseException | None = None
     while running is not None:
         failed = asyncio.create_task(running.orchestrator.failed.wait())
-        await asyncio.wait({http, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({serving, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
         failed.cancel()
-        if stop.is_set() or http.done() or not running.rejoins:
+        if stop.is_set() or serving.done() or not running.rejoins:
             break
         log.warning("rejoining as a standby: %s", running.orchestrator.failure)
         metrics.rejoined(rejoin_cause(running.orchestrator.failure))
@@ -215,7 +215,7 @@ async def serve(
         await running.stop(events)
         failure = running.orchestrator.failure
     await _close_spans(spans)
-    await http
+    await serving
     await forwarder.close()
     waiter.cancel()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -136,7 +136,8 @@ async def _fetch(http: httpx.AsyncClient, job_id: str) -> dict[str, Any]:
         except ValueError:
             message = f"GET /api/job/{job_id} answered {response.status_code}"
         raise ManagerError(message)
-    return response.json()
+    job: dict[str, Any] = response.json()
+    return job
 
 
 async def _pump(response: httpx.Response, queue: asyncio.Queue[SseMessage | None]) -> None:

@@ -1,6 +1,6 @@
 """The manager's pure pipeline for a few fuzzed messages: intake, engine, recorder, journal codec.
 
-What `Orchestrator._process` does for one delivery, without the broker and the database: the
+What `Pipeline.process` does for one delivery, without the broker and the database: the
 intake reads it (an `Undeliverable` is a fine answer), `apply` changes the engine's state,
 `record` makes the batch and the messages, and the journal codec encodes every row. Any
 exception on that way is a crasher: once the engine accepted a message, the manager must be
@@ -165,7 +165,7 @@ def _journal(event: Event, state: EngineState) -> None:
     _check_storable((encode_job(row) for row in result.batch.jobs), "job row")
     _check_storable((encode_sent(*sent) for sent in result.batch.sent), "sent mark")
     for command in commands:
-        # Orchestrator._carry_out: a finished top-level job leaves memory once committed.
+        # Pipeline.archive_after_commit: a finished top-level job leaves memory once committed.
         if isinstance(command, JobFinished) and command.parent_id is None:
             apply(state, JobArchived(command.job_id, event.at))
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from workflow_manager.cli import build_parser
-from workflow_manager.deadletters import DeadLetter, dead_at, describe_headers, format_dead_letters
+from workflow_manager.letters import DeadLetter, dead_at, describe_headers, format_dead_letters
 
 X_DEATH = [
     {"count": 2, "reason": b"expired", "queue": b"later", "exchange": ""},

@@ -6,9 +6,12 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+import amqp_outage
+import pyworker
 import workflow_manager
 
 
@@ -34,8 +37,69 @@ def test_pyworker_does_not_import_the_manager():
     assert result.stdout.strip() == "False"
 
 
+# The manager and pyworker meet only in `amqp_outage` (reconnects and outages), the shared layer
+# below both, with two exceptions on purpose, each a package that runs pyworker's handlers:
+# the manager's HTTP bridge *is* a pyworker worker (it serves `http:` steps with pyworker's
+# Worker, StepContext and errors), and `workflow_manager.testing` runs a workflow's pyworker
+# handlers in a simulated run. The conformance kit runs pyworker as a command, never imports it.
+MANAGER_PACKAGES_ON_PYWORKER = ("workflow_manager.bridge", "workflow_manager.testing")
+
+
+def _package_imports(package: ModuleType) -> dict[str, set[str]]:
+    """Each module of `package` and the top-level packages it imports anywhere (absolute
+    imports only: a relative one stays inside the package)."""
+    root = Path(package.__file__).resolve().parent
+    found: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tops: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                tops.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                tops.add(node.module.split(".")[0])
+        found[name] = tops
+    return found
+
+
+def test_the_manager_imports_pyworker_only_where_it_runs_pyworker_handlers():
+    on_pyworker = {
+        name for name, tops in _package_imports(workflow_manager).items() if "pyworker" in tops
+    }
+    assert "workflow_manager.bridge.service" in on_pyworker  # the scan sees what is there
+    elsewhere = {
+        name
+        for name in on_pyworker
+        if not any(name.startswith(f"{package}.") for package in MANAGER_PACKAGES_ON_PYWORKER)
+        and name not in MANAGER_PACKAGES_ON_PYWORKER
+    }
+    assert elsewhere == set()
+
+
+def test_pyworker_imports_no_manager_module():
+    assert [n for n, tops in _package_imports(pyworker).items() if "workflow_manager" in tops] == []
+
+
+def test_the_shared_layer_imports_neither_package():
+    imported = set().union(*_package_imports(amqp_outage).values())
+    assert imported & {"workflow_manager", "pyworker"} == set()
+
+
+def test_the_broker_adapter_reconnects_through_the_shared_layer_not_pyworker():
+    code = (
+        "import sys, workflow_manager.transport.broker\n"
+        "print(','.join(m for m in ('amqp_outage', 'pyworker') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "amqp_outage"
+
+
 def _imports(path: Path, module: str, known: set[str]) -> set[str]:
-    """The `manager` modules `module` imports anywhere (TYPE_CHECKING blocks and functions too).
+    """The `workflow_manager` modules `module` imports anywhere (TYPE_CHECKING blocks and
+    functions too).
 
     `from package import name` counts as importing `package.name` when that is a module.
     """

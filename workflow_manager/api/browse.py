@@ -24,6 +24,7 @@ from workflow_manager.api.models import (
     WorkflowDefinition,
 )
 from workflow_manager.api.routes import JobIdPath, Now, Service, WorkflowName
+from workflow_manager.api.service import JobService
 from workflow_manager.engine import Job
 
 __all__ = ["router", "OVERVIEW_WINDOW_S", "PAGE_LIMIT_MAX"]
@@ -39,7 +40,7 @@ Offset = Annotated[int, Query(ge=0, le=10_000_000, description="Entries to skip.
 Limit = Annotated[int, Query(ge=1, le=PAGE_LIMIT_MAX, description="Entries to return at most.")]
 
 
-async def _job(service: Any, job_id: str) -> Job:
+async def _job(service: JobService, job_id: str) -> Job:
     key = parse_job_id(job_id, "job id")
     job = await service.find_job(key)
     if job is None:

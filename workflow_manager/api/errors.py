@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar, cast
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -41,9 +41,19 @@ from workflow_manager.errors import (
     UnknownWorkflow,
 )
 
+
+class _Answers(Protocol):
+    """What a NotOwner needs of `workflow_manager.api.forwarding.Forwarder` (named here as a
+    protocol: forwarding answers its own errors with this module's `error_response`)."""
+
+    async def answer(self, request: Request, exc: NotOwner, directory: Any) -> Response: ...
+
+
 __all__ = ["install_error_handlers", "unknown_workflow", "error_response", "validation_message"]
 
 log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=Exception)
 
 _SUBMIT_STATUS: dict[type[SubmitError], int] = {
     UnknownWorkflow: 404,
@@ -78,7 +88,9 @@ def _allowed_methods(request: Request, routes: Sequence[BaseRoute], allow: str) 
     return ", ".join(sorted(methods))
 
 
-def _http_error_handler(routes: Sequence[BaseRoute]) -> ExceptionHandler:
+def _http_error_handler(
+    routes: Sequence[BaseRoute],
+) -> Callable[[Request, StarletteHTTPException], Awaitable[Response]]:
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message, headers = str(exc.detail), dict(exc.headers or {})
         path = request.url.path
@@ -89,7 +101,7 @@ def _http_error_handler(routes: Sequence[BaseRoute]) -> ExceptionHandler:
             message = f"{request.method} is not allowed on {path} (allowed: {headers['Allow']})"
         return error_response(exc.status_code, message, headers or None)
 
-    return on_http_error  # type: ignore[return-value]
+    return on_http_error
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -135,7 +147,7 @@ async def _on_broker_error(request: Request, exc: BrokerError) -> JSONResponse:
 
 async def _on_not_owner(request: Request, exc: NotOwner) -> Response:
     # The manager running the job answers (workflow_manager.api.forwarding), or 503 says why not.
-    forwarder = request.app.state.forwarder
+    forwarder: _Answers = request.app.state.forwarder
     return await forwarder.answer(request, exc, request.app.state.service.directory)
 
 
@@ -161,12 +173,20 @@ def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
 
     `routes` are the API's own routes, to list every method a path allows in a 405.
     """
-    app.add_exception_handler(StarletteHTTPException, _http_error_handler(routes))
-    app.add_exception_handler(RequestValidationError, _on_validation_error)
-    app.add_exception_handler(SubmitError, _on_submit_error)
-    app.add_exception_handler(JobNotFound, _on_job_not_found)
-    app.add_exception_handler(JobConflict, _on_job_conflict)
-    app.add_exception_handler(NotOwner, _on_not_owner)
-    app.add_exception_handler(BrokerError, _on_broker_error)
-    app.add_exception_handler(MessageFailed, _on_message_failed)  # type: ignore[arg-type]
-    app.add_exception_handler(Exception, _on_unexpected)
+    _handle(app, StarletteHTTPException, _http_error_handler(routes))
+    _handle(app, RequestValidationError, _on_validation_error)
+    _handle(app, SubmitError, _on_submit_error)
+    _handle(app, JobNotFound, _on_job_not_found)
+    _handle(app, JobConflict, _on_job_conflict)
+    _handle(app, NotOwner, _on_not_owner)
+    _handle(app, BrokerError, _on_broker_error)
+    _handle(app, MessageFailed, _on_message_failed)
+    _handle(app, Exception, _on_unexpected)
+
+
+def _handle(
+    app: FastAPI, kind: type[E], handler: Callable[[Request, E], Awaitable[Response]]
+) -> None:
+    """Answer `kind` with `handler`, the two checked to agree."""
+    # Starlette types a handler as taking any Exception; it calls it only with `kind`'s.
+    app.add_exception_handler(kind, cast(ExceptionHandler, handler))

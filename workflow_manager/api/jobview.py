@@ -248,6 +248,8 @@ def _header(job: Job, now: float) -> dict[str, Any]:
         body["meta"] = job.meta
     body["definition"] = job.workflow.content_hash
     body["branch"] = job.branch
+    # Its steps may all have run: the job says "now running" only while some are left.
+    body["branch_running"] = job.branch is not None and getattr(job, "branch_left", 0) > 0
     top_level = job.parent is None
     body["can_cancel"] = top_level and job.status in _CANCELLABLE
     body["can_retry"] = (

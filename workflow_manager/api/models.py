@@ -335,6 +335,9 @@ class JobPage(BaseModel):
     )
     definition: str = Field(description="The content hash of the definition the job runs.")
     branch: Literal["on_error", "on_cancel"] | None = None
+    branch_running: bool = Field(
+        default=False, description="True while steps of its `branch` are still to run."
+    )
     can_cancel: bool
     can_retry: bool
     steps: list[StepView]

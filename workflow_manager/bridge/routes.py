@@ -81,10 +81,10 @@ def expand_headers(
         secrets.append(value)
         return value
 
-    headers = {
-        header: ENV_REFERENCE.sub(lambda m, h=header: value_of(m.group(1), h), template)
-        for header, template in call.headers.items()
-    }
+    def substituted(header: str, template: str) -> str:
+        return ENV_REFERENCE.sub(lambda m: value_of(m.group(1), header), template)
+
+    headers = {header: substituted(header, t) for header, t in call.headers.items()}
     return headers, tuple(dict.fromkeys(secrets))
 
 

@@ -11,6 +11,7 @@ so the managers' clocks need not agree.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 
 import psycopg
 
@@ -191,11 +192,11 @@ class LeaseTable:
         """Close the connection (the leases stay until they expire or are released)."""
         await self._conn.close()
 
-    async def _rows(self, sql: str, params: object) -> list[tuple]:
+    async def _rows(self, sql: str, params: Mapping[str, object] | None) -> list[tuple[Any, ...]]:
         try:
             if self._conn.broken and self._conninfo:
                 self._conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-            cursor = await self._conn.execute(sql, params)  # type: ignore[arg-type]
+            cursor = await self._conn.execute(sql, params)
             return await cursor.fetchall() if cursor.description else []
         except psycopg.Error as exc:
             first = " ".join(str(exc).split())

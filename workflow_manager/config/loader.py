@@ -142,7 +142,7 @@ def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
                 _ = (flow.step_index, flow.dependents, flow.terminals)
                 _ = [(step.condition, step.fallback_step) for step in flow.steps]
                 _ = [_validators(step.input_schema, step.output_schema) for step in flow.steps]
-            _ = [_validators(flow.payload_schema) for flow in (workflow, *workflow.tasks)]
+            _ = _validators(workflow.payload_schema, *(t.payload_schema for t in workflow.tasks))
             for task in workflow.tasks:
                 _ = task.item_key
         except Exception as exc:  # a library bug must not surface as a traceback
@@ -173,8 +173,10 @@ def _report(problems: list[Problem], doc: Document | None, source: str) -> list[
 def _place(data: Any, path: Path) -> tuple[str, Path]:
     """Human names for the workflow/task/step at `path`, and the rest of the path."""
     names, node, i = [], data, 0
-    while i + 1 < len(path) and path[i] in _KINDS and isinstance(path[i + 1], int):
+    while i + 1 < len(path) and path[i] in _KINDS:
         key, index = path[i], path[i + 1]
+        if not isinstance(index, int):
+            break
         items = node.get(key) if isinstance(node, dict) else None
         node = items[index] if isinstance(items, list) and index < len(items) else None
         name = node.get("name") if isinstance(node, dict) else None

@@ -90,6 +90,7 @@ class Schedule(BaseModel):
             return (math.floor(after / self.every) + 1) * self.every
         from croniter import croniter
 
+        assert self.cron is not None  # _one_kind: a schedule without `every` has `cron`
         start = datetime.fromtimestamp(after, UTC).astimezone(self.zone)
         return float(croniter(self.cron, start).get_next(float))
 
@@ -99,5 +100,6 @@ class Schedule(BaseModel):
             return math.floor(at / self.every) * self.every
         from croniter import croniter
 
+        assert self.cron is not None  # _one_kind: a schedule without `every` has `cron`
         start = datetime.fromtimestamp(at + 1e-3, UTC).astimezone(self.zone)
         return float(croniter(self.cron, start).get_prev(float))

@@ -145,6 +145,7 @@ class _Builder:
         try:
             if isinstance(node, SequenceNode):
                 return [self._item(item, (*path, i)) for i, item in enumerate(node.value)]
+            assert isinstance(node, MappingNode)  # pyyaml composes scalars, sequences and maps
             return self._mapping(node, path)
         finally:
             self._active.discard(id(node))

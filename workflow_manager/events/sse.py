@@ -45,7 +45,8 @@ class SseMessage:
 
 async def read_events(lines: AsyncIterator[str]) -> AsyncIterator[SseMessage]:
     """The messages of an SSE stream given line by line (as httpx's `aiter_lines` gives it)."""
-    event, event_id, data = "", None, []
+    event, event_id = "", None
+    data: list[str] = []
     async for raw in lines:
         line = raw.rstrip("\r\n")
         if not line:

@@ -226,8 +226,9 @@ class BaseJournal:
     async def _read(self, what: str, query: Callable[[Reads], Awaitable[T]]) -> T:
         if self._closed:
             raise closed_error(self.where)
+        # ValueError too: a stored JSON text that no longer parses (edited by hand?).
+        errors: tuple[type[BaseException], ...] = (*self.read_errors, ValueError)
         try:
             return await query(self._reads)
-        except (*self.read_errors, ValueError) as exc:
-            # ValueError: a stored JSON text that no longer parses (edited by hand?).
+        except errors as exc:
             raise self._read_failure(exc, what) from exc

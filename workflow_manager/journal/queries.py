@@ -80,7 +80,7 @@ async def running_roots(conn: Reads) -> list[str]:
 
 async def replay_rows(conn: Reads, root_ids: Sequence[str]) -> list[EventRow]:
     """The replayed rows (submissions, replies) of the trees under `root_ids`, in seq order."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for chunk in _chunks(sorted(set(root_ids))):
         rows.extend(
             await conn.execute_fetchall(
@@ -96,7 +96,7 @@ async def replay_rows(conn: Reads, root_ids: Sequence[str]) -> list[EventRow]:
 
 async def schedule_rows(conn: Reads, journal_ids: Sequence[str]) -> list[EventRow]:
     """The latest pause/resume row of each schedule filed under `journal_ids`, in seq order."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for journal_id in journal_ids:  # one index lookup each (events_job): a few schedules
         rows.extend(
             await conn.execute_fetchall(
@@ -115,7 +115,8 @@ async def latest_row(conn: Reads, job_id: str) -> EventRow | None:
         f"SELECT {EVENT_COLUMNS} FROM events WHERE job_id = ? ORDER BY seq DESC LIMIT 1",
         (job_id,),
     )
-    return decode_event(rows[0]) if rows else None
+    row = next(iter(rows), None)
+    return decode_event(row) if row is not None else None
 
 
 async def pending_outbound(conn: Reads) -> list[EventRow]:
@@ -130,7 +131,8 @@ async def pending_outbound(conn: Reads) -> list[EventRow]:
 async def job(conn: Reads, job_id: str) -> JobRow | None:
     """The job row of `job_id`, or None."""
     rows = await conn.execute_fetchall(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
-    return decode_job(rows[0]) if rows else None
+    row = next(iter(rows), None)
+    return decode_job(row) if row is not None else None
 
 
 async def workflow_jobs(
@@ -162,7 +164,7 @@ async def events_of(conn: Reads, job_id: str, tree: bool) -> list[EventRow]:
     found = await conn.execute_fetchall(
         "SELECT root_id, parent_id FROM jobs WHERE id = ?", (job_id,)
     )
-    root_id, parent_id = found[0] if found else (job_id, None)
+    root_id, parent_id = next(iter(found), (job_id, None))
     rows = await conn.execute_fetchall(
         f"SELECT {EVENT_COLUMNS} FROM events WHERE root_id = ? OR job_id = ? ORDER BY seq",
         (root_id, job_id),

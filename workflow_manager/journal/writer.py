@@ -242,8 +242,8 @@ class Writer:
                     self._wake.clear()
                     await self._wake.wait()
                     continue
-                if isinstance(self._queue[0], _Operation):
-                    operation = self._queue.popleft()
+                if isinstance(operation := self._queue[0], _Operation):
+                    self._queue.popleft()
                     self._in_flight = [operation.future]
                     self._taken()
                     await self._operate(operation)

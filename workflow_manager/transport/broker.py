@@ -21,7 +21,7 @@ from aio_pika.abc import (
     AbstractRobustConnection,
 )
 
-from pyworker.outage import Outage, connect, quiet_disconnect_noise
+from amqp_outage import Outage, ReconnectSettingsError, connect, quiet_disconnect_noise
 from workflow_manager.errors import BrokerError
 from workflow_manager.transport.acks import Acker
 from workflow_manager.transport.deadletter import dead_letter
@@ -114,7 +114,7 @@ class Broker:
             # Run events go out best effort on a channel of their own with no confirms: a
             # confirmed publish costs twice the CPU, and the journal, not the events, is the truth.
             self._event_channel = await self._connection.channel(publisher_confirms=False)
-        except AMQP_ERRORS as exc:
+        except (*AMQP_ERRORS, ReconnectSettingsError) as exc:  # the latter: ?reconnect_interval=
             await self.close()
             raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(self.url)}: {exc}") from exc
 
@@ -144,9 +144,10 @@ class Broker:
 
     async def _declarable(self, name: str) -> bool:
         """Try the declaration on a throwaway plain channel: False when the queue differs."""
-        connection = self._require_connection()
+        underlay = self._require_connection().transport
+        assert underlay is not None  # _require_connection checked it, with nothing awaited since
         with broker_errors(f"cannot declare queue '{name}'"):
-            probe = await connection.transport.connection.channel()
+            probe = await underlay.connection.channel()
             try:
                 await probe.queue_declare(name, durable=True)
             except aiormq.exceptions.ChannelPreconditionFailed as exc:

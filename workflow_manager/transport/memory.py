@@ -187,7 +187,9 @@ class MemoryTransport:
         """What was published to `exchange`, in order."""
         return [m for m in self.published if m.exchange == exchange]
 
-    async def wait_for(self, predicate: Callable[[list[Outbound]], bool], timeout_s: float = 5.0):
+    async def wait_for(
+        self, predicate: Callable[[list[Outbound]], bool], timeout_s: float = 5.0
+    ) -> None:
         """Wait until `predicate(published)` holds (after a publish), or TimeoutError."""
         async with asyncio.timeout(timeout_s):
             while not predicate(self.published):

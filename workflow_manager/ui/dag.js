@@ -2,7 +2,7 @@
 // one past its deepest dependency), on_error / on_cancel steps in lanes of their own below.
 
 import { h, s } from "./dom.js";
-import { duration, httpCall, statusIcon, statusLabel } from "./format.js";
+import { duration, statusIcon, statusLabel, stepTarget } from "./format.js";
 
 const NODE_W = 210;
 const NODE_H = 74;
@@ -57,7 +57,9 @@ export function place(steps, top = 0) {
     });
   }
   const rows = Math.max(0, ...Array.from(row.values()).map((r) => r + 1));
-  return { at, width: PAD * 2 + columns.length * (NODE_W + GAP_X) - GAP_X, height: rows * (NODE_H + GAP_Y) - GAP_Y };
+  // No steps, no size (rather than the negative one the gaps would give: an SVG error).
+  const width = columns.length ? PAD * 2 + columns.length * (NODE_W + GAP_X) - GAP_X : 0;
+  return { at, width, height: rows ? rows * (NODE_H + GAP_Y) - GAP_Y : 0 };
 }
 
 function clip(text, max) {
@@ -83,7 +85,7 @@ function runLines(step) {
 }
 
 function definitionLines(step) {
-  const where = step.task ? `task ${step.task.name}` : step.http ? httpCall(step.http) : `queue ${step.queue || step.name}`;
+  const where = stepTarget(step);
   const policy = [`retries ${step.retries ?? 0}`];
   if (step.timeout) policy.push(`timeout ${duration(step.timeout)}`);
   if (step.when) policy.unshift(`when ${step.when}`);

@@ -108,10 +108,14 @@ export function startsAt(job) {
 /** Seconds as "850 ms", "12.3 s", "4 min 05 s", "2 h 03 min". */
 export function duration(seconds) {
   if (seconds === undefined || seconds === null || Number.isNaN(seconds)) return "–";
-  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
-  if (seconds < 60) return `${seconds.toFixed(seconds < 10 ? 2 : 1)} s`;
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 60) return `${minutes} min ${String(Math.floor(seconds % 60)).padStart(2, "0")} s`;
+  // A value that rounds up to the next unit is shown in it: 0.9996 s is "1.00 s", not "1000 ms",
+  // and 59.96 s is "1 min 00 s", not "60.0 s".
+  const millis = Math.round(seconds * 1000);
+  if (millis < 1000) return `${millis} ms`;
+  if (seconds < 59.95) return `${seconds.toFixed(seconds < 9.995 ? 2 : 1)} s`;
+  const whole = Math.max(60, Math.floor(seconds));
+  const minutes = Math.floor(whole / 60);
+  if (minutes < 60) return `${minutes} min ${String(whole % 60).padStart(2, "0")} s`;
   const hours = Math.floor(minutes / 60);
   return `${hours} h ${String(minutes % 60).padStart(2, "0")} min`;
 }
@@ -162,6 +166,14 @@ export function errorText(error) {
 /** An HTTP step's call as text: the URL (or "METHOD URL" when given as an object). */
 export function httpCall(http) {
   return typeof http === "string" ? http : `${http.method || "POST"} ${http.url}`;
+}
+
+/** Where a step's work goes: its task, its HTTP call, the signal it waits for, or its queue. */
+export function stepTarget(step) {
+  if (step.task) return `task ${step.task.name}`;
+  if (step.http) return httpCall(step.http);
+  if (step.wait) return "waits for a signal";
+  return `queue ${step.queue || step.name}`;
 }
 
 /** The first 8 characters of an id, with the whole id as a tooltip. */

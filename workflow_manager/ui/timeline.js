@@ -1,5 +1,7 @@
 // A Gantt strip of the step attempts: one row per step, one bar per attempt, so a slow step
-// or a long retry wait (the dashed gap between two bars) shows at a glance.
+// or a long retry wait (the dashed gap between two bars) shows at a glance. A step that sends
+// no request has one bar for its whole span: a task step's, while its children run, and a
+// waiting step's, until its signal came.
 
 import { h, s } from "./dom.js";
 import { duration, ms, statusLabel } from "./format.js";
@@ -10,10 +12,17 @@ const BAR_H = 14;
 const TRACK_W = 900;
 const AXIS_H = 22;
 
+/** A step with no request of its own, drawn as one bar from its start to its end. */
+function spanned(step) {
+  return (step.kind === "task" || step.wait) && Boolean(step.started_at);
+}
+
 function span(job, steps, now) {
   const starts = [ms(job.submitted_at)];
   const ends = [ms(job.finished_at)];
   for (const step of steps) {
+    starts.push(ms(step.started_at));
+    ends.push(ms(step.finished_at));
     for (const attempt of step.history || []) {
       starts.push(ms(attempt.dispatched_at));
       ends.push(ms(attempt.finished_at));
@@ -39,9 +48,23 @@ function bar(attempt, x, y, width, endless) {
   );
 }
 
+function spanBar(step, x, y, width, endless) {
+  const outcome = step.status || "running";
+  const took = step.elapsed !== undefined && step.elapsed !== null ? duration(step.elapsed) : "running";
+  const what = step.kind === "task" ? `its child jobs ran ${took}` : `waited ${took} for its signal`;
+  return s(
+    "rect",
+    {
+      class: `bar span outcome-${outcome}${endless ? " open" : ""}`, x, y, width: Math.max(width, 2), height: BAR_H, rx: 3,
+      "data-span": step.kind === "task" ? "task" : "wait", "data-outcome": outcome,
+    },
+    s("title", {}, `${step.name}: ${what} (${statusLabel(outcome)})`),
+  );
+}
+
 /** The timeline of `job` (the steps endpoint's answer); `now` in ms for open attempts. */
 export function timeline(job, now = Date.now()) {
-  const steps = job.steps.filter((step) => (step.history || []).length);
+  const steps = job.steps.filter((step) => (step.history || []).length || spanned(step));
   if (!steps.length) return h("p", { class: "muted" }, "No step has been dispatched yet.");
   const [start, end] = span(job, steps, now);
   const scale = TRACK_W / (end - start);
@@ -50,6 +73,13 @@ export function timeline(job, now = Date.now()) {
   const rows = steps.map((step, i) => {
     const y = AXIS_H + i * ROW_H;
     const parts = [s("text", { class: "label", x: LABEL_W - 8, y: y + 16, "text-anchor": "end" }, step.name.length > 22 ? `${step.name.slice(0, 21)}…` : step.name)];
+    if (!(step.history || []).length) {
+      const from = ms(step.started_at);
+      const open = !step.finished_at;
+      const to = open ? (job.finished_at ? end : now) : ms(step.finished_at);
+      parts.push(spanBar(step, xOf(from), y + 5, (to - from) * scale, open));
+      return s("g", { class: "row", "data-step": step.name }, parts);
+    }
     let previousEnd = null;
     for (const attempt of step.history) {
       const from = ms(attempt.dispatched_at);

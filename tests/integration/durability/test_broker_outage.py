@@ -26,7 +26,7 @@ CHILD_DELAY_S = 0.3  # keeps the jobs in flight through the outage
 # backoff's wait (a quarter of the outage) would be over 1.5 s by the time it is back.
 DOWN_S = 6.0
 SAMPLE_EVERY_S = 0.1
-# The promise (README "Broker outages"): healthy again this soon after the broker accepts
+# The promise (docs/operating/outages.md): healthy again this soon after the broker accepts
 # connections, however long it was down.
 BACK_AFTER_ACCEPTING_S = 2.0
 OUTCOMES_TIMEOUT_S = 60.0

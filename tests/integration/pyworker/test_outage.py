@@ -23,7 +23,7 @@ import aio_pika
 import pytest
 from aio_pika.abc import AbstractIncomingMessage, AbstractRobustChannel
 
-from pyworker.outage import Outage, PromptRobustConnection, connect
+from amqp_outage import Outage, PromptRobustConnection, connect
 
 from ..durability.helpers import rabbitmqctl
 from ..harness import Process

@@ -64,6 +64,24 @@ async def test_submit_wait_prints_the_result_and_exit_code(system, amqp_url):
     assert job_id in out and "failed" in out and "boom" in out
 
 
+async def test_submit_with_only_api_url_goes_over_http_to_a_manager_on_another_queue(system):
+    # The manager's queue is this test's own, not the default a trigger would be published to.
+    sys_ = await system(ONE_STEP, step_queues=["only", "boom"])
+    api = ["--api-url", sys_.manager.api_url]
+    job_id = str(uuid.uuid4())
+    code, out, err = await cli("submit", "fine", "--id", job_id, "--payload", '{"a": 2}', *api)
+    assert (code, out.strip()) == (0, job_id), err
+    code, out, err = await cli("submit", "fine", "--payload", '{"a": 3}', "--wait", *api)
+    assert code == 0, err
+    printed = json.loads(out)
+    assert printed["status"] == "completed" and printed["result"]["a"] == 3
+    code, out, err = await cli("submit", "one", "--wait", *api)
+    assert code == 1 and json.loads(out)["error"]["step"] == "boom", err
+    code, _, err = await cli("submit", "nope", *api)
+    assert code == 1 and "unknown workflow 'nope'" in err and "Traceback" not in err
+    assert (await sys_.found(f"/api/job/{job_id}"))["status"] in ("running", "completed")
+
+
 async def test_bad_arguments_and_unreachable_services_have_their_exit_codes():
     code, _, err = await cli("submit", "one", "--payload", "[1]")
     assert code == 2 and "--payload must be a JSON object" in err

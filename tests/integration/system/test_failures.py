@@ -1,26 +1,13 @@
-"""Failure handling end to end: retries, timeouts, error branches, cancel and retry."""
+"""Failure handling end to end: timeouts, late replies, cancel and retry, across processes.
+
+Retries with their backoff, on_error and a job's timeout are engine rules with nothing of the
+broker in them: tests/unit/testing/test_failure_rules.py runs them in a Simulation."""
 
 from __future__ import annotations
 
 import json
 import signal
 import uuid
-
-RETRIES = """
-workflows:
-  - name: flaky
-    defaults: {retry_backoff: {initial: 0.05, multiplier: 2, max: 0.2}}
-    steps:
-      - {name: flaky, queue: "{p}.flaky", retries: 3}
-  - name: doomed
-    steps:
-      - {name: first, queue: "{p}.first"}
-      - {name: boom, depends: [first], queue: "{p}.boom", retries: 1,
-         retry_backoff: {initial: 0.05, multiplier: 1, max: 0.05}}
-    on_error:
-      - {name: alert, queue: "{p}.alert"}
-      - {name: after-alert, depends: [alert], queue: "{p}.after-alert"}
-"""
 
 MANUAL = """
 workflows:
@@ -50,33 +37,6 @@ workflows:
 """
 
 
-async def test_a_step_that_fails_twice_then_succeeds_with_three_retries(system):
-    sys_ = await system(RETRIES, step_queues=["flaky"])
-    job_id = str(uuid.uuid4())
-    outcome = await sys_.run("flaky", {"fail_times": 2}, job_id)
-    assert outcome.status == "completed", outcome.body
-    job = (await sys_.http.get(f"/api/job/{job_id}")).json()
-    step = next(e for e in job["completed"] if e["name"] == "flaky")
-    assert step["attempt"] == 3
-
-
-async def test_a_step_that_always_fails_runs_on_error(system):
-    sys_ = await system(RETRIES, step_queues=["first", "boom", "alert", "after-alert"])
-    job_id = str(uuid.uuid4())
-    outcome = await sys_.run("doomed", {"book": "b"}, job_id)
-    assert outcome.status == "failed"
-    assert outcome.body["error"]["step"] == "boom"
-    job = (await sys_.http.get(f"/api/job/{job_id}")).json()
-    assert job["status"] == "failed"
-    alert = next(e for e in job["completed"] if e["name"] == "alert")
-    assert alert["branch"] == "on_error"
-    # The branch got the error (with the attempts made) and the payload.
-    assert alert["message"]["error"]["step"] == "boom"
-    assert alert["message"]["error"]["attempts"] == 2
-    assert alert["message"]["book"] == "b"
-    assert any(e["name"] == "after-alert" for e in job["completed"])
-
-
 async def test_a_worker_that_never_replies_times_out(system):
     sys_ = await system(MANUAL)
     job_id = str(uuid.uuid4())
@@ -104,13 +64,6 @@ async def test_a_late_reply_after_a_retry_wins_when_it_is_the_first_good_one(sys
     await sys_.manager.process.wait_for_line(r"ignored .*:hand: step 'hand' is completed")
     await sys_.answer(nxt, b'{"ok": 1}')
     assert (await sys_.next_outcome(outcomes)).body == {"ok": 1}
-
-
-async def test_the_job_timeout_fails_the_job_with_no_step(system):
-    sys_ = await system(MANUAL)
-    outcome = await sys_.run("deadline", {})
-    assert outcome.status == "failed"
-    assert outcome.body["error"] == {"step": None, "message": "job timed out after 0.5s"}
 
 
 async def test_cancelling_a_job_with_a_thousand_running_children(system):

@@ -116,6 +116,11 @@ async def test_a_retried_then_failed_step_shows_each_attempt_and_the_branch(clie
     alert = by_name(page)["alert"]
     assert (alert["kind"], alert["status"], alert["attempts"]) == ("on_error", "running", 1)
     assert by_name(page)["store"]["status"] == "pending"
+    assert page["branch_running"] is True
+    await service.reply(JOB, "alert", {})
+    page = await get(client, f"/api/job/{JOB}/steps")
+    # Its on_error steps have all run: the page no longer says they are running.
+    assert (page["branch"], page["branch_running"]) == ("on_error", False)
 
 
 async def test_an_invalid_reply_is_an_attempt_that_failed_saying_why(client, service):

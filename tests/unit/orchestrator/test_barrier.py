@@ -17,8 +17,7 @@ import pytest
 
 import workflow_manager.intake
 import workflow_manager.journal.writer
-import workflow_manager.orchestrator
-import workflow_manager.requests
+import workflow_manager.pipeline
 from workflow_manager.engine import JobSubmitted, StepReplied
 from workflow_manager.errors import MessageFailed
 
@@ -57,14 +56,14 @@ def _inject(monkeypatch: pytest.MonkeyPatch, stage: str) -> None:
             _failing_after(real, lambda delivery, *_: b"poison" in delivery.body),
         )
     elif stage == "engine":
-        real = workflow_manager.orchestrator.apply
+        real = workflow_manager.pipeline.apply
         monkeypatch.setattr(
-            workflow_manager.orchestrator, "apply", _failing_after(real, lambda _, e: _poisoned(e))
+            workflow_manager.pipeline, "apply", _failing_after(real, lambda _, e: _poisoned(e))
         )
     elif stage == "recorder":
-        real = workflow_manager.orchestrator.record
+        real = workflow_manager.pipeline.record
         monkeypatch.setattr(
-            workflow_manager.orchestrator,
+            workflow_manager.pipeline,
             "record",
             _failing_after(real, lambda e, *_: _poisoned(e)),
         )
@@ -98,7 +97,7 @@ async def test_a_trigger_failing_at_a_stage_is_refused_alone(start, monkeypatch,
     rig.transport.declared.add("answers")
     _inject(monkeypatch, stage)
 
-    with caplog.at_level(logging.ERROR, logger="workflow_manager.orchestrator"):
+    with caplog.at_level(logging.ERROR, logger="workflow_manager.deliveries"):
         delivery, handled = rig.trigger("two", POISON, JOB, "answers")
         await handled
 
@@ -202,18 +201,18 @@ async def test_a_retry_whose_replay_fails_is_refused_and_memory_rebuilt(start, m
     failing = await rig.orchestrator.submit("two", {})
     await rig.answer(rig.transport.sent_to("a")[-1], {}, **{"x-error": "boom"})[1]
     assert failing not in rig.orchestrator.state.jobs  # failed, and left memory
-    real = workflow_manager.requests.replay
+    real = workflow_manager.pipeline.replay
 
     def replay(state: Any, events: Any) -> Any:
         real(state, events)  # the job is back in memory...
         raise RuntimeError("injected failure")  # ...and then the request fails
 
-    monkeypatch.setattr(workflow_manager.requests, "replay", replay)
+    monkeypatch.setattr(workflow_manager.pipeline, "replay", replay)
     with pytest.raises(MessageFailed, match=f"could not handle retry of job {failing}"):
         await rig.orchestrator.retry(failing)
     assert failing not in rig.orchestrator.state.jobs  # as the journal has it
 
-    monkeypatch.setattr(workflow_manager.requests, "replay", real)
+    monkeypatch.setattr(workflow_manager.pipeline, "replay", real)
     retried = await rig.orchestrator.retry(failing)
     assert retried.status == "running"
     assert rig.transport.sent_to("a")[-1].message_id == f"{failing}:a:2"

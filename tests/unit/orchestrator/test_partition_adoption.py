@@ -60,7 +60,7 @@ async def test_a_trigger_for_a_partition_being_adopted_waits_in_its_queue(tmp_pa
         assert [m.correlation_id for m in handed] == [job_id]
         assert handed[0].headers[HANDOFF_HEADER] == TRIGGER
         assert transport.sent_to("a") == [] and transport.sent_to("answers") == []
-        assert job_id not in orchestrator._state.jobs
+        assert job_id not in orchestrator.state.jobs
 
         await orchestrator.adopt([1])  # replayed: from now on its queue is consumed here
         _, handled = transport.deliver(

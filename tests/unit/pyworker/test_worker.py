@@ -90,3 +90,15 @@ async def test_a_queue_prefix_that_makes_a_bad_queue_name_fails_at_start():
 
     with pytest.raises(SettingsError, match="queue_prefix 'amq.' makes a bad queue name"):
         await worker.start()
+
+
+async def test_a_bad_reconnect_interval_in_the_url_is_a_settings_error():
+    # amqp_outage raises its own ReconnectSettingsError; the worker answers in its own tree.
+    worker = Worker(amqp_url="amqp://127.0.0.1:1/?reconnect_interval=soon", environ={})
+
+    @worker.step("q")
+    def q(data): ...
+
+    with pytest.raises(SettingsError, match="reconnect_interval must be .* not 0"):
+        await worker.start()
+    assert not worker.running

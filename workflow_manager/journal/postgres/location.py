@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import psycopg
@@ -39,7 +40,7 @@ class PgLocation:
         return self.shown
 
 
-def _shown(params: dict[str, object]) -> str:
+def _shown(params: Mapping[str, object]) -> str:
     user = f"{params['user']}@" if params.get("user") else ""
     host = str(params.get("host") or "localhost")
     port = f":{params['port']}" if params.get("port") else ""

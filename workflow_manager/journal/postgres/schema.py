@@ -6,7 +6,7 @@ as ours and holds the schema version. Opening takes a transaction-scoped advisor
 managers starting at once do not both migrate. A schema holding other tables and not ours, or
 one of a newer version, is refused and left untouched.
 
-The tables are SQLite's (docs: README "Durability"), in PostgreSQL's types: `at`,
+The tables are SQLite's (docs/operating/durability.md), in PostgreSQL's types: `at`,
 `submitted_at`, `finished_at` and `sent_at` are epoch seconds (double precision), `body` is
 bytea, JSON values are text (cast `::jsonb` to query them), ids compare bytewise (COLLATE "C").
 """

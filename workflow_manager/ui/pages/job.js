@@ -35,7 +35,9 @@ function header(job, actions) {
       ["Priority", job.priority ? h("span", { "data-field": "priority" }, String(job.priority)) : undefined],
       ["Unique key", job.unique_key ? h("code", { "data-field": "unique-key" }, job.unique_key) : undefined],
       ["Trace id", job.trace_id ? h("code", { "data-field": "trace-id" }, job.trace_id) : undefined],
-      ["Now running", job.branch ? `its ${job.branch} steps` : undefined],
+      job.branch_running
+        ? ["Now running", `its ${job.branch} steps`]
+        : ["Then ran", job.branch ? `its ${job.branch} steps` : undefined],
       ["Definition", job.definition ? h("code", {}, job.definition) : undefined],
     ]),
   ];

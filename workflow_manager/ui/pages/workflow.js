@@ -4,7 +4,7 @@
 import { debounce, follow, get, seg } from "../api.js";
 import { dag } from "../dag.js";
 import { facts, h, notice, replace, table } from "../dom.js";
-import { duration, httpCall, shortId, startsAt, statusBadge, time } from "../format.js";
+import { duration, shortId, startsAt, statusBadge, stepTarget, time } from "../format.js";
 import { fillSchedules } from "./schedules.js";
 
 function backoff(b) {
@@ -15,7 +15,7 @@ function policyRows(steps) {
   return steps.map((step) => h("tr", { "data-step": step.name },
     h("th", { scope: "row" }, step.name),
     h("td", {}, step.kind),
-    h("td", {}, step.task ? `task ${step.task.name}` : step.http ? httpCall(step.http) : step.queue || step.name),
+    h("td", {}, stepTarget(step)),
     h("td", {}, (step.depends || []).join(", ") || "–"),
     h("td", { class: "num" }, String(step.retries ?? 0)),
     h("td", { class: "num" }, step.timeout ? duration(step.timeout) : "–"),

@@ -1,4 +1,4 @@
-"""The pure parts of pyworker.outage: the reconnect schedule, the outage tracker's log lines and
+"""The pure parts of amqp_outage: the reconnect schedule, the outage tracker's log lines and
 the filter deciding which aio-pika/aiormq records pass. Time is an injected clock."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from aiormq.exceptions import (
     ConnectionClosed,
 )
 
-from pyworker import SettingsError
-from pyworker.outage import (
+from amqp_outage import (
     Backoff,
     DisconnectNoiseFilter,
     Outage,
     PromptRobustConnection,
+    ReconnectSettingsError,
     is_disconnect,
     quiet_disconnect_noise,
 )
@@ -101,7 +101,7 @@ def test_a_second_loss_report_does_not_restart_the_schedule():
 
 @pytest.mark.parametrize("bad", [{"first_s": 0}, {"first_s": -1}, {"fraction": 0}])
 def test_bad_backoff_parameters_are_refused_by_name(bad):
-    with pytest.raises(SettingsError, match="reconnect backoff"):
+    with pytest.raises(ReconnectSettingsError, match="reconnect backoff"):
         Backoff(**bad)
 
 
@@ -124,7 +124,7 @@ async def test_the_urls_reconnect_interval_sets_the_first_wait():
 
     assert connection.backoff.interval_s == 2.0
     assert connection.backoff.max_s == 2.0
-    with pytest.raises(SettingsError, match="reconnect_interval must be .* not 'soon'"):
+    with pytest.raises(ReconnectSettingsError, match="reconnect_interval must be .* not 'soon'"):
         connection.reconnect_interval = "soon"
 
 

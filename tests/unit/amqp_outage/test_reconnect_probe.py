@@ -1,5 +1,5 @@
 """A reconnect attempt waits its turn, but not once the broker's port answers: a real TCP
-listener on loopback stands for the broker coming back (pyworker.outage.PromptRobustConnection).
+listener on loopback stands for the broker coming back (amqp_outage.PromptRobustConnection).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import asyncio
 import socket
 import time
 
-from pyworker.outage import PromptRobustConnection, port_answers
+from amqp_outage import PromptRobustConnection, port_answers
 
 # A wait far longer than the test: only the port answering can end it early.
 LONG_WAIT_S = 30

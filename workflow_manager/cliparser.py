@@ -1,0 +1,397 @@
+"""The `workflow-manager` command's parser: every subcommand and option, with its help, its
+default (some from the environment) and the argument types that check a value as it is read.
+
+Declarative, like a table: `workflow_manager.cli` runs what it parses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from workflow_manager.bridge.cli import add_bridge_parser
+from workflow_manager.conformance.command import add_conformance_parser
+from workflow_manager.engine.state import MAX_PRIORITY
+from workflow_manager.limitoptions import add_limit_options
+from workflow_manager.logformat import LOG_FORMATS
+from workflow_manager.starttimes import MAX_DELAY_S
+from workflow_manager.testing.command import add_testing_parsers
+
+__all__ = ["build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_UNAVAILABLE"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the job failed, or the workflow file is invalid
+EXIT_USAGE = 2  # bad arguments
+EXIT_UNAVAILABLE = 3  # RabbitMQ or the manager's API cannot be reached
+
+DEFAULT_AMQP_URL = "amqp://guest:guest@localhost:5672/"
+DEFAULT_API_URL = "http://127.0.0.1:8080"
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+
+EPILOG = """\
+examples:
+  workflow-manager serve --config workflows.yaml --db wm.db --port 8080
+  workflow-manager serve --db postgresql://wm@db.example.com/wm
+  workflow-manager serve --db postgresql://wm@db.example.com/wm --partitions 8
+  WM_API_TOKEN=s3cret workflow-manager serve --host 0.0.0.0 --log-format json
+  workflow-manager validate workflows.yaml
+  workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --wait
+  workflow-manager submit book-word-counts --payload '{"path": "book.txt"}' --delay 600
+  workflow-manager submit book-word-counts --payload '{"path": "urgent.txt"}' --priority 9
+  workflow-manager submit book-word-counts --payload '{"path": "a.txt"}' --meta '{"tenant": "acme"}'
+  workflow-manager status 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager watch 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  curl -N 'http://127.0.0.1:8080/api/events?workflow=book-word-counts'
+  workflow-manager journal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --db wm.db
+  workflow-manager cancel 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager schedules
+  workflow-manager schedules pause refresh-account/nightly
+  workflow-manager signal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 approve --payload '{"ok": true}'
+  workflow-manager dead-letters list --limit 20
+  workflow-manager dead-letters replay --id 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10:book-split
+  workflow-manager dead-letters replay --letter 9c1e4b7a02d35f68
+  API_TOKEN=s3cret workflow-manager bridge --config workflows.yaml
+  workflow-manager conformance my-step-queue --input '{"text": "hi"}' --failing-input '{}'
+  workflow-manager test workflows.yaml --fixtures counts.fixtures.yaml
+  workflow-manager replay --db wm.db --job 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --config new.yaml
+
+environment:
+  AMQP_URL (or AMQP_SERVER)  RabbitMQ URL            (default amqp://guest:guest@localhost:5672/)
+  WM_QUEUE                   the manager's queue      (default workflow-manager)
+  WM_CONFIG, WM_DB           serve's --config, --db (and journal's --db): a SQLite file, or
+                             a postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL
+  WM_RETENTION               serve's --retention in days (default 7)
+  WM_EVENTS                  serve's --events: jobs, steps or off (default jobs)
+  WM_PARTITIONS              serve's --partitions: several managers on one PostgreSQL journal
+  WM_ADVERTISE_URL           serve's --advertise-url: where the other managers reach this API
+  WM_MAX_RUNNING_JOBS        serve's --max-running-jobs (default: no bound)
+  WM_API_URL                 status's and watch's --api-url (default http://127.0.0.1:8080)
+  WM_API_TOKEN               serve's --api-token: the API asks every client for it; the
+                             commands that call the API send it
+  WM_LOG_FORMAT              serve's --log-format: text (default) or json
+
+exit codes: 0 ok, 1 job failed or invalid file, 2 bad arguments, 3 broker or API unreachable
+"""
+
+
+def job_id_arg(text: str) -> str:
+    """An argparse type: a job id as a lower-case hyphenated UUID, or a usage error."""
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a job id (a UUID)") from None
+
+
+def delay_arg(text: str) -> float:
+    """An argparse type: a delay in seconds (a finite number >= 0), or a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= MAX_DELAY_S:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a delay in seconds (a number >= 0)")
+    return value
+
+
+def priority_arg(text: str) -> int:
+    """An argparse type: a job priority, an integer 0-9, or a usage error."""
+    if not text.strip().isdigit() or not 0 <= int(text) <= MAX_PRIORITY:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a priority (an integer from 0 to {MAX_PRIORITY}, higher first)"
+        )
+    return int(text)
+
+
+def meta_arg(text: str) -> dict[str, Any]:
+    """An argparse type: job metadata, a JSON object, or a usage error."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        example = '{"tenant": "acme"}'
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object, e.g. '{example}'")
+    return value
+
+
+def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
+    """The argument parser; defaults come from `env` so tests can pass their own."""
+    amqp_url = env.get("AMQP_URL") or env.get("AMQP_SERVER") or DEFAULT_AMQP_URL
+    queue = env.get("WM_QUEUE", "workflow-manager")
+    parser = argparse.ArgumentParser(
+        prog="workflow-manager",
+        description="Run YAML workflows over RabbitMQ: dispatch steps to workers in any "
+        "language, fan out lists to child jobs, gather the results.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the manager and its HTTP API",
+        description="Run the manager and its HTTP API: the API under /api, health at /healthz "
+        "and /readyz, Prometheus metrics at /metrics (docs/reference/metrics.md).",
+    )
+    serve.add_argument(
+        "--config",
+        default=env.get("WM_CONFIG", "workflows.yaml"),
+        help="workflow file (default: %(default)s)",
+    )
+    serve.add_argument("--amqp-url", default=amqp_url, help="RabbitMQ URL (env AMQP_URL)")
+    serve.add_argument(
+        "--db",
+        default=env.get("WM_DB", "wm.db"),
+        help="the journal, every message for recovery: a SQLite file, or a PostgreSQL database "
+        "as postgresql://USER@HOST[:PORT]/DB (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--retention",
+        type=float,
+        default=float(env.get("WM_RETENTION", 7)),
+        metavar="DAYS",
+        help="delete finished jobs older than this from the journal (default: %(default)s)",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8080, help="HTTP port (default: %(default)s)")
+    serve.add_argument(
+        "--queue",
+        default=queue,
+        help="reply queue; triggers go to QUEUE.jobs (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--partitions",
+        type=int,
+        default=int(env["WM_PARTITIONS"]) if env.get("WM_PARTITIONS", "").isdigit() else None,
+        metavar="P",
+        help="several managers on one PostgreSQL journal: its jobs are split into P partitions,"
+        " each run by one manager at a time (fixed per database; env WM_PARTITIONS)",
+    )
+    serve.add_argument(
+        "--advertise-url",
+        default=env.get("WM_ADVERTISE_URL") or None,
+        metavar="URL",
+        help="with --partitions: where the other managers reach this one's HTTP API, to hand "
+        "it requests about the jobs it runs (env WM_ADVERTISE_URL; default: http://HOST:PORT, "
+        "a wildcard HOST replaced by this machine's name)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="debug logs every message (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--events",
+        default=env.get("WM_EVENTS", "jobs"),
+        choices=["jobs", "steps", "off"],
+        help="run events published to the exchange QUEUE.events: jobs (job.* of top-level "
+        "jobs), steps (step.* and child jobs' too) or off; GET /api/events streams them all "
+        "either way (env WM_EVENTS; default: %(default)s)",
+    )
+    serve.add_argument(
+        "--max-running-jobs",
+        default=env.get("WM_MAX_RUNNING_JOBS") or None,
+        metavar="N",
+        help="at most N top-level jobs run at once, all workflows together; the others wait "
+        "with status queued, highest priority first, then oldest (env WM_MAX_RUNNING_JOBS; "
+        "default: no bound)",
+    )
+    serve.add_argument(
+        "--log-format",
+        default=env.get("WM_LOG_FORMAT", "text"),
+        choices=LOG_FORMATS,
+        help="text, or json: one object a line with time, level, logger, message and the job,"
+        " workflow and step it is about (env WM_LOG_FORMAT; default: %(default)s)",
+    )
+    serve.add_argument(
+        "--api-token",
+        default=env.get("WM_API_TOKEN") or None,
+        metavar="TOKEN",
+        help="every HTTP route but /healthz, /readyz and /metrics needs 'Authorization: Bearer"
+        " TOKEN' (prefer the env WM_API_TOKEN: arguments show in ps)",
+    )
+    serve.add_argument(
+        "--loop",
+        default=env.get("WM_LOOP", "auto"),
+        choices=EVENT_LOOPS,
+        help="event loop: auto is uvloop where installed, else asyncio's (env WM_LOOP;"
+        " default: %(default)s)",
+    )
+    add_limit_options(serve, env)
+
+    validate = commands.add_parser("validate", help="check a workflow file and describe it")
+    validate.add_argument("file", help="the workflow YAML file")
+
+    submit = commands.add_parser(
+        "submit", help="start a job: a trigger over AMQP, or over HTTP with --api-url"
+    )
+    submit.add_argument("workflow", help="workflow name")
+    submit.add_argument(
+        "--payload", default="{}", help="the job payload, a JSON object (default: {})"
+    )
+    submit.add_argument(
+        "--id", dest="job_id", type=job_id_arg, help="job UUID (default: a new one)"
+    )
+    submit.add_argument(
+        "--delay",
+        type=delay_arg,
+        metavar="SECONDS",
+        help="start the job this many seconds from now (it is scheduled until then)",
+    )
+    submit.add_argument(
+        "--priority",
+        type=priority_arg,
+        default=0,
+        help="0 to 9, higher first where the manager holds work back (default: 0)",
+    )
+    submit.add_argument(
+        "--meta",
+        type=meta_arg,
+        metavar="JSON",
+        help="job metadata, a JSON object sent on every request of the job as x-meta",
+    )
+    submit.add_argument(
+        "--wait",
+        action="store_true",
+        help="show progress (following the API's event stream), print the result; exit 1 if "
+        "the job fails",
+    )
+    submit.add_argument(
+        "--amqp-url", default=amqp_url, action=_Given, help="RabbitMQ URL (env AMQP_URL)"
+    )
+    submit.add_argument(
+        "--queue", default=queue, action=_Given, help="the manager's queue (default: %(default)s)"
+    )
+    _add_api_options(
+        submit, env, "manager API: with --api-url (or WM_API_URL) and neither --amqp-url nor "
+        "--queue, the job is submitted over HTTP; else --wait's progress", given=_Given,
+    )  # fmt: skip
+    submit.set_defaults(api_url_given="WM_API_URL" in env, amqp_url_given=False, queue_given=False)
+
+    for action, text in (
+        ("cancel", "cancel a scheduled job, or a running one (its on_cancel steps run)"),
+        ("retry", "run a failed job again from where it failed"),
+    ):
+        control = commands.add_parser(action, help=text)
+        control.add_argument("job_id", type=job_id_arg, help="job UUID")
+        _add_api_options(control, env)
+
+    sched = commands.add_parser(
+        "schedules", help="list the workflows' schedules, or pause / resume one (journaled)"
+    )
+    sched.add_argument(
+        "action", nargs="?", default="list", choices=["list", "pause", "resume"],
+        help="list (default): each schedule, its next fire time, last job and state",
+    )  # fmt: skip
+    sched.add_argument("target", nargs="?", default="", help="WORKFLOW/SCHEDULE to pause or resume")
+    sched.add_argument("--json", action="store_true", help="print the API's JSON")
+    _add_api_options(sched, env)
+
+    signal = commands.add_parser(
+        "signal", help="signal a waiting step (wait: true): its payload becomes the step's output"
+    )
+    signal.add_argument("job_id", type=job_id_arg, help="job UUID (a child job's too)")
+    signal.add_argument("step", help="the waiting step's name")
+    signal.add_argument("--payload", default="{}", help="the signal, a JSON object (default: {})")
+    _add_api_options(signal, env)
+
+    journal = commands.add_parser("journal", help="print a job's journal entries in order")
+    journal.add_argument("job_id", type=job_id_arg, help="job UUID")
+    journal.add_argument(
+        "--db",
+        default=env.get("WM_DB", "wm.db"),
+        help="journal file or postgresql:// URL (default: %(default)s)",
+    )
+    journal.add_argument("--tree", action="store_true", help="include the job's child jobs")
+
+    status = commands.add_parser("status", help="show a job's state")
+    status.add_argument("job_id", type=job_id_arg, help="job UUID")
+    _add_api_options(status, env)
+    status.add_argument("--json", action="store_true", help="print the raw JSON")
+
+    watch = commands.add_parser(
+        "watch",
+        help="follow a job live until it ends: its steps, and progress of task steps "
+        "(exit 0 completed, 1 failed or cancelled)",
+    )
+    watch.add_argument("job_id", type=job_id_arg, help="job UUID")
+    _add_api_options(watch, env, "manager API; watch follows GET /api/events?job=ID")
+    _add_dead_letters_parser(commands, amqp_url, queue)
+    add_bridge_parser(commands, env, amqp_url)
+    add_conformance_parser(commands, amqp_url)
+    add_testing_parsers(commands, env.get("WM_DB", "wm.db"))
+    return parser
+
+
+class _Given(argparse.Action):
+    """Stores the value and notes that it was given (`<dest>_given`): for a choice that
+    depends on which options the command line named, not on their values."""
+
+    def __call__(
+        self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
+def _add_api_options(
+    parser: argparse.ArgumentParser,
+    env: Mapping[str, str],
+    what: str = "manager API",
+    given: type[argparse.Action] | None = None,
+) -> None:
+    """--api-url and --api-token, for the commands that call the manager's HTTP API;
+    `given`: the action --api-url takes (to note that it was named)."""
+    action: dict[str, Any] = {"action": given} if given is not None else {}
+    parser.add_argument(
+        "--api-url",
+        default=env.get("WM_API_URL", DEFAULT_API_URL),
+        help=f"{what} (env WM_API_URL; default: %(default)s)",
+        **action,
+    )
+    parser.add_argument(
+        "--api-token",
+        default=env.get("WM_API_TOKEN") or None,
+        metavar="TOKEN",
+        help="the manager's API token, when it has one (prefer the env WM_API_TOKEN)",
+    )
+
+
+def _add_dead_letters_parser(commands: Any, amqp_url: str, queue: str) -> None:
+    dead = commands.add_parser(
+        "dead-letters", help="list or replay the messages the manager could not process"
+    )
+    actions = dead.add_subparsers(dest="dead_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="show the dead letters, oldest first; none is taken")
+    listing.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="show at most N (default: %(default)s)"
+    )
+    listing.add_argument("--json", action="store_true", help="print a JSON array")
+    replay = actions.add_parser(
+        "replay", help="publish dead letters back to the queue they came from, then remove them"
+    )
+    which = replay.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--id",
+        dest="correlation_id",
+        metavar="CORRELATION_ID",
+        help="every dead letter with this correlation id",
+    )
+    which.add_argument(
+        "--letter",
+        metavar="LETTER_ID",
+        help="exactly one dead letter: its ID as `dead-letters list` shows it",
+    )
+    which.add_argument("--all", action="store_true", help="every dead letter")
+    for action in (listing, replay):
+        action.add_argument("--amqp-url", default=amqp_url, help="RabbitMQ URL (env AMQP_URL)")
+        action.add_argument(
+            "--queue",
+            default=queue,
+            help="the manager's queue; dead letters are in QUEUE.dead (default: %(default)s)",
+        )

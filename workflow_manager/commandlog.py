@@ -1,0 +1,43 @@
+"""The log lines of the commands the manager carries out: a job started or ended, a retry
+scheduled (each with `job=... step=... attempt=...`)."""
+
+from __future__ import annotations
+
+import logging
+
+from workflow_manager.engine import Command, JobFinished, JobStarted, StartTimer
+from workflow_manager.engine import timers as timer_keys
+
+__all__ = ["log_command"]
+
+log = logging.getLogger(__name__)
+
+
+def log_command(command: Command) -> None:
+    """Log `command` if it is one an operator follows (INFO for top-level jobs)."""
+    if isinstance(command, JobStarted):
+        level = logging.INFO if command.parent_id is None else logging.DEBUG
+        log.log(
+            level, "job started job=%s workflow=%s", command.job_id, command.workflow,
+            extra={"job": command.job_id, "workflow": command.workflow},
+        )  # fmt: skip
+    elif isinstance(command, JobFinished):
+        level = logging.INFO if command.parent_id is None else logging.DEBUG
+        detail = f" error={command.error}" if command.error else ""
+        log.log(
+            level, "job %s job=%s workflow=%s%s",
+            command.status, command.job_id, command.workflow, detail,
+            extra={
+                "job": command.job_id,
+                "workflow": command.workflow,
+                "step": (command.error or {}).get("step"),
+            },
+        )  # fmt: skip
+    elif isinstance(command, StartTimer):
+        key = timer_keys.parse(command.key)
+        if key is not None and key.is_retry:
+            log.info(
+                "retry scheduled job=%s step=%s attempt=%s at=%.3f",
+                key.job_id, key.step, key.attempt, command.due_at,
+                extra={"job": key.job_id, "step": key.step, "attempt": key.attempt},
+            )  # fmt: skip
