@@ -1,6 +1,14 @@
 """The pure engine: events in, commands out. No I/O, clock or randomness.
 
 Imports the stdlib, `workflow_manager.config` and orjson (through `jsontext`, for speed) only.
+
+Where to read: `engine.apply` hands each event to the core (`transition.Transition`, with
+`submission`, `answers`, `children` and `failures`); the core calls the rules at the
+extension points declared in `extension` (`Part`, `Work`); the rules are the parts registered
+in `registry.PARTS`, one module each (`conditions`, `contracts`, `metadata`, `scheduling`,
+`uniqueness`, `compensation`, `delays`, `admission`, `gates`, `waiting`, `fallbacks`,
+`deadlines`); `control` answers cancel and retry requests, `handover` lets job trees go.
+Timers are the typed union of `timers`, kept as text in the state and the journal.
 """
 
 from workflow_manager.engine.commands import (

@@ -6,25 +6,28 @@ The start is journaled when its timer fires, under the job it starts, and is obe
 comes: recovery replays only the jobs still running, so a replay may see free slots where the
 live run saw none. Slots it reserved that way give way to a journaled start (`_make_room`).
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`), like
-`workflow_manager.engine.control`.
+A part (`workflow_manager.engine.extension.Part`); `enqueue` also queues a delayed job whose
+start time has come.
 """
 
 from __future__ import annotations
 
-from workflow_manager.config.models import Workflow
-from workflow_manager.engine import timers
-from workflow_manager.engine.commands import JobQueued
-from workflow_manager.engine.state import Job, JobStatus, Rank, Slots
-from workflow_manager.engine.work import Work
+from typing import Any
 
-__all__ = ["Admission", "ALL_JOBS", "concurrency_scope"]
+from workflow_manager.config.models import Workflow
+from workflow_manager.engine.commands import JobQueued
+from workflow_manager.engine.extension import Part, Submission, Work
+from workflow_manager.engine.metadata import key_data
+from workflow_manager.engine.state import EngineState, Job, JobStatus, Rank, Slots
+from workflow_manager.engine.timers import JobAdmit, Timer
+
+__all__ = ["ALL_JOBS", "Admission", "concurrency_scope", "enqueue"]
 
 ALL_JOBS = "all"
 """The scope of `max_running_jobs`, which every top-level job counts against."""
 
 
-def concurrency_scope(workflow: Workflow, data: dict) -> str:
+def concurrency_scope(workflow: Workflow, data: dict[str, Any]) -> str:
     """The scope of `workflow`'s `concurrency` limit a job reading `data` counts against (its
     key's value; one scope for the whole workflow without a key). The workflow has one."""
     assert workflow.concurrency is not None  # only asked of workflows with `concurrency`
@@ -35,113 +38,62 @@ def _rank(job: Job) -> Rank:
     return (-job.priority, job.queued_at or job.submitted_at, job.id)
 
 
-class Admission:
+class Admission(Part):
     """Queue a top-level job over its limits; start the best queued ones as slots free up."""
 
-    def _scopes_of(self: Work, workflow: Workflow, payload: dict) -> tuple[str, ...]:
+    timers = (JobAdmit,)
+
+    def submission_prepared(self, work: Work, sub: Submission) -> None:
         """The limits a new top-level job counts against, creating their slots on first use."""
-        scopes: list[str] = []
-        if workflow.concurrency is not None:
-            scope = concurrency_scope(workflow, payload)
-            slots = self.state.scopes.setdefault(scope, Slots(workflow.concurrency.limit))
-            slots.limit = workflow.concurrency.limit  # a new definition's limit counts now
-            scopes.append(scope)
-        if self.state.max_running_jobs is not None:
-            slots = self.state.scopes.setdefault(ALL_JOBS, Slots(self.state.max_running_jobs))
-            slots.limit = self.state.max_running_jobs
-            scopes.append(ALL_JOBS)
-        return tuple(scopes)
+        workflow, state = sub.workflow, work.state
+        if workflow.concurrency is None and state.max_running_jobs is None:
+            return
+        sub.scopes = _scopes_of(state, workflow, key_data(sub.event.payload, sub.event.meta))
 
-    def _enqueue(self: Work, job: Job) -> None:
-        """A new job waits for its slots; one may be free at once."""
-        job.status = JobStatus.QUEUED
-        job.queued_at = self.at
-        self.commands.append(
-            JobQueued(
-                job.id,
-                job.workflow.name,
-                job.workflow.content_hash,
-                job.flow.name,
-                job.payload,
-                job.submitted_at,
-                self.at,
-                job.priority,
-                job.scopes,
-                job.trace_id,
-            )  # fmt: skip
-        )
-        for scope in job.scopes:
-            self.state.scopes[scope].wait(_rank(job))
-        self._fill(job.scopes[0])
+    def start_held(self, work: Work, job: Job, sub: Submission) -> bool:
+        """A limited job waits for its slots (it starts when its admit timer fires, maybe at
+        once)."""
+        if not job.scopes:
+            return False
+        enqueue(work, job)
+        return True
 
-    def _fill(self: Work, scope: str) -> None:
-        """Reserve free slots of `scope` for its best waiting jobs that fit all their limits."""
-        slots = self.state.scopes[scope]
-        index = 0
-        while slots.free > 0 and index < len(slots.waiting):
-            job = self.state.jobs[slots.waiting[index][2]]
-            if all(self.state.scopes[s].free > 0 for s in job.scopes):
-                self._reserve(job)
-            else:
-                index += 1
-
-    def _reserve(self: Work, job: Job) -> None:
-        rank = _rank(job)
-        for scope in job.scopes:
-            slots = self.state.scopes[scope]
-            slots.leave(rank)
-            slots.holders.add(job.id)
-        self._start_timer(timers.job_admit(job.id), self.at)
-
-    def _job_start_due(self: Work, job: Job) -> None:
+    def timer_fired(self, work: Work, key: str, timer: Timer, job: Job | None) -> None:
         """A queued job's start timer fired: it runs now (the journal says it did)."""
-        rank = _rank(job)
-        for scope in job.scopes:
-            slots = self.state.scopes[scope]
-            if job.id not in slots.holders:
-                slots.leave(rank)
-                slots.holders.add(job.id)
-                self._make_room(scope, job.id)
-        job.status = JobStatus.RUNNING
-        self.commands.append(self.started(job))
-        if job.workflow.timeout is not None:
-            self._start_timer(timers.job_timeout(job.id), self.at + job.workflow.timeout)
-        self.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)
+        match timer:
+            case JobAdmit() if job is not None and job.status is JobStatus.QUEUED:
+                _start_due(work, job)
+            case _:
+                work.ignore(key, "the job or step no longer waits for a slot")
 
-    def _make_room(self: Work, scope: str, keep: str) -> None:
-        """Over the limit after a journaled start: take back the worst reservations."""
-        slots = self.state.scopes[scope]
-        while slots.free < 0:
-            reserved = [
-                self.state.jobs[h] for h in slots.holders
-                if h != keep and self.state.jobs[h].status is JobStatus.QUEUED
-            ]  # fmt: skip
-            if not reserved:
-                return  # running jobs alone: a retry may run over the limit
-            worst = max(reserved, key=_rank)
-            self._cancel_timer(timers.job_admit(worst.id))
-            for other in worst.scopes:
-                self.state.scopes[other].holders.discard(worst.id)
-                self.state.scopes[other].wait(_rank(worst))
-            for other in worst.scopes:
-                if other != scope:
-                    self._fill(other)
-
-    def _release_job(self: Work, job: Job) -> None:
+    def job_settled(self, work: Work, job: Job) -> None:
         """A job holding or waiting for slots has ended: its slots go to the best waiting."""
+        if not job.scopes:
+            return
         rank = _rank(job)
-        self._cancel_timer(timers.job_admit(job.id))
+        work.cancel_timer(JobAdmit(job.id))
         for scope in job.scopes:
-            slots = self.state.scopes[scope]
+            slots = work.state.scopes[scope]
             slots.leave(rank)
             slots.holders.discard(job.id)
         for scope in job.scopes:
-            self._fill(scope)
+            _fill(work, scope)
 
-    def _full_limit(self: Work, job: Job) -> str | None:
-        """Why a failed job may not run again now: a limit it counts against is full."""
+    def cancel_held(self, work: Work, job: Job) -> bool:
+        """Cancel a job that never started: no on_cancel steps, nothing to stop."""
+        if job.status is not JobStatus.QUEUED:
+            return False
+        job.status = JobStatus.CANCELLED
+        job.error = {"step": None, "message": "cancelled on request while queued"}
+        job.finished_at = work.at
+        work.settle(job)
+        return True
+
+    def retry_refusal(self, work: Work, job: Job) -> str | None:
+        """Why a failed job may not run again now: a limit it counts against is full (refused
+        rather than queued: a limit means at most that many running, retries too)."""
         for scope in job.scopes:
-            slots = self.state.scopes[scope]
+            slots = work.state.scopes[scope]
             if slots.free <= 0:
                 if scope == ALL_JOBS:
                     limit = f"--max-running-jobs ({slots.limit})"
@@ -154,14 +106,101 @@ class Admission:
                 return f"{limit} is reached; retry job {job.id} once one of those jobs has ended"
         return None
 
-    def _hold_again(self: Work, job: Job) -> None:
-        """A retried job runs again at once, holding its slots (`_full_limit` said one is free)."""
+    def job_revived(self, work: Work, job: Job) -> None:
+        """A retried job runs again at once, holding its slots (`retry_refusal` said one is
+        free)."""
         for scope in job.scopes:
-            self.state.scopes[scope].holders.add(job.id)
+            work.state.scopes[scope].holders.add(job.id)
 
-    def _cancel_queued(self: Work, job: Job) -> None:
-        """Cancel a job that never started: no on_cancel steps, nothing to stop."""
-        job.status = JobStatus.CANCELLED
-        job.error = {"step": None, "message": "cancelled on request while queued"}
-        job.finished_at = self.at
-        self._settle(job)
+
+def _scopes_of(state: EngineState, workflow: Workflow, data: dict[str, Any]) -> tuple[str, ...]:
+    scopes: list[str] = []
+    if workflow.concurrency is not None:
+        scope = concurrency_scope(workflow, data)
+        slots = state.scopes.setdefault(scope, Slots(workflow.concurrency.limit))
+        slots.limit = workflow.concurrency.limit  # a new definition's limit counts now
+        scopes.append(scope)
+    if state.max_running_jobs is not None:
+        slots = state.scopes.setdefault(ALL_JOBS, Slots(state.max_running_jobs))
+        slots.limit = state.max_running_jobs
+        scopes.append(ALL_JOBS)
+    return tuple(scopes)
+
+
+def enqueue(work: Work, job: Job) -> None:
+    """A job (new, or delayed and due now) waits for its slots; one may be free at once."""
+    job.status = JobStatus.QUEUED
+    job.queued_at = work.at
+    work.commands.append(
+        JobQueued(
+            job.id,
+            job.workflow.name,
+            job.workflow.content_hash,
+            job.flow.name,
+            job.payload,
+            job.submitted_at,
+            work.at,
+            job.priority,
+            job.scopes,
+            job.trace_id,
+        )  # fmt: skip
+    )
+    for scope in job.scopes:
+        work.state.scopes[scope].wait(_rank(job))
+    _fill(work, job.scopes[0])
+
+
+def _fill(work: Work, scope: str) -> None:
+    """Reserve free slots of `scope` for its best waiting jobs that fit all their limits."""
+    slots = work.state.scopes[scope]
+    index = 0
+    while slots.free > 0 and index < len(slots.waiting):
+        job = work.state.jobs[slots.waiting[index][2]]
+        if all(work.state.scopes[s].free > 0 for s in job.scopes):
+            _reserve(work, job)
+        else:
+            index += 1
+
+
+def _reserve(work: Work, job: Job) -> None:
+    rank = _rank(job)
+    for scope in job.scopes:
+        slots = work.state.scopes[scope]
+        slots.leave(rank)
+        slots.holders.add(job.id)
+    work.start_timer(JobAdmit(job.id), work.at)
+
+
+def _start_due(work: Work, job: Job) -> None:
+    """A queued job starts now, taking its slots if this state had not reserved them."""
+    rank = _rank(job)
+    for scope in job.scopes:
+        slots = work.state.scopes[scope]
+        if job.id not in slots.holders:
+            slots.leave(rank)
+            slots.holders.add(job.id)
+            _make_room(work, scope, job.id)
+    job.status = JobStatus.RUNNING
+    work.commands.append(work.started(job))
+    work.job_running(job)
+    work.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)
+
+
+def _make_room(work: Work, scope: str, keep: str) -> None:
+    """Over the limit after a journaled start: take back the worst reservations."""
+    slots = work.state.scopes[scope]
+    while slots.free < 0:
+        reserved = [
+            work.state.jobs[h] for h in slots.holders
+            if h != keep and work.state.jobs[h].status is JobStatus.QUEUED
+        ]  # fmt: skip
+        if not reserved:
+            return  # running jobs alone: a retry may run over the limit
+        worst = max(reserved, key=_rank)
+        work.cancel_timer(JobAdmit(worst.id))
+        for other in worst.scopes:
+            work.state.scopes[other].holders.discard(worst.id)
+            work.state.scopes[other].wait(_rank(worst))
+        for other in worst.scopes:
+            if other != scope:
+                _fill(work, other)

@@ -1,17 +1,18 @@
 """Compensation: a failed or cancelled job undoes its completed steps, newest first (LIFO).
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`), like
-`workflow_manager.engine.failures`. Only workflows with a `compensate` step pay for it: their jobs
-note the order their main steps complete in (`Job.done_order`) and each finished child's
-compensations (`StepRun.child_plans`), since a completed child leaves memory. When the top-level job
-fails or is cancelled, its plan runs one compensation at a time, each with its own retries; one that
-still fails is recorded and the next goes on. Then on_error / on_cancel run as they would have.
+A part (`workflow_manager.engine.extension.Part`). Only workflows with a `compensate` step pay
+for it: their jobs note the order their main steps complete in (`Job.done_order`) and each
+finished child's compensations (`StepRun.child_plans`), since a completed child leaves memory.
+When the top-level job fails or is cancelled, its plan runs one compensation at a time, each
+with its own retries; one that still fails is recorded and the next goes on. Then on_error /
+on_cancel run as they would have.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from workflow_manager.config.models import Workflow
 from workflow_manager.engine import timers
 from workflow_manager.engine.commands import (
     Dispatch,
@@ -21,7 +22,9 @@ from workflow_manager.engine.commands import (
     StepFinished,
 )
 from workflow_manager.engine.events import StepReplied
+from workflow_manager.engine.extension import Part, Work
 from workflow_manager.engine.ids import canonical_uuid
+from workflow_manager.engine.metadata import job_meta
 from workflow_manager.engine.redelivery import is_repeat, reply_digest
 from workflow_manager.engine.replies import ReplyError, decode_output
 from workflow_manager.engine.state import (
@@ -33,9 +36,9 @@ from workflow_manager.engine.state import (
     StepRun,
     StepStatus,
 )
-from workflow_manager.engine.work import Work
+from workflow_manager.engine.timers import CompensationRetry, CompensationTimeout, Timer
 
-__all__ = ["CompensationRules", "plan_of", "retry_refusal"]
+__all__ = ["Compensations", "plan_of", "retry_refusal"]
 
 # A step recovered by its fallback stands like a completed one: its output went on.
 _UNDOABLE = (StepStatus.COMPLETED, StepStatus.RECOVERED)
@@ -99,58 +102,75 @@ def retry_refusal(job: Job) -> str | None:
     )
 
 
-class CompensationRules:
+class Compensations(Part):
     """Planning, dispatching and retrying compensations, and routing their replies."""
 
-    def _keep_child_plan(self: Work, run: StepRun, child: Job) -> None:
+    def used_by(self, workflow: Workflow) -> bool:
+        """Only workflows with a step that has `compensate` (replies are claimed for all)."""
+        return workflow.compensates
+
+    timers = (CompensationTimeout, CompensationRetry)
+
+    def step_completed(self, work: Work, job: Job, run: StepRun) -> None:
+        """Note the order main steps complete in (they are undone newest first)."""
+        if job.done_order is not None:
+            job.done_order.append(run.name)
+
+    def child_settled(self, work: Work, parent: Job, run: StepRun, child: Job) -> None:
         """A child finished: keep what undoing it takes, for when it has left memory."""
+        if child.done_order is None:
+            return
         if run.child_plans is None:
             run.child_plans = []
-        run.child_plans.append(plan_of(self.state, child))
+        run.child_plans.append(plan_of(work.state, child))
 
-    def _wind_down(
-        self: Work, job: Job, kind: str, data: dict[str, Any], error: dict[str, Any]
-    ) -> None:
+    def retry_refusal(self, work: Work, job: Job) -> str | None:
+        """Why a failed job may not be retried, if it has started undoing its steps."""
+        return retry_refusal(job)
+
+    def wind_down_held(
+        self, work: Work, job: Job, kind: str, data: dict[str, Any], error: dict[str, Any]
+    ) -> bool:
         """A top-level job failed or was cancelled: compensate, then run its `kind` branch."""
-        plan = plan_of(self.state, job) if job.done_order is not None else []
+        plan = plan_of(work.state, job) if job.done_order is not None else []
         if not plan:
-            self._start_branch(job, kind, data)
-            return
+            return False
         reason = "failed" if job.status is JobStatus.FAILED else "cancelled"
         job.compensation = Compensation(plan, reason, error, kind, data)
-        self.commands.append(
+        work.commands.append(
             JobCompensating(
-                job.id, job.root_id, job.workflow.name, reason, len(plan), self.at, job.trace_id
+                job.id, job.root_id, job.workflow.name, reason, len(plan), work.at, job.trace_id
             )
         )
-        self._next_compensation(job)
+        self._next_compensation(work, job)
+        return True
 
-    def _next_compensation(self: Work, job: Job) -> None:
+    def _next_compensation(self, work: Work, job: Job) -> None:
         """Dispatch the current compensation, or, with none left, start the job's branch."""
         compensation = job.compensation
         assert compensation is not None  # only called while compensating
         if compensation.is_done:
-            self._start_branch(job, compensation.then, compensation.then_input)
+            work.start_branch(job, compensation.then, compensation.then_input)
             return
         comp = compensation.runs[compensation.current]
-        comp.started_at = self.at
-        self._mark_step(job, comp, StepStatus.COMPENSATING, "compensating", None)
-        self.state.compensating[comp.correlation_id] = job.id
-        self._dispatch_compensation(job, comp)
+        comp.started_at = work.at
+        self._mark_step(work, job, comp, StepStatus.COMPENSATING, "compensating", None)
+        work.state.compensating[comp.correlation_id] = job.id
+        self._dispatch_compensation(work, job, comp)
 
-    def _dispatch_compensation(self: Work, job: Job, comp: CompensationRun) -> None:
+    def _dispatch_compensation(self, work: Work, job: Job, comp: CompensationRun) -> None:
         compensation = job.compensation
         assert compensation is not None
         comp.status = StepStatus.RUNNING
         comp.attempt += 1
-        comp.dispatched_at = self.at
+        comp.dispatched_at = work.at
         body = {
             "input": comp.input,
             "output": comp.output,
             "reason": compensation.reason,
             "error": compensation.error,
         }
-        self.commands.append(
+        work.commands.append(
             Dispatch(
                 job_id=comp.job_id,
                 root_id=job.root_id,
@@ -161,16 +181,17 @@ class CompensationRules:
                 workflow=job.workflow.name,
                 attempt=comp.attempt,
                 trace_id=job.trace_id,
-                meta=self._job_meta(job),
+                meta=job_meta(work.state, job),
                 partition=job.partition,
             )
         )
         if comp.policy.timeout_s is not None:
-            key = timers.compensation_timeout(job.id, compensation.current, comp.attempt)
-            self._start_timer(key, self.at + comp.policy.timeout_s)
+            key = CompensationTimeout(job.id, compensation.current, comp.attempt)
+            work.start_timer(key, work.at + comp.policy.timeout_s)
 
     def _mark_step(
-        self: Work,
+        self,
+        work: Work,
         job: Job,
         comp: CompensationRun,
         status: StepStatus,
@@ -178,11 +199,11 @@ class CompensationRules:
         message: str | None,
     ) -> None:
         """Show the step being undone as `status` (when its job is in memory) and report it."""
-        owner = job if comp.job_id == job.id else self.state.jobs.get(comp.job_id)
+        owner = job if comp.job_id == job.id else work.state.jobs.get(comp.job_id)
         run = owner.steps.get(comp.step) if owner is not None else None
         if run is not None:
             run.status = status
-        self.commands.append(
+        work.commands.append(
             StepCompensation(
                 comp.job_id,
                 job.root_id,
@@ -191,32 +212,34 @@ class CompensationRules:
                 comp.name,
                 outcome,
                 message,
-                self.at,
+                work.at,
                 job.trace_id,
             )  # fmt: skip
         )
 
     # -- replies and timers ------------------------------------------------------------
 
-    def compensation_reply(self: Work, event: StepReplied) -> bool:
+    def claims_reply(self, work: Work, event: StepReplied) -> bool:
         """Handle a reply to a compensation in flight; False when it answers none."""
+        if not work.state.compensating:
+            return False
         job_id = canonical_uuid(event.job_id) or event.job_id
-        owner = self.state.compensating.get(f"{job_id}:{event.step}")
+        owner = work.state.compensating.get(f"{job_id}:{event.step}")
         if owner is None:
             return False
-        job = self.state.jobs[owner]
+        job = work.state.jobs[owner]
         compensation = job.compensation
         assert compensation is not None  # registered only while compensating
-        self.concerns(job)
+        work.concerns(job)
         comp = compensation.runs[compensation.current]
         cid = event.correlation_id
         if event.attempt is not None and not 1 <= event.attempt <= comp.attempt:
-            self.commands.append(
+            work.commands.append(
                 Ignored(cid, f"reply is for attempt {event.attempt}, but it is on {comp.attempt}")
             )
             return True
         if is_repeat(event, comp.counted_reply):
-            self.commands.append(Ignored(cid, "redelivered copy of a reply already counted"))
+            work.commands.append(Ignored(cid, "redelivered copy of a reply already counted"))
             return True
         error, reason = event.error, "error"
         if error is None:
@@ -225,79 +248,83 @@ class CompensationRules:
             except ReplyError as exc:
                 error, reason = str(exc), "invalid_reply"
         if error is None:
-            self._end_compensation(job, comp, None)
+            self._end_compensation(work, job, comp, None)
         elif event.attempt is not None and event.attempt < comp.attempt:
-            self.commands.append(
+            work.commands.append(
                 Ignored(cid, f"failed reply for superseded attempt {event.attempt}")
             )
         elif comp.status is StepStatus.RETRYING:
-            self.commands.append(Ignored(cid, "failed reply for an attempt that already failed"))
+            work.commands.append(Ignored(cid, "failed reply for an attempt that already failed"))
         else:
             comp.counted_reply = reply_digest(event)
-            self._compensation_failed(job, comp, error or "worker reported an error", reason)
+            self._compensation_failed(work, job, comp, error or "worker reported an error", reason)
         return True
 
-    def compensation_timer(self: Work, job: Job, parsed: timers.TimerKey) -> None:
+    def timer_fired(self, work: Work, key: str, timer: Timer, job: Job | None) -> None:
         """A compensation's reply deadline or retry wait came due."""
-        compensation = job.compensation
-        if compensation is None or str(compensation.current) != parsed.step:
+        compensation = job.compensation if job is not None else None
+        if job is None or compensation is None:
             return
-        comp = compensation.runs[compensation.current]
-        if parsed.is_compensation_timeout and comp.status is StepStatus.RUNNING:
-            seconds = comp.policy.timeout_s or 0
-            message = f"no reply within {seconds:g}s (attempt {comp.attempt})"
-            self._compensation_failed(job, comp, message, "timeout")
-        elif not parsed.is_compensation_timeout and comp.status is StepStatus.RETRYING:
-            self._dispatch_compensation(job, comp)
+        comp = compensation.runs[compensation.current] if not compensation.is_done else None
+        match timer:
+            case CompensationTimeout(index=index) if index == compensation.current:
+                if comp is not None and comp.status is StepStatus.RUNNING:
+                    seconds = comp.policy.timeout_s or 0
+                    message = f"no reply within {seconds:g}s (attempt {comp.attempt})"
+                    self._compensation_failed(work, job, comp, message, "timeout")
+            case CompensationRetry(index=index) if index == compensation.current:
+                if comp is not None and comp.status is StepStatus.RETRYING:
+                    self._dispatch_compensation(work, job, comp)
 
     def _compensation_failed(
-        self: Work, job: Job, comp: CompensationRun, message: str, reason: str
+        self, work: Work, job: Job, comp: CompensationRun, message: str, reason: str
     ) -> None:
         """An attempt failed: retry by the compensation's policy, else record it and go on."""
         compensation = job.compensation
         assert compensation is not None
         index = compensation.current
-        self._cancel_timer(timers.compensation_timeout(job.id, index, comp.attempt))
+        work.cancel_timer(CompensationTimeout(job.id, index, comp.attempt))
         comp.error = message
         if comp.attempt > comp.policy.retries:
-            self._end_compensation(job, comp, (reason, message))
+            self._end_compensation(work, job, comp, (reason, message))
             return
         comp.status = StepStatus.RETRYING
-        self._compensation_finished(job, comp, "retrying", reason, message)
+        self._compensation_finished(work, job, comp, "retrying", reason, message)
         wait_s = timers.retry_wait_s(
             comp.policy.retry_backoff, comp.job_id, comp.name, comp.attempt
         )
         if wait_s <= 0:
-            self._dispatch_compensation(job, comp)
+            self._dispatch_compensation(work, job, comp)
         else:
-            key = timers.compensation_retry(job.id, index, comp.attempt + 1)
-            self._start_timer(key, self.at + wait_s)
+            key = CompensationRetry(job.id, index, comp.attempt + 1)
+            work.start_timer(key, work.at + wait_s)
 
     def _end_compensation(
-        self: Work, job: Job, comp: CompensationRun, failure: tuple[str, str] | None
+        self, work: Work, job: Job, comp: CompensationRun, failure: tuple[str, str] | None
     ) -> None:
         """The current compensation is over (failed for good when `failure` says why): next."""
         compensation = job.compensation
         assert compensation is not None
         index = compensation.current
-        self._cancel_timer(timers.compensation_timeout(job.id, index, comp.attempt))
-        self._cancel_timer(timers.compensation_retry(job.id, index, comp.attempt + 1))
-        del self.state.compensating[comp.correlation_id]
-        comp.finished_at = self.at
+        work.cancel_timer(CompensationTimeout(job.id, index, comp.attempt))
+        work.cancel_timer(CompensationRetry(job.id, index, comp.attempt + 1))
+        del work.state.compensating[comp.correlation_id]
+        comp.finished_at = work.at
         if failure is None:
             comp.status, comp.error = StepStatus.COMPLETED, None
-            self._compensation_finished(job, comp, "completed", None, None)
-            self._mark_step(job, comp, StepStatus.COMPENSATED, "compensated", None)
+            self._compensation_finished(work, job, comp, "completed", None, None)
+            self._mark_step(work, job, comp, StepStatus.COMPENSATED, "compensated", None)
         else:
             reason, message = failure
             comp.status = StepStatus.FAILED
-            self._compensation_finished(job, comp, "failed", reason, message)
-            self._mark_step(job, comp, comp.was, "failed", message)
+            self._compensation_finished(work, job, comp, "failed", reason, message)
+            self._mark_step(work, job, comp, comp.was, "failed", message)
         compensation.current += 1
-        self._next_compensation(job)
+        self._next_compensation(work, job)
 
     def _compensation_finished(
-        self: Work,
+        self,
+        work: Work,
         job: Job,
         comp: CompensationRun,
         outcome: str,
@@ -305,7 +332,7 @@ class CompensationRules:
         message: str | None,
     ) -> None:
         """Report how a compensation attempt ended, like a step's (events and metrics)."""
-        self.commands.append(
+        work.commands.append(
             StepFinished(
                 comp.job_id,
                 job.root_id,
@@ -316,7 +343,7 @@ class CompensationRules:
                 reason,
                 message,
                 comp.dispatched_at,
-                self.at,
+                work.at,
                 job.trace_id,
             )  # fmt: skip
         )

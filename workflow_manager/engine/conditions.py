@@ -1,8 +1,8 @@
 """Conditional steps: a step's `when` decides, over its input, whether it runs or is skipped.
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`). A skipped step sends no
-request; its output is `{}` and its dependents go on as if it had completed. An expression
-that cannot be evaluated over the input (a function given the wrong type) fails the step.
+A part (`workflow_manager.engine.extension.Part`). A skipped step sends no request; its output is
+`{}` and its dependents go on as if it had completed. An expression that cannot be evaluated
+over the input (a function given the wrong type) fails the step.
 """
 
 from __future__ import annotations
@@ -10,26 +10,32 @@ from __future__ import annotations
 from typing import Any
 
 from workflow_manager.config.expressions import ExpressionError
+from workflow_manager.config.models import Workflow
+from workflow_manager.engine.extension import Part, Work, every_step
 from workflow_manager.engine.state import Job, StepRun, StepStatus
-from workflow_manager.engine.work import Work
 
-__all__ = ["ConditionRules"]
+__all__ = ["Conditions"]
 
 
-class ConditionRules:
+class Conditions(Part):
     """The `when` of a step that is ready to start."""
 
-    def _skipped(self: Work, job: Job, run: StepRun, data: dict[str, Any]) -> bool:
+    def used_by(self, workflow: Workflow) -> bool:
+        """Only workflows with a step that has a `when`."""
+        return any(step.when is not None for step in every_step(workflow))
+
+    def step_starting_held(self, work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> bool:
         """True when the step does not run now: skipped by its `when`, or failed evaluating it."""
-        condition = run.spec.condition
-        if condition is None:
+        if run.spec.when is None:
             return False
+        condition = run.spec.condition
+        assert condition is not None  # compiled from `when`
         try:
             holds = condition.holds(data)
         except ExpressionError as exc:
-            self._fail_step(job, run, f"step '{run.name}': when {exc}")
+            work.fail_step(job, run, f"step '{run.name}': when {exc}")
             return True
         if holds:
             return False
-        self._complete_step(job, run, {}, StepStatus.SKIPPED)
+        work.complete_step(job, run, {}, StepStatus.SKIPPED)
         return True

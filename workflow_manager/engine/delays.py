@@ -1,29 +1,64 @@
 """Delayed starts: a job submitted with a `not_before` in the future waits as `scheduled`.
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`). The job exists at once
-(so it can be read, cancelled, and its id is taken); a journaled timer (`timers.job_start`)
+A part (`workflow_manager.engine.extension.Part`). The job exists at once (so it can be read,
+cancelled, and its id is taken); a journaled timer (`timers.JobStart`)
 starts it, so a replay after a crash starts it once, at the same time.
 """
 
 from __future__ import annotations
 
-from workflow_manager.engine import timers
+from workflow_manager.engine.admission import enqueue
 from workflow_manager.engine.commands import JobScheduled
+from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.state import Job, JobStatus
-from workflow_manager.engine.work import Work
+from workflow_manager.engine.timers import JobStart, Timer
 
 __all__ = ["DelayedStarts"]
 
 
-class DelayedStarts:
+class DelayedStarts(Part):
     """Scheduling a job for later, starting it when its timer fires, cancelling it before."""
 
-    def _schedule(self: Work, job: Job, start_at: float) -> None:
+    timers = (JobStart,)
+
+    def submission_prepared(self, work: Work, sub: Submission) -> None:
+        """A `not_before` in the future: the job starts then."""
+        not_before = sub.event.not_before
+        if not_before is not None and not_before > work.at:
+            sub.start_at = not_before
+
+    def start_held(self, work: Work, job: Job, sub: Submission) -> bool:
+        """Hold a new job until its start time (then it may queue, if limited)."""
+        if sub.start_at is None:
+            return False
+        self._schedule(work, job, sub.start_at)
+        return True
+
+    def timer_fired(self, work: Work, key: str, timer: Timer, job: Job | None) -> None:
+        """A delayed job's start time has come."""
+        match timer:
+            case JobStart() if job is not None:
+                self._start_scheduled(work, job)
+            case _:
+                pass
+
+    def cancel_held(self, work: Work, job: Job) -> bool:
+        """Cancel a job before it started: it never runs, and no on_cancel step runs either."""
+        if job.status is not JobStatus.SCHEDULED:
+            return False
+        work.cancel_timer(JobStart(job.id))
+        job.status = JobStatus.CANCELLED
+        job.error = {"step": None, "message": "cancelled before it started"}
+        job.finished_at = work.at
+        work.settle(job)
+        return True
+
+    def _schedule(self, work: Work, job: Job, start_at: float) -> None:
         """Hold a new top-level job until `start_at`."""
         job.status = JobStatus.SCHEDULED
         job.start_at = start_at
-        self._start_timer(timers.job_start(job.id), start_at)
-        self.commands.append(
+        work.start_timer(JobStart(job.id), start_at)
+        work.commands.append(
             JobScheduled(
                 job.id,
                 job.workflow.name,
@@ -32,28 +67,19 @@ class DelayedStarts:
                 job.payload,
                 job.submitted_at,
                 start_at,
-                self.at,
+                work.at,
                 job.trace_id,
             )  # fmt: skip
         )
 
-    def _start_scheduled(self: Work, job: Job) -> None:
+    def _start_scheduled(self, work: Work, job: Job) -> None:
         """The start time of a scheduled job has come: it runs from now."""
         if job.status is not JobStatus.SCHEDULED:
             return
         if job.scopes:
-            self._enqueue(job)  # under a concurrency limit: it queues from now
+            enqueue(work, job)  # under a concurrency limit: it queues from now
             return
         job.status = JobStatus.RUNNING
-        self.commands.append(self.started(job))
-        self.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)
-        if job.workflow.timeout is not None:
-            self._start_timer(timers.job_timeout(job.id), self.at + job.workflow.timeout)
-
-    def _cancel_scheduled(self: Work, job: Job) -> None:
-        """Cancel a job before it started: it never runs, and no on_cancel step runs either."""
-        self._cancel_timer(timers.job_start(job.id))
-        job.status = JobStatus.CANCELLED
-        job.error = {"step": None, "message": "cancelled before it started"}
-        job.finished_at = self.at
-        self._settle(job)
+        work.commands.append(work.started(job))
+        work.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)
+        work.job_running(job)

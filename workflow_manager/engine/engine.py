@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from workflow_manager.engine.answers import reply
 from workflow_manager.engine.commands import Command, JobDuplicate, JobRejected, Refused
+from workflow_manager.engine.control import cancel, retry
 from workflow_manager.engine.events import (
     CancelRequested,
     Event,
@@ -22,8 +24,11 @@ from workflow_manager.engine.events import (
     TimerFired,
 )
 from workflow_manager.engine.handover import hand_over
+from workflow_manager.engine.scheduling import pause_schedule
 from workflow_manager.engine.state import EngineState
+from workflow_manager.engine.submission import submit
 from workflow_manager.engine.transition import Transition
+from workflow_manager.engine.waiting import signal
 
 __all__ = ["apply", "replay"]
 
@@ -51,19 +56,19 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
         return state, hand_over(state, event.roots)
     transition = Transition(state, event.at)
     if isinstance(event, JobSubmitted):
-        transition.submit(event)
+        submit(transition, event)
     elif isinstance(event, StepReplied):
-        transition.reply(event)
+        reply(transition, event)
     elif isinstance(event, TimerFired):
         transition.timer_fired(event.key)
     elif isinstance(event, CancelRequested):
-        transition.cancel(event.job_id)
+        cancel(transition, event.job_id)
     elif isinstance(event, RetryRequested):
-        transition.retry(event.job_id)
+        retry(transition, event.job_id)
     elif isinstance(event, SignalReceived):
-        transition.signal(event)
+        signal(transition, event)
     elif isinstance(event, SchedulePaused):
-        transition.pause_schedule(event)
+        pause_schedule(transition, event)
         return state, transition.commands
     else:
         transition.archive(event.job_id)

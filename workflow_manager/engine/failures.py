@@ -1,7 +1,9 @@
-"""What the engine does when things go wrong: retries, timeouts, failed jobs and their branches.
+"""How steps and jobs end, for the core: failed attempts (retries), steps that fail for good,
+failed and cancelled jobs, their on_error / on_cancel branches, and settling a job.
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`): it uses the transition's
-state, clock (`at`), command list and step machinery, and adds the failure rules on top.
+Functions of the event's work (`workflow_manager.engine.extension.Work`); the parts take part at
+`failure_held` (fallbacks), `wind_down_held` (compensation), `request_ended` (step
+concurrency), `job_stopped` (job deadlines) and `job_settled` (unique keys, limits).
 """
 
 from __future__ import annotations
@@ -9,12 +11,24 @@ from __future__ import annotations
 from typing import Any
 
 from workflow_manager.engine import timers
-from workflow_manager.engine.commands import CancelTimer, Ignored, NotifyOutcome, StartTimer
+from workflow_manager.engine.children import child_finished
+from workflow_manager.engine.commands import NotifyOutcome
+from workflow_manager.engine.extension import Work
 from workflow_manager.engine.snapshot import root_of
 from workflow_manager.engine.state import Job, JobStatus, StepRun, StepStatus
-from workflow_manager.engine.work import Work
+from workflow_manager.engine.timers import RetryDue, StepTimeout
 
-__all__ = ["FailureRules", "outcome_body"]
+__all__ = [
+    "attempt_failed",
+    "cancel_job",
+    "end_branch",
+    "fail_job",
+    "fail_step",
+    "outcome_body",
+    "settle",
+    "start_branch",
+    "stop_step",
+]
 
 
 def outcome_body(
@@ -26,190 +40,134 @@ def outcome_body(
     return {"error": error}
 
 
-class FailureRules:
-    """Retries, timeouts, job failure, cancellation of children, on_error/on_cancel branches."""
+def attempt_failed(work: Work, job: Job, run: StepRun, message: str, reason: str = "error") -> None:
+    """One attempt failed: wait and try again if the step's policy allows, else fail it."""
+    for part in work.parts.of(job.workflow).request_ended:
+        part.request_ended(work, job, run)
+    work.cancel_timer(StepTimeout(job.id, run.name, run.attempt))
+    policy = job.workflow.policy(job.flow_of(run.name), run.name)
+    retry = run.attempt - run.round_start  # this round's retry number, if it gets one
+    if run.spec.task is not None or retry > policy.retries:
+        fail_step(work, job, run, message, reason)
+        return
+    run.status = StepStatus.RETRYING
+    run.error = message
+    work.step_finished(job, run, "retrying", reason, message)
+    wait_s = timers.retry_wait_s(policy.retry_backoff, job.id, run.name, retry)
+    if wait_s <= 0:
+        work.dispatch(job, run)
+    else:
+        work.start_timer(RetryDue(job.id, run.name, run.attempt + 1), work.at + wait_s)
 
-    # -- timers ------------------------------------------------------------------------
 
-    def _start_timer(self: Work, key: str, due_at: float) -> None:
-        self.state.timers[key] = due_at
-        self.commands.append(StartTimer(key, due_at))
-
-    def _cancel_timer(self: Work, key: str) -> None:
-        if self.state.timers.pop(key, None) is not None:
-            self.commands.append(CancelTimer(key))
-
-    def _clear_step_timers(self: Work, job: Job, run: StepRun) -> None:
-        """Drop the step's reply deadline and any pending retry wait."""
-        self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
-        self._cancel_timer(timers.retry_due(job.id, run.name, run.attempt + 1))
-
-    def timer_fired(self: Work, key: str) -> None:
-        """A timer came due: a reply deadline, the end of a retry wait, or a job deadline."""
-        parsed = timers.parse(key)
-        job = self.state.jobs.get(parsed.job_id) if parsed else None
-        self.concerns(job, parsed.job_id if parsed else None)
-        if parsed is not None and parsed.is_held_work:
-            self._held_work_due(key, parsed, job)
+def fail_step(work: Work, job: Job, run: StepRun, message: str, reason: str = "error") -> None:
+    """The step failed for good: unless a part answers it (a fallback), so does its job."""
+    for part in work.parts.of(job.workflow).failure_held:
+        if part.failure_held(work, job, run, message, reason):
             return
-        if self.state.timers.pop(key, None) is None:
-            self.commands.append(Ignored(key, "timer was cancelled or already handled"))
+    run.status = StepStatus.FAILED
+    run.error = message
+    run.finished_at = work.at
+    work.step_finished(job, run, "failed", reason, message)
+    if job.is_running:
+        fail_job(work, job, {"step": run.name, "message": message})
+    elif job.branch_left > 0:
+        # A failing on_error/on_cancel step ends its branch: the job has already ended.
+        end_branch(work, job)
+
+
+def fail_job(work: Work, job: Job, error: dict[str, Any]) -> None:
+    """The job failed: stop its work; a top-level job winds down (compensation, on_error)."""
+    job.status = JobStatus.FAILED
+    job.error = error
+    job.finished_at = work.at
+    _stop_work(work, job)
+    run = job.steps.get(error.get("step") or "")
+    attempts = run.attempt if run is not None else 0
+    if job.parent is None:
+        told = {**error, "attempts": attempts}
+        _wind_down(work, job, "on_error", {"error": told, **job.payload}, told)
+    else:
+        settle(work, job)
+
+
+def cancel_job(work: Work, job: Job, message: str, with_branch: bool) -> None:
+    """Cancel a running job; `with_branch`: it winds down (compensation, on_cancel)."""
+    job.status = JobStatus.CANCELLED
+    job.error = {"step": None, "message": message}
+    job.finished_at = work.at
+    _stop_work(work, job)
+    if with_branch:
+        _wind_down(work, job, "on_cancel", {"cancelled": True, **job.payload}, job.error)
+    else:
+        settle(work, job)
+
+
+def _wind_down(
+    work: Work, job: Job, kind: str, data: dict[str, Any], error: dict[str, Any]
+) -> None:
+    """A top-level job failed or was cancelled: a part may run first (compensation), and
+    starts the `kind` branch itself when done; else the branch starts now."""
+    for part in work.parts.of(job.workflow).wind_down_held:
+        if part.wind_down_held(work, job, kind, data, error):
             return
-        if parsed is None or job is None:
-            self.commands.append(Ignored(key, "timer names no job in memory"))
-            return
-        if parsed.is_job_start:
-            self._start_scheduled(job)
-            return
-        if parsed.is_compensation:
-            self.compensation_timer(job, parsed)
-            return
-        if parsed.is_job_timeout:
-            seconds = job.workflow.timeout
-            self._fail_job(job, {"step": None, "message": f"job timed out after {seconds:g}s"})
-            return
-        run = job.steps.get(parsed.step or "")
-        if run is None:
-            return
-        if parsed.is_step_timeout and run.status is StepStatus.WAITING:
-            self._wait_timed_out(job, run)
-        elif parsed.is_step_timeout and run.status is StepStatus.RUNNING:
-            seconds = job.workflow.policy(job.flow_of(run.name), run.name).timeout_s or 0
-            message = f"no reply within {seconds:g}s (attempt {run.attempt})"
-            self._attempt_failed(job, run, message, "timeout")
-        elif parsed.is_retry and run.status is StepStatus.RETRYING:
-            self._dispatch(job, run)
+    start_branch(work, job, kind, data)
 
-    def _held_work_due(self: Work, key: str, parsed: timers.TimerKey, job: Job | None) -> None:
-        """A queued job's start or a held step's release: obeyed even when this state has no
-        such timer (a replay of only the running jobs may not have reserved that slot)."""
-        self.state.timers.pop(key, None)
-        run = job.steps.get(parsed.step or "") if job is not None else None
-        if job is not None and parsed.step is None and job.status is JobStatus.QUEUED:
-            self._job_start_due(job)
-        elif (
-            job is not None and run is not None and run.status is StepStatus.QUEUED
-            and parsed.attempt == run.attempt + 1 and job.is_live(run.name)
-        ):  # fmt: skip
-            self._release_due(job, run)
-        else:
-            self.commands.append(Ignored(key, "the job or step no longer waits for a slot"))
 
-    # -- failed attempts and steps -----------------------------------------------------
+def _stop_work(work: Work, job: Job) -> None:
+    """No more dispatches for a job that ended early: drop its timers, cancel its children."""
+    for part in work.parts.of(job.workflow).job_stopped:
+        part.job_stopped(work, job)
+    for run in job.steps.values():
+        stop_step(work, job, run)
 
-    def _attempt_failed(
-        self: Work, job: Job, run: StepRun, message: str, reason: str = "error"
-    ) -> None:
-        """One attempt failed: wait and try again if the step's policy allows, else fail it."""
-        if run.spec.concurrency is not None:
-            self._gate_release(job, run)
-        self._cancel_timer(timers.step_timeout(job.id, run.name, run.attempt))
-        policy = job.workflow.policy(job.flow_of(run.name), run.name)
-        retry = run.attempt - run.round_start  # this round's retry number, if it gets one
-        if run.spec.task is not None or retry > policy.retries:
-            self._fail_step(job, run, message, reason)
-            return
-        run.status = StepStatus.RETRYING
-        run.error = message
-        self.step_finished(job, run, "retrying", reason, message)
-        wait_s = timers.retry_wait_s(policy.retry_backoff, job.id, run.name, retry)
-        if wait_s <= 0:
-            self._dispatch(job, run)
-        else:
-            self._start_timer(timers.retry_due(job.id, run.name, run.attempt + 1), self.at + wait_s)
 
-    def _fail_step(self: Work, job: Job, run: StepRun, message: str, reason: str = "error") -> None:
-        if run.recovers is not None:
-            self._fallback_done(job, run, None, (message, reason))
-            return
-        if run.spec.fallback is not None and job.is_running:
-            self._fall_back(job, run, message, reason)
-            return
-        run.status = StepStatus.FAILED
-        run.error = message
-        run.finished_at = self.at
-        self.step_finished(job, run, "failed", reason, message)
-        if job.is_running:
-            self._fail_job(job, {"step": run.name, "message": message})
-        elif job.branch_left > 0:
-            # A failing on_error/on_cancel step ends its branch: the job has already ended.
-            self._end_branch(job)
+def stop_step(work: Work, job: Job, run: StepRun) -> None:
+    """Drop a step's timers, end its request, and cancel its running children."""
+    if run.status in (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING):
+        work.clear_step_timers(job, run)
+    for part in work.parts.of(job.workflow).request_ended:
+        part.request_ended(work, job, run)
+    for child_id in run.children or ():
+        child = work.state.jobs.get(child_id)
+        if child is not None and child.is_running:
+            cancel_job(work, child, f"parent job {job.id} {job.status}", False)
 
-    # -- failed and cancelled jobs -----------------------------------------------------
 
-    def _fail_job(self: Work, job: Job, error: dict[str, Any]) -> None:
-        job.status = JobStatus.FAILED
-        job.error = error
-        job.finished_at = self.at
-        self._stop_work(job)
-        run = job.steps.get(error.get("step") or "")
-        attempts = run.attempt if run is not None else 0
-        if job.parent is None:
-            told = {**error, "attempts": attempts}
-            self._wind_down(job, "on_error", {"error": told, **job.payload}, told)
-        else:
-            self._settle(job)
+def start_branch(work: Work, job: Job, kind: str, data: dict[str, Any]) -> None:
+    """Run the job's `kind` branch (on_error, on_cancel) with `data`; settle it without one."""
+    flow = job.workflow.branches.get(kind)
+    if flow is None:
+        settle(work, job)
+        return
+    job.branch = kind
+    job.branch_input = data
+    job.branch_left = len(flow.steps)
+    for spec in flow.steps:
+        run = StepRun(spec=spec, waiting_on=len(set(spec.depends)))
+        job.steps[spec.name] = run
+        if run.waiting_on == 0:
+            work.ready.append((job, run))
 
-    def _cancel_job(self: Work, job: Job, message: str, with_branch: bool) -> None:
-        job.status = JobStatus.CANCELLED
-        job.error = {"step": None, "message": message}
-        job.finished_at = self.at
-        self._stop_work(job)
-        if with_branch:
-            self._wind_down(job, "on_cancel", {"cancelled": True, **job.payload}, job.error)
-        else:
-            self._settle(job)
 
-    def _stop_work(self: Work, job: Job) -> None:
-        """No more dispatches for a job that ended early: drop its timers, cancel its children."""
-        self._cancel_timer(timers.job_timeout(job.id))
-        for run in job.steps.values():
-            self._stop_step(job, run)
+def end_branch(work: Work, job: Job) -> None:
+    """The job's branch is over (done, or a step of it failed): settle the job."""
+    job.branch_left = 0
+    for run in job.steps.values():
+        stop_step(work, job, run)  # a branch task step's children too
+    settle(work, job)
 
-    def _stop_step(self: Work, job: Job, run: StepRun) -> None:
-        """Drop a step's timers and cancel its running children."""
-        if run.status in (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING):
-            self._clear_step_timers(job, run)
-        if run.spec.concurrency is not None:
-            self._gate_release(job, run)
-        for child_id in run.children or ():
-            child = self.state.jobs.get(child_id)
-            if child is not None and child.is_running:
-                self._cancel_job(child, f"parent job {job.id} {job.status}", False)
 
-    # -- on_error / on_cancel ----------------------------------------------------------
-
-    def _start_branch(self: Work, job: Job, kind: str, data: dict[str, Any]) -> None:
-        flow = job.workflow.branches.get(kind)
-        if flow is None:
-            self._settle(job)
-            return
-        job.branch = kind
-        job.branch_input = data
-        job.branch_left = len(flow.steps)
-        for spec in flow.steps:
-            run = StepRun(spec=spec, waiting_on=len(set(spec.depends)))
-            job.steps[spec.name] = run
-            if run.waiting_on == 0:
-                self.ready.append((job, run))
-
-    def _end_branch(self: Work, job: Job) -> None:
-        job.branch_left = 0
-        for run in job.steps.values():
-            self._stop_step(job, run)  # a branch task step's children too
-        self._settle(job)
-
-    def _settle(self: Work, job: Job) -> None:
-        """The job is over, branch included: report it, notify its senders, tell its parent."""
-        if job.unique_key is not None:
-            self._release_key(job)
-        if job.scopes:
-            self._release_job(job)
-        self.commands.append(self.finished(job))
-        if job.reply_to:
-            root_id = root_of(self.state, job)
-            body = outcome_body(job.status, job.result, job.error)
-            for reply_to in job.reply_to:
-                self.commands.append(NotifyOutcome(reply_to, job.id, root_id, job.status, body))
-        if job.parent is not None and job.status is not JobStatus.CANCELLED:
-            self._child_finished(job)
+def settle(work: Work, job: Job) -> None:
+    """The job is over, branch included: parts release what it holds, then report it, notify
+    its senders, tell its parent."""
+    for part in work.parts.of(job.workflow).job_settled:
+        part.job_settled(work, job)
+    work.commands.append(work.finished(job))
+    if job.reply_to:
+        root_id = root_of(work.state, job)
+        body = outcome_body(job.status, job.result, job.error)
+        for reply_to in job.reply_to:
+            work.commands.append(NotifyOutcome(reply_to, job.id, root_id, job.status, body))
+    if job.parent is not None and job.status is not JobStatus.CANCELLED:
+        child_finished(work, job)

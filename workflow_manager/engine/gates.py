@@ -6,14 +6,15 @@ release timer due at once, which dispatches it when it fires.
 As for queued jobs (`workflow_manager.engine.admission`), the release is journaled under the job it
 dispatches and obeyed as it comes, so a replay of only the running jobs follows the live run.
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`).
+A part (`workflow_manager.engine.extension.Part`).
 """
 
 from __future__ import annotations
 
-from workflow_manager.engine import timers
-from workflow_manager.engine.state import Job, Rank, Slots, StepRun, StepStatus
-from workflow_manager.engine.work import Work
+from workflow_manager.config.models import Workflow
+from workflow_manager.engine.extension import Part, Work, every_step
+from workflow_manager.engine.state import EngineState, Job, Rank, Slots, StepRun, StepStatus
+from workflow_manager.engine.timers import StepRelease, Timer
 
 __all__ = ["StepGates"]
 
@@ -26,68 +27,95 @@ def _rank(job: Job, run: StepRun) -> Rank:
     return (-job.priority, run.queued_at or 0.0, _holder(job, run))
 
 
-class StepGates:
+class StepGates(Part):
     """Hold dispatches of a step with `concurrency` until one of its slots is free."""
 
-    def _gate(self: Work, job: Job, run: StepRun) -> Slots:
-        name = f"{job.workflow.name}:{job.flow_of(run.name).name}:{run.name}"
-        slots = self.state.gates.get(name)
-        if slots is None:
-            slots = self.state.gates[name] = Slots(run.spec.concurrency or 1)
-        return slots
+    def used_by(self, workflow: Workflow) -> bool:
+        """Only workflows with a step that has `concurrency`."""
+        return any(step.concurrency is not None for step in every_step(workflow))
 
-    def _hold(self: Work, job: Job, run: StepRun) -> None:
+    timers = (StepRelease,)
+
+    def dispatch_held(self, work: Work, job: Job, run: StepRun) -> bool:
         """The step's next attempt waits for a slot (reserved at once if one is free)."""
+        if run.spec.concurrency is None:
+            return False
         run.status = StepStatus.QUEUED
-        run.queued_at = self.at
-        slots = self._gate(job, run)
-        slots.limit = run.spec.concurrency or 1  # a new definition's limit counts now
+        run.queued_at = work.at
+        slots = _gate(work.state, job, run)
+        slots.limit = run.spec.concurrency  # a new definition's limit counts now
         if slots.free > 0:
             slots.holders.add(_holder(job, run))
-            self._start_timer(timers.step_release(job.id, run.name, run.attempt + 1), self.at)
+            work.start_timer(StepRelease(job.id, run.name, run.attempt + 1), work.at)
         else:
             slots.wait(_rank(job, run))
+        return True
 
-    def _release_due(self: Work, job: Job, run: StepRun) -> None:
+    def timer_fired(self, work: Work, key: str, timer: Timer, job: Job | None) -> None:
         """A held step's release timer fired: dispatch it now (the journal says it was)."""
-        slots = self._gate(job, run)
-        holder = _holder(job, run)
-        if holder not in slots.holders:
-            slots.leave(_rank(job, run))
-            slots.holders.add(holder)
-            self._take_back(slots, holder)
-        self._dispatch(job, run, released=True)
+        match timer:
+            case StepRelease(step=step, attempt=attempt) if job is not None:
+                run = job.steps.get(step)
+                if (
+                    run is not None and run.status is StepStatus.QUEUED
+                    and attempt == run.attempt + 1 and job.is_live(run.name)
+                ):  # fmt: skip
+                    _release_due(work, job, run)
+                    return
+        work.ignore(key, "the job or step no longer waits for a slot")
 
-    def _take_back(self: Work, slots: Slots, keep: str) -> None:
-        """Over the limit after a journaled release: the worst reservations wait again."""
-        while slots.free < 0:
-            reserved = []
-            for holder in slots.holders:
-                job_id, _, step = holder.partition(":")
-                job = self.state.jobs[job_id]
-                if holder != keep and job.steps[step].status is StepStatus.QUEUED:
-                    reserved.append((_rank(job, job.steps[step]), job, job.steps[step]))
-            if not reserved:
-                return
-            rank, job, run = max(reserved, key=lambda entry: entry[0])
-            self._cancel_timer(timers.step_release(job.id, run.name, run.attempt + 1))
-            slots.holders.discard(_holder(job, run))
-            slots.wait(rank)
-
-    def _gate_release(self: Work, job: Job, run: StepRun) -> None:
+    def request_ended(self, work: Work, job: Job, run: StepRun) -> None:
         """The step's request ended, or it no longer waits: its slot goes to the best waiting."""
-        slots = self._gate(job, run)
+        if run.spec.concurrency is None:
+            return
+        slots = _gate(work.state, job, run)
         holder = _holder(job, run)
         if run.status is StepStatus.QUEUED:
             slots.leave(_rank(job, run))
-            self._cancel_timer(timers.step_release(job.id, run.name, run.attempt + 1))
+            work.cancel_timer(StepRelease(job.id, run.name, run.attempt + 1))
         if holder not in slots.holders:
             return
         slots.holders.discard(holder)
         while slots.free > 0 and slots.waiting:
             _, _, next_holder = slots.waiting.pop(0)
             job_id, _, step = next_holder.partition(":")
-            waiting = self.state.jobs[job_id]
+            waiting = work.state.jobs[job_id]
             slots.holders.add(next_holder)
             attempt = waiting.steps[step].attempt + 1
-            self._start_timer(timers.step_release(job_id, step, attempt), self.at)
+            work.start_timer(StepRelease(job_id, step, attempt), work.at)
+
+
+def _gate(state: EngineState, job: Job, run: StepRun) -> Slots:
+    name = f"{job.workflow.name}:{job.flow_of(run.name).name}:{run.name}"
+    slots = state.gates.get(name)
+    if slots is None:
+        slots = state.gates[name] = Slots(run.spec.concurrency or 1)
+    return slots
+
+
+def _release_due(work: Work, job: Job, run: StepRun) -> None:
+    """Dispatch a held step, taking its slot if this state had not reserved it."""
+    slots = _gate(work.state, job, run)
+    holder = _holder(job, run)
+    if holder not in slots.holders:
+        slots.leave(_rank(job, run))
+        slots.holders.add(holder)
+        _take_back(work, slots, holder)
+    work.dispatch(job, run, released=True)
+
+
+def _take_back(work: Work, slots: Slots, keep: str) -> None:
+    """Over the limit after a journaled release: the worst reservations wait again."""
+    while slots.free < 0:
+        reserved = []
+        for holder in slots.holders:
+            job_id, _, step = holder.partition(":")
+            job = work.state.jobs[job_id]
+            if holder != keep and job.steps[step].status is StepStatus.QUEUED:
+                reserved.append((_rank(job, job.steps[step]), job, job.steps[step]))
+        if not reserved:
+            return
+        rank, job, run = max(reserved, key=lambda entry: entry[0])
+        work.cancel_timer(StepRelease(job.id, run.name, run.attempt + 1))
+        slots.holders.discard(_holder(job, run))
+        slots.wait(rank)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from workflow_manager.engine import timers
 from workflow_manager.engine.commands import CancelTimer, Command, JobsReleased
 from workflow_manager.engine.snapshot import descendants, forget
 from workflow_manager.engine.state import EngineState, Slots
+from workflow_manager.engine.timers import parse_timer
 
 __all__ = ["hand_over"]
 
@@ -59,5 +59,5 @@ def hand_over(state: EngineState, roots: Iterable[str]) -> list[Command]:
 
 
 def _timer_job(key: str) -> str | None:
-    parsed = timers.parse(key)
-    return parsed.job_id if parsed is not None else None
+    timer = parse_timer(key)
+    return timer.job_id if timer is not None else None

@@ -1,6 +1,6 @@
 """Job metadata: context that follows a whole job (its children too) beside the step data.
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`). A trigger's `x-meta`
+A part (`workflow_manager.engine.extension.Part`). A trigger's `x-meta`
 object is kept on the top-level job; every request of the job and of its children carries the
 current value. A good reply's `x-meta-patch` object is deep-merged into it (later wins), so requests
 sent after it carry the merged value; a patch that is not a JSON object fails that attempt,
@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from workflow_manager.engine import jsontext
+from workflow_manager.engine.events import StepReplied
+from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.jsontext import json_type
 from workflow_manager.engine.replies import ReplyError, decode_json
-from workflow_manager.engine.state import Job
-from workflow_manager.engine.work import Work
+from workflow_manager.engine.state import EngineState, Job, StepRun
 
-__all__ = ["MAX_META_BYTES", "MetadataRules", "key_data", "merge_patch", "meta_too_big"]
+__all__ = ["MAX_META_BYTES", "Metadata", "job_meta", "key_data", "merge_patch", "meta_too_big"]
 
 MAX_META_BYTES = 32 * 1024
 """The most a job's metadata may weigh as compact JSON: it travels as the `x-meta` header of
@@ -51,29 +52,43 @@ def key_data(data: dict[str, Any], meta: dict[str, Any] | None) -> dict[str, Any
     return data if meta is None else {**data, "meta": meta}
 
 
-class MetadataRules:
-    """Reading a job's metadata for its requests, and patching it from replies."""
+def job_meta(state: EngineState, job: Job) -> dict[str, Any] | None:
+    """The metadata requests of `job` carry now (None: the job has none)."""
+    if job.parent is None:
+        return job.meta
+    root = state.jobs.get(job.root_id)
+    return root.meta if root is not None else None
 
-    def _job_meta(self: Work, job: Job) -> dict[str, Any] | None:
-        """The metadata requests of `job` carry now (None: the job has none)."""
-        if job.parent is None:
-            return job.meta
-        root = self.state.jobs.get(job.root_id)
-        return root.meta if root is not None else None
 
-    def _patch_meta(self: Work, job: Job, text: str) -> str | None:
-        """Merge a reply's `x-meta-patch` into the job's metadata; why not, if it is no object."""
-        try:
-            patch = decode_json(text.encode(), "x-meta-patch header")
-        except ReplyError as exc:
-            return str(exc).replace("header body is", "header is", 1)
-        if not isinstance(patch, dict):
-            return f"reply header x-meta-patch must be a JSON object, got {json_type(patch)}"
-        root = job if job.parent is None else self.state.jobs.get(job.root_id)
-        if root is not None:
-            merged = merge_patch(root.meta or {}, patch)
-            size = len(jsontext.dumps(merged))
-            if size > MAX_META_BYTES:
-                return meta_too_big(size, "reply header x-meta-patch")
-            root.meta = merged
-        return None
+class Metadata(Part):
+    """A new job's metadata, and patches to it from replies."""
+
+    def job_created(self, work: Work, job: Job, sub: Submission) -> None:
+        """A trigger's `x-meta` is kept on its top-level job."""
+        job.meta = sub.event.meta
+
+    def reply_problem(
+        self, work: Work, job: Job, run: StepRun, event: StepReplied, output: dict[str, Any]
+    ) -> str | None:
+        """Merge a good reply's `x-meta-patch` into the job's metadata; why not, if it cannot."""
+        if event.meta_patch is None:
+            return None
+        return _patch_meta(work.state, job, event.meta_patch)
+
+
+def _patch_meta(state: EngineState, job: Job, text: str) -> str | None:
+    """Merge a reply's `x-meta-patch` into the job's metadata; why not, if it is no object."""
+    try:
+        patch = decode_json(text.encode(), "x-meta-patch header")
+    except ReplyError as exc:
+        return str(exc).replace("header body is", "header is", 1)
+    if not isinstance(patch, dict):
+        return f"reply header x-meta-patch must be a JSON object, got {json_type(patch)}"
+    root = job if job.parent is None else state.jobs.get(job.root_id)
+    if root is not None:
+        merged = merge_patch(root.meta or {}, patch)
+        size = len(jsontext.dumps(merged))
+        if size > MAX_META_BYTES:
+            return meta_too_big(size, "reply header x-meta-patch")
+        root.meta = merged
+    return None

@@ -5,7 +5,7 @@ schedule and the fire time), so a firing seen twice is a duplicate submission, a
 decides the same. Pausing and resuming are journaled `SchedulePaused` events, so a replay
 rebuilds the paused set too.
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`).
+A part (`workflow_manager.engine.extension.Part`); `pause_schedule` answers `SchedulePaused`.
 """
 
 from __future__ import annotations
@@ -13,55 +13,66 @@ from __future__ import annotations
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine.commands import Ignored, Refused, ScheduleFired, SchedulePauseSet
 from workflow_manager.engine.events import JobSubmitted, SchedulePaused
-from workflow_manager.engine.work import Work
+from workflow_manager.engine.extension import Part, Submission, Work
+from workflow_manager.engine.state import Job
 
-__all__ = ["ScheduleRules"]
+__all__ = ["Schedules", "pause_schedule"]
 
 
-class ScheduleRules:
+class Schedules(Part):
     """Whether a schedule's firing may start its job; which job a schedule last started."""
 
-    def _firing_skipped(self: Work, event: JobSubmitted, workflow: Workflow) -> bool:
+    def submission_refused(self, work: Work, sub: Submission) -> bool:
+        """True (after reporting why) when a schedule's firing must not start a job."""
+        if sub.event.schedule is None:
+            return False
+        return self._firing_skipped(work, sub.event, sub.workflow)
+
+    def job_created(self, work: Work, job: Job, sub: Submission) -> None:
+        """A firing started its job: the schedule's latest."""
+        if sub.event.schedule is not None:
+            self._fired(work, sub.event, sub.workflow, job.id)
+
+    def _firing_skipped(self, work: Work, event: JobSubmitted, workflow: Workflow) -> bool:
         """True (after reporting why) when the firing must not start a job."""
         key = f"{workflow.name}/{event.schedule}"
-        if key in self.state.schedules_paused:
-            self.commands.append(Ignored(event.job_id, f"schedule {key} is paused"))
+        if key in work.state.schedules_paused:
+            work.commands.append(Ignored(event.job_id, f"schedule {key} is paused"))
             return True
         spec = next((s for s in workflow.schedules if s.name == event.schedule), None)
-        previous = self.state.jobs.get(self.state.schedule_runs.get(key, ""))
+        previous = work.state.jobs.get(work.state.schedule_runs.get(key, ""))
         if spec is None or spec.overlap != "skip" or previous is None or previous.is_settled:
             return False
         reason = f"schedule {key}: its previous job {previous.id} has not ended (overlap: skip)"
-        self.commands.append(Ignored(event.job_id, reason))
+        work.commands.append(Ignored(event.job_id, reason))
         return True
 
-    def _fired(self: Work, event: JobSubmitted, workflow: Workflow, job_id: str) -> None:
+    def _fired(self, work: Work, event: JobSubmitted, workflow: Workflow, job_id: str) -> None:
         """The firing started job `job_id`: the schedule's latest."""
-        self.state.schedule_runs[f"{workflow.name}/{event.schedule}"] = job_id
-        self.commands.append(ScheduleFired(workflow.name, event.schedule or "", job_id, self.at))
+        work.state.schedule_runs[f"{workflow.name}/{event.schedule}"] = job_id
+        work.commands.append(ScheduleFired(workflow.name, event.schedule or "", job_id, work.at))
 
-    def pause_schedule(self: Work, event: SchedulePaused) -> None:
-        """Pause or resume a schedule of a served workflow; Refused (not-found) for another."""
-        key = f"{event.workflow}/{event.schedule}"
-        definition = self.state.current.get(event.workflow)
-        workflow = self.state.definitions.get(definition) if definition else None
-        if workflow is None or all(s.name != event.schedule for s in workflow.schedules):
-            known = sorted(
-                f"{name}/{s.name}"
-                for name, hash_ in self.state.current.items()
-                for s in self.state.definitions[hash_].schedules
-            )
-            reason = (
-                f"no schedule '{event.schedule}' in workflow '{event.workflow}'"
-                f" (known: {', '.join(known) or 'none'})"
-            )
-            action = "pause" if event.paused else "resume"
-            self.commands.append(Refused(key, action, reason, "not-found"))
-            return
-        if event.paused:
-            self.state.schedules_paused.add(key)
-        else:
-            self.state.schedules_paused.discard(key)
-        self.commands.append(
-            SchedulePauseSet(event.workflow, event.schedule, event.paused, event.at)
+
+def pause_schedule(work: Work, event: SchedulePaused) -> None:
+    """Pause or resume a schedule of a served workflow; Refused (not-found) for another."""
+    key = f"{event.workflow}/{event.schedule}"
+    definition = work.state.current.get(event.workflow)
+    workflow = work.state.definitions.get(definition) if definition else None
+    if workflow is None or all(s.name != event.schedule for s in workflow.schedules):
+        known = sorted(
+            f"{name}/{s.name}"
+            for name, hash_ in work.state.current.items()
+            for s in work.state.definitions[hash_].schedules
         )
+        reason = (
+            f"no schedule '{event.schedule}' in workflow '{event.workflow}'"
+            f" (known: {', '.join(known) or 'none'})"
+        )
+        action = "pause" if event.paused else "resume"
+        work.commands.append(Refused(key, action, reason, "not-found"))
+        return
+    if event.paused:
+        work.state.schedules_paused.add(key)
+    else:
+        work.state.schedules_paused.discard(key)
+    work.commands.append(SchedulePauseSet(event.workflow, event.schedule, event.paused, event.at))

@@ -1,8 +1,15 @@
-"""Timer keys, and the wait before a retry. Pure: the "random" part of a wait is a hash.
+"""Timer keys as a closed union of dataclasses, their text form, and the wait before a retry.
 
-Retry waits are drawn between half the nominal delay and the nominal delay, spreading
-retries of many jobs apart. The draw hashes (job, step, attempt), so a replay of the journal
-computes exactly the same wait as the live engine did.
+Inside the engine a timer is one of the `Timer` classes below, dispatched with `match`. The
+state, the commands and the journal hold its text (`Timer.key`, e.g. `timeout:<job>:<step>:2`),
+parsed back at the edge by `parse_timer`: the format is the one journals have always held, so
+recovery reads old journals unchanged. Held-back work given a slot (`JobAdmit`, `StepRelease`)
+is due at once but journaled when it fires, under the job it starts, so a replay of only the
+running jobs follows what was decided (admission, gates).
+
+Retry waits are drawn between half the nominal delay and the nominal delay, spreading retries
+of many jobs apart. The draw hashes (job, step, attempt), so a replay of the journal computes
+exactly the same wait as the live engine did.
 """
 
 from __future__ import annotations
@@ -13,37 +20,187 @@ from dataclasses import dataclass
 from workflow_manager.config.models import Backoff
 
 __all__ = [
+    "HELD_WORK",
+    "CompensationRetry",
+    "CompensationTimeout",
+    "JobAdmit",
+    "JobStart",
+    "JobTimeout",
+    "RetryDue",
+    "StepRelease",
+    "StepTimeout",
+    "Timer",
     "TimerKey",
-    "step_timeout",
-    "retry_due",
-    "job_timeout",
-    "job_start",
-    "job_admit",
-    "step_release",
-    "compensation_timeout",
     "compensation_retry",
+    "compensation_timeout",
+    "job_admit",
+    "job_start",
+    "job_timeout",
     "parse",
+    "parse_timer",
+    "retry_due",
     "retry_wait_s",
+    "step_release",
+    "step_timeout",
 ]
 
-_STEP_TIMEOUT = "timeout"
-_RETRY = "retry"
-_JOB_TIMEOUT = "job-timeout"
-_JOB_START = "start"
-# Held-back work given a slot: due at once, but journaled when it fires, under the job it
-# starts, so a replay of only the running jobs follows what was decided (admission, gates).
-_JOB_ADMIT = "admit"
-_STEP_RELEASE = "release"
-# A compensation's timers name it by its place in its job's compensations: its name alone
-# may repeat (the same task step's compensation, once per child).
-_COMPENSATION_TIMEOUT = "compensation-timeout"
-_COMPENSATION_RETRY = "compensation-retry"
-_WITH_STEP = (_STEP_TIMEOUT, _RETRY, _COMPENSATION_TIMEOUT, _COMPENSATION_RETRY, _STEP_RELEASE)
+
+@dataclass(frozen=True, slots=True)
+class StepTimeout:
+    """A step attempt's reply deadline (or a waiting step's wait for its signal)."""
+
+    job_id: str
+    step: str
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"timeout:{self.job_id}:{self.step}:{self.attempt}"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDue:
+    """The end of the wait before `attempt` of a step is dispatched."""
+
+    job_id: str
+    step: str
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"retry:{self.job_id}:{self.step}:{self.attempt}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobTimeout:
+    """The whole job's deadline."""
+
+    job_id: str
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"job-timeout:{self.job_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobStart:
+    """A delayed job's start time."""
+
+    job_id: str
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"start:{self.job_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobAdmit:
+    """A queued job's start, once a slot is reserved for it (held-back work)."""
+
+    job_id: str
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"admit:{self.job_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StepRelease:
+    """`attempt` of a step held by its concurrency limit, once a slot is reserved (held-back
+    work)."""
+
+    job_id: str
+    step: str
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"release:{self.job_id}:{self.step}:{self.attempt}"
+
+
+@dataclass(frozen=True, slots=True)
+class CompensationTimeout:
+    """The reply deadline of compensation number `index` of a job (its name alone may repeat:
+    the same task step's compensation, once per child)."""
+
+    job_id: str
+    index: int
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"compensation-timeout:{self.job_id}:{self.index}:{self.attempt}"
+
+
+@dataclass(frozen=True, slots=True)
+class CompensationRetry:
+    """The wait before `attempt` of compensation number `index` of a job."""
+
+    job_id: str
+    index: int
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"compensation-retry:{self.job_id}:{self.index}:{self.attempt}"
+
+
+Timer = (
+    StepTimeout | RetryDue | JobTimeout | JobStart | JobAdmit | StepRelease
+    | CompensationTimeout | CompensationRetry
+)  # fmt: skip
+"""Every timer the engine starts."""
+
+HELD_WORK = (JobAdmit, StepRelease)
+"""Held-back work given its slot: obeyed when it fires even if this state has not armed it
+(a replay of only the running jobs may not have reserved that slot)."""
+
+_OF_JOB: dict[str, type[JobTimeout | JobStart | JobAdmit]] = {
+    "job-timeout": JobTimeout,
+    "start": JobStart,
+    "admit": JobAdmit,
+}
+_OF_STEP: dict[str, type[StepTimeout | RetryDue | StepRelease]] = {
+    "timeout": StepTimeout,
+    "retry": RetryDue,
+    "release": StepRelease,
+}
+_OF_COMPENSATION: dict[str, type[CompensationTimeout | CompensationRetry]] = {
+    "compensation-timeout": CompensationTimeout,
+    "compensation-retry": CompensationRetry,
+}
+
+
+def parse_timer(key: str) -> Timer | None:
+    """A key's text back into its timer, or None when it is not one of ours."""
+    kind, _, rest = key.partition(":")
+    of_job = _OF_JOB.get(kind)
+    if of_job is not None:
+        return of_job(rest) if rest else None
+    parts = rest.split(":")
+    if len(parts) != 3 or not parts[2].isdigit():
+        return None
+    of_step = _OF_STEP.get(kind)
+    if of_step is not None:
+        return of_step(parts[0], parts[1], int(parts[2]))
+    of_compensation = _OF_COMPENSATION.get(kind)
+    if of_compensation is not None and parts[1].isdigit():
+        return of_compensation(parts[0], int(parts[1]), int(parts[2]))
+    return None
 
 
 @dataclass(frozen=True, slots=True)
 class TimerKey:
-    """A parsed timer key: what kind of timer, for which job, step and attempt."""
+    """A flat view of a timer key for logs and journal rows: its kind, job, step and attempt
+    (a compensation's `step` is its index, as text)."""
 
     kind: str
     job_id: str
@@ -51,90 +208,60 @@ class TimerKey:
     attempt: int | None = None
 
     @property
-    def is_step_timeout(self) -> bool:
-        """A step attempt's reply deadline."""
-        return self.kind == _STEP_TIMEOUT
-
-    @property
     def is_retry(self) -> bool:
         """The end of the wait before a retry."""
-        return self.kind == _RETRY
+        return self.kind == "retry"
 
-    @property
-    def is_job_timeout(self) -> bool:
-        """The whole job's deadline."""
-        return self.kind == _JOB_TIMEOUT
 
-    @property
-    def is_held_work(self) -> bool:
-        """A queued job or a step held by its concurrency limit, given its slot."""
-        return self.kind in (_JOB_ADMIT, _STEP_RELEASE)
-
-    @property
-    def is_job_start(self) -> bool:
-        """A delayed job's start time."""
-        return self.kind == _JOB_START
-
-    @property
-    def is_compensation(self) -> bool:
-        """A compensation's reply deadline or retry wait (`step` is its index)."""
-        return self.kind in (_COMPENSATION_TIMEOUT, _COMPENSATION_RETRY)
-
-    @property
-    def is_compensation_timeout(self) -> bool:
-        """A compensation attempt's reply deadline."""
-        return self.kind == _COMPENSATION_TIMEOUT
+def parse(key: str) -> TimerKey | None:
+    """A key back into its flat view, or None when it is not one of ours."""
+    kind, _, rest = key.partition(":")
+    if kind in _OF_JOB and rest:
+        return TimerKey(kind, rest)
+    parts = rest.split(":")
+    if (kind in _OF_STEP or kind in _OF_COMPENSATION) and len(parts) == 3 and parts[2].isdigit():
+        return TimerKey(kind, parts[0], parts[1], int(parts[2]))
+    return None
 
 
 def step_timeout(job_id: str, step: str, attempt: int) -> str:
     """The key of a step attempt's reply deadline."""
-    return f"{_STEP_TIMEOUT}:{job_id}:{step}:{attempt}"
+    return StepTimeout(job_id, step, attempt).key
 
 
 def retry_due(job_id: str, step: str, attempt: int) -> str:
     """The key of the wait before `attempt` of a step is dispatched."""
-    return f"{_RETRY}:{job_id}:{step}:{attempt}"
+    return RetryDue(job_id, step, attempt).key
 
 
 def job_timeout(job_id: str) -> str:
     """The key of a job's deadline."""
-    return f"{_JOB_TIMEOUT}:{job_id}"
+    return JobTimeout(job_id).key
 
 
 def job_start(job_id: str) -> str:
     """The key of a delayed job's start time."""
-    return f"{_JOB_START}:{job_id}"
+    return JobStart(job_id).key
 
 
 def job_admit(job_id: str) -> str:
     """The key of a queued job's start, once a slot is reserved for it."""
-    return f"{_JOB_ADMIT}:{job_id}"
+    return JobAdmit(job_id).key
 
 
 def step_release(job_id: str, step: str, attempt: int) -> str:
     """The key of `attempt` of a step held by its concurrency limit, once a slot is reserved."""
-    return f"{_STEP_RELEASE}:{job_id}:{step}:{attempt}"
+    return StepRelease(job_id, step, attempt).key
 
 
 def compensation_timeout(job_id: str, index: int, attempt: int) -> str:
     """The key of the reply deadline of compensation number `index` of a job."""
-    return f"{_COMPENSATION_TIMEOUT}:{job_id}:{index}:{attempt}"
+    return CompensationTimeout(job_id, index, attempt).key
 
 
 def compensation_retry(job_id: str, index: int, attempt: int) -> str:
     """The key of the wait before `attempt` of compensation number `index` of a job."""
-    return f"{_COMPENSATION_RETRY}:{job_id}:{index}:{attempt}"
-
-
-def parse(key: str) -> TimerKey | None:
-    """A key back into its parts, or None when it is not one of ours."""
-    kind, _, rest = key.partition(":")
-    if kind in (_JOB_TIMEOUT, _JOB_START, _JOB_ADMIT) and rest:
-        return TimerKey(kind, rest)
-    parts = rest.split(":")
-    if kind in _WITH_STEP and len(parts) == 3 and parts[2].isdigit():
-        return TimerKey(kind, parts[0], parts[1], int(parts[2]))
-    return None
+    return CompensationRetry(job_id, index, attempt).key
 
 
 def retry_wait_s(backoff: Backoff, job_id: str, step: str, retry: int) -> float:

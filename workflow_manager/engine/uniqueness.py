@@ -1,6 +1,6 @@
 """Unique jobs: a workflow with `unique: {key}` runs at most one unfinished job per key value.
 
-A part of the engine's `Transition` (see `workflow_manager.engine.work`). The key is the workflow's
+A part (`workflow_manager.engine.extension.Part`). The key is the workflow's
 JMESPath expression over the payload, as canonical JSON (null counts as the key "null"). The
 index (`EngineState.unique`) is derived from the jobs: a job holds its key from submission
 (scheduled, queued or running) until it settles, so replaying the journal rebuilds it.
@@ -15,9 +15,9 @@ from workflow_manager.config.expressions import ExpressionError
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine.commands import JobDuplicate, JobRejected
 from workflow_manager.engine.events import JobSubmitted
+from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.metadata import key_data
 from workflow_manager.engine.state import Job
-from workflow_manager.engine.work import Work
 
 __all__ = ["UniqueJobs", "unique_key"]
 
@@ -29,32 +29,59 @@ def unique_key(workflow: Workflow, payload: dict[str, Any]) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-class UniqueJobs:
+class UniqueJobs(Part):
     """Refusing a submission whose key an unfinished job holds; holding and releasing keys."""
 
-    def _claim(self: Work, workflow: Workflow, event: JobSubmitted) -> str | None:
+    def used_by(self, workflow: Workflow) -> bool:
+        """Only workflows with `unique`."""
+        return workflow.unique is not None
+
+    def submission_refused(self, work: Work, sub: Submission) -> bool:
+        """True after refusing a duplicate of an unfinished job, or a key that cannot be read;
+        else the key the new job will hold is noted on `sub`."""
+        if sub.workflow.unique is None:
+            return False
+        sub.unique_key = self._claim(work, sub.workflow, sub.event)
+        return sub.unique_key is None
+
+    def job_created(self, work: Work, job: Job, sub: Submission) -> None:
+        """The new job holds its key."""
+        if sub.unique_key is not None:
+            self._hold_key(work, job, sub.unique_key)
+
+    def job_revived(self, work: Work, job: Job) -> None:
+        """A retried job takes its key again, if it is free."""
+        if job.unique_key is not None:
+            self._hold_key(work, job, job.unique_key)
+
+    def job_settled(self, work: Work, job: Job) -> None:
+        """A settled job lets go of its key."""
+        if job.unique_key is not None:
+            self._release_key(work, job)
+
+    def _claim(self, work: Work, workflow: Workflow, event: JobSubmitted) -> str | None:
         """The key a new job of `workflow` will hold, or None after refusing the submission."""
         try:
             key = unique_key(workflow, key_data(event.payload, event.meta))
         except ExpressionError as exc:
             reason = f"unique.key of workflow '{workflow.name}': {exc}"
-            self.commands.append(JobRejected(event.job_id, event.workflow, reason, event.reply_to))
+            work.commands.append(JobRejected(event.job_id, event.workflow, reason, event.reply_to))
             return None
-        holder = self.state.unique.get((workflow.name, key))
+        holder = work.state.unique.get((workflow.name, key))
         if holder is not None:
-            self.commands.append(
+            work.commands.append(
                 JobDuplicate(event.job_id, workflow.name, holder, key, event.reply_to)
             )
             return None
         return key
 
-    def _hold_key(self: Work, job: Job, key: str) -> None:
+    def _hold_key(self, work: Work, job: Job, key: str) -> None:
         """`job` holds `key` until it settles (a retried job takes it again if it is free)."""
         job.unique_key = key
-        self.state.unique.setdefault((job.workflow.name, key), job.id)
+        work.state.unique.setdefault((job.workflow.name, key), job.id)
 
-    def _release_key(self: Work, job: Job) -> None:
+    def _release_key(self, work: Work, job: Job) -> None:
         """A job that held a key settled: another job of that key may start now."""
         index = (job.workflow.name, job.unique_key or "")
-        if self.state.unique.get(index) == job.id:
-            del self.state.unique[index]
+        if work.state.unique.get(index) == job.id:
+            del work.state.unique[index]

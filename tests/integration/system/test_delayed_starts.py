@@ -41,7 +41,10 @@ async def test_an_x_delay_job_is_scheduled_and_starts_once_on_time_across_a_kill
     assert job["running"] == []
     # Killed while it waits: the journal holds it, and its start timer comes back.
     assert await sys_.restart(signal.SIGKILL) == -signal.SIGKILL
-    assert (await _job(sys_, job_id))["status"] == "scheduled"
+    # Still scheduled, unless the restart itself outlasted the delay (a loaded machine): then
+    # its start timer came back already due and the job started at once.
+    status = (await _job(sys_, job_id))["status"]
+    assert status == "scheduled" or (status == "running" and time.time() - sent_at >= 2.0)
     request = await sys_.take("hand")
     assert time.time() - sent_at >= 2.0  # no earlier than asked
     assert request.correlation_id == f"{job_id}:hand"

@@ -110,7 +110,7 @@ INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 _floats = st.floats(allow_nan=False, allow_infinity=False, width=32)
 _any_header = st.one_of(
     st.text(max_size=12), INT64, _floats, st.booleans(), st.none(),
-    st.binary(max_size=8).map(bytearray), st.lists(st.integers(), max_size=2),
+    st.binary(max_size=8).map(bytearray), st.lists(INT64, max_size=2),
 )  # fmt: skip
 workflow_headers = mostly(
     st.sampled_from([("fz", True), (bytearray(b"fz"), True)]),

@@ -16,7 +16,7 @@ from tests.unit.engine.helpers import (
     workflows,
 )
 from workflow_manager.config.models import Workflow
-from workflow_manager.engine import Dispatch, EngineState, JobStatus, StepStatus, transition
+from workflow_manager.engine import Dispatch, EngineState, JobStatus, StepStatus, children
 from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
 from workflow_manager.limits import DEFAULT_LIMITS
 
@@ -153,7 +153,7 @@ def test_a_workflow_without_task_steps_never_measures(monkeypatch: pytest.Monkey
     def measured(*_args: object) -> str:
         raise AssertionError("copies_problem called for a workflow without task steps")
 
-    monkeypatch.setattr(transition, "copies_problem", measured)
+    monkeypatch.setattr(children, "copies_problem", measured)
     state = _state(limit=1)
     commands = submit(state, "plain", {"big": "x" * 10_000})
     run(state, commands, lambda request: {"n": 1})

@@ -1,0 +1,133 @@
+"""A task step's children: fanning out over its items, starting them as there is room, and
+gathering their results as each settles (O(1) per child).
+
+Functions of the event's work (`workflow_manager.engine.extension.Work`); parts take part at
+`children_refused` (contracts) and `child_settled` (compensation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workflow_manager.config.models import Task
+from workflow_manager.engine.extension import Work
+from workflow_manager.engine.fanout import (
+    FanOutError,
+    child_ids,
+    child_payload,
+    copies_problem,
+    gather,
+    item_list,
+)
+from workflow_manager.engine.jobs import create_job
+from workflow_manager.engine.snapshot import root_of
+from workflow_manager.engine.state import Job, JobStatus, ParentLink, StepRun, StepStatus
+from workflow_manager.engine.traceids import step_span_id
+
+__all__ = ["child_finished", "fan_out", "start_children"]
+
+
+def fan_out(work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> None:
+    """A task step starts: one child job per item of its input, or it fails with why not."""
+    task = job.workflow.task_by_name[run.spec.task or ""]
+    try:
+        items = item_list(task, run.name, data)
+        ids = child_ids(job.id, run.name, items)
+    except FanOutError as exc:
+        work.fail_step(job, run, str(exc))
+        return
+    taken = next((i for i, cid in enumerate(ids) if cid in work.state.jobs), None)
+    if taken is not None:
+        message = f"task step '{run.name}': element {taken} has id {ids[taken]}, already a job"
+        work.fail_step(job, run, message)
+        return
+    # Decided before any child starts, from the input alone: replay decides it the same way.
+    limit = work.state.max_fanout_bytes
+    if (problem := copies_problem(task, run.name, data, len(items), limit)) is not None:
+        work.fail_step(job, run, problem)
+        return
+    for part in work.parts.of(job.workflow).children_refused:
+        if part.children_refused(work, job, run, task, data, items):
+            return
+    run.children = ids
+    if not items:
+        work.complete_step(job, run, dict(data))
+        return
+    run.child_results = [None] * len(ids)
+    run.children_left = len(ids)
+    run.next_child = 0
+    start_children(work, job, run, task)
+
+
+def start_children(work: Work, job: Job, run: StepRun, task: Task) -> None:
+    """Start children in element order until `max_in_flight` of them run (or none is left)."""
+    assert run.children is not None and run.input is not None  # set when the step fanned out
+    items = run.input[task.item_list_key]
+    running = run.next_child - (len(run.children) - run.children_left)
+    trace: tuple[str, str | None] | None = None  # hashed once, and only if a child starts
+    while run.next_child < len(run.children) and running < task.max_in_flight:
+        index = run.next_child
+        child_id = run.children[index]
+        if child_id in work.state.jobs:
+            message = f"task step '{run.name}': element {index} has id {child_id}, already a job"
+            work.fail_step(job, run, message)
+            return
+        payload = child_payload(task, run.input, items[index])
+        if trace is None:
+            # In their parent's trace; their spans hang from the task step's span.
+            trace = (job.trace_id, step_span_id(job.id, run.name, run.attempt))
+        link = ParentLink(job.id, run.name, index)
+        create_job(work, job.workflow, task, child_id, payload, link, trace)
+        run.next_child += 1
+        running += 1
+
+
+def child_finished(work: Work, child: Job) -> None:
+    """A child job settled: O(1) bookkeeping on its parent's task step."""
+    assert child.parent is not None  # only children are reported to a parent
+    link = child.parent
+    parent = work.state.jobs[link.job_id]
+    run = parent.steps[link.step]
+    # An on_error/on_cancel task step gathers its children after the job itself has ended.
+    if not parent.is_live(run.name) or run.status is not StepStatus.RUNNING:
+        return
+    assert run.child_results is not None  # set when the step fanned out
+    for part in work.parts.of(parent.workflow).child_settled:
+        part.child_settled(work, parent, run, child)
+    if child.status is JobStatus.FAILED and not _tolerate(parent, run, child):
+        error = child.error or {}
+        message = (
+            f"child job {child.id} (element {link.index}) failed at step "
+            f"'{error.get('step')}': {error.get('message')}"
+        )
+        work.fail_step(parent, run, message)
+        return
+    run.child_results[link.index] = child.result
+    run.children_left -= 1
+    if child.status is JobStatus.COMPLETED:
+        # Its result is all the parent needs; its JobFinished carries its final snapshot.
+        del work.state.jobs[child.id]
+        root = root_of(work.state, parent)
+        work.state.gone[child.id] = root
+        work.state.gone_by_root.setdefault(root, []).append(child.id)
+    task = parent.workflow.task_by_name[run.spec.task or ""]
+    if run.children_left > 0:
+        start_children(work, parent, run, task)
+    else:
+        output = gather(task, run.child_results)
+        if run.failed_items:
+            output["failed_items"] = sorted(run.failed_items, key=lambda f: f["index"])
+        run.child_results = None
+        work.complete_step(parent, run, output)
+
+
+def _tolerate(parent: Job, run: StepRun, child: Job) -> bool:
+    """Accept a failed child when the task allows more failures (max_failed_items)."""
+    task = parent.workflow.task_by_name[run.spec.task or ""]
+    failed = run.failed_items if run.failed_items is not None else []
+    if len(failed) >= task.max_failed_items:
+        return False
+    assert child.parent is not None
+    failed.append({"index": child.parent.index, "id": child.id, "error": child.error})
+    run.failed_items = failed
+    return True

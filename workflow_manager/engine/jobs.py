@@ -1,0 +1,52 @@
+"""Making a job: a top-level job for a submission, or a child of a task step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workflow_manager.config.models import Flow, Workflow
+from workflow_manager.engine.extension import Work
+from workflow_manager.engine.state import Job, ParentLink, StepRun
+
+__all__ = ["create_job"]
+
+
+def create_job(
+    work: Work,
+    workflow: Workflow,
+    flow: Flow,
+    job_id: str,
+    payload: dict[str, Any],
+    parent: ParentLink | None,
+    trace: tuple[str, str | None],
+    priority: int = 0,
+    start: bool = True,
+    scopes: tuple[str, ...] = (),
+    partition: int | None = None,
+) -> Job:
+    """A new job, started unless `start` is False: `trace` is its trace id and the span its
+    own span hangs from.
+
+    A child takes its parent's priority (`priority` is a top-level job's own). `scopes`
+    are the concurrency limits a top-level job counts against; `partition` where it was
+    placed (a child's is its top-level job's).
+    """
+    steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
+    job = Job(job_id, workflow, flow, payload, work.at, steps, len(steps), parent)
+    if parent is not None:
+        above = work.state.jobs[parent.job_id]
+        job.root_id, job.priority = above.root_id, above.priority
+        job.partition = above.partition
+    else:
+        job.root_id, job.priority, job.partition = job_id, priority, partition
+    job.trace_id, job.trace_parent = trace
+    if workflow.compensates:
+        job.done_order = []
+    work.state.jobs[job_id] = job
+    if scopes:
+        job.scopes = scopes
+    if not start:
+        return job
+    work.commands.append(work.started(job))
+    work.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
+    return job

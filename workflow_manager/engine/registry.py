@@ -1,0 +1,61 @@
+"""The engine's rules, registered in one list.
+
+At each extension point (`workflow_manager.engine.extension.Part`) the core calls the parts
+that override it, in the order of `PARTS`: a submission is checked against its payload
+contract, then its schedule, then its unique key; a ready step's `when` is read before its
+input contract; and so on. Adding a rule: write a `Part` that overrides the points it needs,
+and add it here. The comment beside each part names the points it takes part in.
+"""
+
+from __future__ import annotations
+
+from workflow_manager.engine.admission import Admission
+from workflow_manager.engine.compensation import Compensations
+from workflow_manager.engine.conditions import Conditions
+from workflow_manager.engine.contracts import Contracts
+from workflow_manager.engine.deadlines import JobDeadlines, Retries
+from workflow_manager.engine.delays import DelayedStarts
+from workflow_manager.engine.extension import Parts
+from workflow_manager.engine.fallbacks import Fallbacks
+from workflow_manager.engine.gates import StepGates
+from workflow_manager.engine.metadata import Metadata
+from workflow_manager.engine.scheduling import Schedules
+from workflow_manager.engine.uniqueness import UniqueJobs
+from workflow_manager.engine.waiting import WaitingSteps
+
+__all__ = ["PARTS"]
+
+
+PARTS = Parts(
+    [
+        # when: step_starting_held
+        Conditions(),
+        # JSON Schemas: submission_refused, step_starting_held, reply_problem, children_refused
+        Contracts(),
+        # x-meta: job_created, reply_problem
+        Metadata(),
+        # paused schedules, overlap: skip: submission_refused, job_created
+        Schedules(),
+        # unique: submission_refused, job_created, job_revived, job_settled
+        UniqueJobs(),
+        # compensate: claims_reply, step_completed, child_settled, wind_down_held,
+        # retry_refusal, timers CompensationTimeout and CompensationRetry
+        Compensations(),
+        # not_before: submission_prepared, start_held, cancel_held, timer JobStart
+        DelayedStarts(),
+        # workflow concurrency, max_running_jobs, priorities: submission_prepared, start_held,
+        # job_settled, cancel_held, retry_refusal, job_revived, timer JobAdmit
+        Admission(),
+        # step concurrency: dispatch_held, request_ended, timer StepRelease
+        StepGates(),
+        # wait: true: step_starting_held, timer StepTimeout (while waiting)
+        WaitingSteps(),
+        # fallback: failure_held, completion_held
+        Fallbacks(),
+        # step timeout_s, retries: dispatched, timers StepTimeout and RetryDue
+        Retries(),
+        # workflow timeout: job_running, job_stopped, timer JobTimeout
+        JobDeadlines(),
+    ]
+)
+"""Every rule of the engine, in the order they are called at each point."""
