@@ -20,7 +20,7 @@ from typing import Any
 from workflow_manager.config.models import NAME_PATTERN
 from workflow_manager.config.yamlsource import Path, Problem
 
-__all__ = ["check_handlers", "check_document", "find_cycles", "quote", "suggest"]
+__all__ = ["check_handlers", "check_document", "find_cycles", "number_text", "quote", "suggest"]
 
 _MAX_LISTED = 12
 _NAME = re.compile(NAME_PATTERN)
@@ -33,6 +33,11 @@ _HANDLERS = {
     "fallback": ("fallback", "with nothing left to recover"),
 }
 _LABELS = {"steps": "a main step", "on_error": "an on_error step", "on_cancel": "an on_cancel step"}
+
+
+def number_text(value: float) -> str:
+    """3 for 3.0, 0.5 for 0.5: how a person would write the number."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
 
 
 def quote(value: str, limit: int = 60) -> str:

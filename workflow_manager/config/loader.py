@@ -16,15 +16,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from workflow_manager.config.checks import check_document, quote, suggest
+from workflow_manager.config.checks import check_document, number_text, quote, suggest
 from workflow_manager.config.models import (
     Backoff,
-    Flow,
     HandlerStep,
     HttpCall,
     Policy,
     Step,
-    StepPolicy,
     Task,
     UniqueKey,
     Workflow,
@@ -34,7 +32,7 @@ from workflow_manager.config.schemas import JsonSchema, resolve_schema_files
 from workflow_manager.config.yamlsource import Document, Path, Problem, read_yaml
 from workflow_manager.errors import ConfigError
 
-__all__ = ["describe_policy", "describe_workflows", "load_workflows", "parse_workflows"]
+__all__ = ["load_workflows", "parse_workflows"]
 
 _KINDS = {
     "workflows": "workflow",
@@ -241,7 +239,7 @@ def _number_problem(error: ErrorDetails, field: str) -> str:
     unit = " seconds" if field in _SECONDS else ""
     if kind in _BOUNDS:
         bound = next(iter(error.get("ctx", {}).values()), "?")
-        limit = _number(bound) if isinstance(bound, int | float) else str(bound)
+        limit = number_text(bound) if isinstance(bound, int | float) else str(bound)
         note = _RANGE_NOTES.get(field, "") if kind != "less_than_equal" else ""
         return f"must be {_BOUNDS[kind]} {limit}{unit}, got {_show(value)}{note}"
     of_unit = f" of{unit}" if unit else ""
@@ -262,12 +260,7 @@ def _number_hint(value: Any, whole: bool) -> str:
         return ""
     if not math.isfinite(number) or (whole and not number.is_integer()):
         return ""
-    return f"; write {_number(number)}, without quotes or units"
-
-
-def _number(value: float) -> str:
-    """3 for 3.0, 0.5 for 0.5: how a person would write the number."""
-    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+    return f"; write {number_text(number)}, without quotes or units"
 
 
 def _unknown_field(loc: Path) -> str:
@@ -299,8 +292,10 @@ def _hint(kind: str, loc: Path, value: Any) -> str:
         return f"; write '- name: {value}'"
     if isinstance(value, str) and kind == "tuple_type" and field in {"on_error", "on_cancel"}:
         return f"; write a list of steps: [{{name: {value}}}]"
-    if isinstance(value, str) and kind in {"model_type", "model_attributes_type"} and (
-        field == "compensate"
+    if (
+        isinstance(value, str)
+        and kind in {"model_type", "model_attributes_type"}
+        and (field == "compensate")
     ):
         return f"; write {field}: {{name: {value}}}"
     if isinstance(value, str) and kind == "tuple_type" and field in {"depends", "vhosts"}:
@@ -325,116 +320,3 @@ def _show(value: Any) -> str:
     if isinstance(value, list | dict):
         return "a list" if isinstance(value, list) else "a mapping"
     return f"{quote(str(value))} (a {type(value).__name__})"
-
-
-def describe_workflows(workflows: dict[str, Workflow]) -> str:
-    """A short human summary: each workflow's hash, steps and their policies, tasks, branches."""
-    blocks = []
-    for workflow in workflows.values():
-        lines = [f"workflow {quote(workflow.name)} (hash {workflow.content_hash})"]
-        if workflow.vhosts:
-            lines.append(f"  vhosts: {', '.join(workflow.vhosts)}")
-        if workflow.timeout is not None:
-            lines.append(f"  timeout: {_number(workflow.timeout)}s for the whole job")
-        if workflow.unique is not None:
-            lines.append(f"  unique: one unfinished job per key {quote(workflow.unique.key)}")
-        if workflow.payload_schema is not None:
-            lines.append(f"  payload checked against {_schema_text(workflow.payload_schema)}")
-        lines += _describe_starts(workflow)
-        lines += _describe_steps(workflow, workflow, "  ")
-        for task in workflow.tasks:
-            origin = " (set by itemKey)" if task.item_key_override else ""
-            key = f"itemListKey {quote(task.item_list_key)} -> item key {quote(task.item_key)}"
-            failed = f"; max_failed_items {task.max_failed_items}" if task.max_failed_items else ""
-            lines.append(f"  task {quote(task.name)}: {key}{origin}{failed}")
-            lines += _describe_steps(workflow, task, "    ")
-        for kind, branch in workflow.branches.items():
-            lines.append(f"  {kind}:")
-            lines += _describe_steps(workflow, branch, "    ", terminals=False)
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def _describe_starts(workflow: Workflow) -> list[str]:
-    """When a workflow's jobs start by themselves (schedules), and how many run at once."""
-    lines = []
-    if (limit := workflow.concurrency) is not None:
-        per = f" per key {quote(limit.key)}" if limit.key else ""
-        lines.append(f"  concurrency: at most {limit.limit} running{per}; the others queue")
-    for schedule in workflow.schedules:
-        when = (
-            f"cron {quote(schedule.cron)} ({schedule.timezone})"
-            if schedule.cron
-            else f"every {_number(schedule.every or 0)}s"
-        )
-        lines.append(f"  schedule {quote(schedule.name)}: {when}, overlap {schedule.overlap}")
-    return lines
-
-
-def _describe_route(step: Step) -> list[str]:
-    """Where a step's work goes, as `validate` tells it: its URL, its queue, or a signal."""
-    parts = [f"http {step.http.method} {quote(step.http.url)}"] if step.http else []
-    if step.concurrency is not None:
-        parts.append(f"at most {step.concurrency} requests out at once (all jobs)")
-    if step.wait:
-        timeout = f"; fails after {step.timeout:g}s" if step.timeout is not None else ""
-        parts.append(f"waits for a signal{timeout}")
-    elif step.queue or not step.task:
-        parts.append(f"queue {quote(step.queue_name)}")
-    return parts
-
-
-def _describe_steps(
-    workflow: Workflow, flow: Flow, indent: str, terminals: bool = True
-) -> list[str]:
-    lines = []
-    for step in flow.steps:
-        parts = [f"depends on {', '.join(step.depends)}"] if step.depends else []
-        if step.task:
-            parts.append(f"task {quote(step.task)}")
-        parts += _describe_route(step)
-        if step.when is not None:
-            parts.append(f"runs when {quote(step.when)} (else skipped)")
-        for key, schema in (("input", step.input_schema), ("output", step.output_schema)):
-            if schema is not None:
-                parts.append(f"{key} checked against {_schema_text(schema)}")
-        if step.fallback is not None and step.fallback_step is not None:
-            fallback = step.fallback
-            policy = describe_policy(workflow.policy(flow, fallback.name))
-            detail = f"queue {quote(fallback.queue_name)}" + (f", {policy}" if policy else "")
-            parts.append(f"fallback {quote(fallback.name)} ({detail})")
-        if not step.wait and (policy := describe_policy(workflow.policy(flow, step.name))):
-            parts.append(policy)
-        if step.compensate is not None:
-            parts.append(_describe_compensation(workflow, flow, step.compensate))
-        lines.append(f"{indent}step {quote(step.name)}: {'; '.join(parts)}")
-    if terminals:
-        lines.append(f"{indent}terminals: {', '.join(flow.terminals)}")
-    return lines
-
-
-def _describe_compensation(workflow: Workflow, flow: Flow, handler: HandlerStep) -> str:
-    """`compensate 'refund' (queue 'refund', retries 5)`: how `validate` tells a compensation."""
-    parts = [f"queue {quote(handler.queue_name)}"]
-    if policy := describe_policy(workflow.policy(flow, handler.name)):
-        parts.append(policy)
-    return f"compensate {quote(handler.name)} ({', '.join(parts)}; runs if the job fails later)"
-
-
-def _schema_text(schema: JsonSchema) -> str:
-    return f"schema {quote(schema.file)}" if schema.file is not None else "an inline schema"
-
-
-def describe_policy(policy: StepPolicy) -> str:
-    """`retries 3, backoff 1s x2 up to 60s, timeout 30s`; '' for the built-in default."""
-    parts = []
-    if policy.retries or policy.retry_backoff != Backoff():
-        backoff = policy.retry_backoff
-        parts.append(f"retries {policy.retries}")
-        parts.append(
-            f"backoff {_number(backoff.initial)}s x{_number(backoff.multiplier)}"
-            f" up to {_number(backoff.max)}s"
-        )
-    if policy.timeout_s is not None:
-        parts.append(f"timeout {_number(policy.timeout_s)}s")
-    return ", ".join(parts)

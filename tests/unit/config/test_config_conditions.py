@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from workflow_manager.config import parse_workflows
+from workflow_manager.config.describe import describe_workflows
 from workflow_manager.config.expressions import ExpressionError, compile_expression, jmespath_truth
-from workflow_manager.config.loader import describe_workflows
 from workflow_manager.errors import ConfigError
 
 

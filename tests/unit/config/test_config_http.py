@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from workflow_manager.config import parse_workflows
-from workflow_manager.config.loader import describe_workflows
+from workflow_manager.config.describe import describe_workflows
 from workflow_manager.errors import ConfigError
 
 GOOD = """\

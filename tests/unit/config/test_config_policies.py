@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from workflow_manager.config import describe_workflows, parse_workflows
-from workflow_manager.config.loader import describe_policy
+from workflow_manager.config.describe import describe_policy
 from workflow_manager.config.models import Backoff, StepPolicy, Workflow
 
 TEMPLATE = """\

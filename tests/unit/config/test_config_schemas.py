@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workflow_manager.config import load_workflows, parse_workflows
-from workflow_manager.config.loader import describe_workflows
+from workflow_manager.config.describe import describe_workflows
 from workflow_manager.config.models import Workflow
 from workflow_manager.errors import ConfigError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workflow_manager.config import parse_workflows
-from workflow_manager.config.loader import describe_workflows
+from workflow_manager.config.describe import describe_workflows
 from workflow_manager.errors import ConfigError
 from workflow_manager.settings import step_queues
 
