@@ -388,6 +388,8 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "journal": _journal,
     "cancel": _control,
     "retry": _control,
+    "pause": _control,
+    "resume": _control,
     "signal": _signal,
     "schedules": _schedules,
     "dead-letters": _dead_letters,

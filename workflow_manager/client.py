@@ -233,10 +233,11 @@ async def fetch_job(api_url: str, job_id: str, api_token: str | None = None) -> 
 async def control_job(
     api_url: str, job_id: str, action: str, api_token: str | None = None
 ) -> dict[str, Any]:
-    """Cancel (`DELETE /api/job/{id}`) or retry (`POST .../retry`) a job; returns the job."""
+    """Cancel (`DELETE /api/job/{id}`), retry, pause or resume (`POST .../{action}`) a job;
+    returns the job."""
     if action == "cancel":
         return await _call(api_url, "DELETE", f"/api/job/{job_id}", api_token)
-    return await _call(api_url, "POST", f"/api/job/{job_id}/retry", api_token)
+    return await _call(api_url, "POST", f"/api/job/{job_id}/{action}", api_token)
 
 
 async def signal_step(

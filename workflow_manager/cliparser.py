@@ -48,6 +48,7 @@ examples:
   workflow-manager journal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --db wm.db
   workflow-manager cancel 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager pause 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager schedules
   workflow-manager schedules pause refresh-account/nightly
   workflow-manager signal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 approve --payload '{"ok": true}'
@@ -276,6 +277,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     for action, text in (
         ("cancel", "cancel a scheduled job, or a running one (its on_cancel steps run)"),
         ("retry", "run a failed job again from where it failed"),
+        ("pause", "pause a running job: no new step is sent, its timers wait (journaled)"),
+        ("resume", "resume a paused job: what it held back goes out now"),
     ):
         control = commands.add_parser(action, help=text)
         control.add_argument("job_id", type=job_id_arg, help="job UUID")

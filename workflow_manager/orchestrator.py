@@ -282,6 +282,10 @@ class Orchestrator:
         """Run a failed job again from where it failed (`ApiRequests.retry`)."""
         return await self.requests.retry(job_id)
 
+    async def pause(self, job_id: str, paused: bool) -> Job:
+        """Pause a running job, or resume a paused one (`ApiRequests.pause`)."""
+        return await self.requests.pause(job_id, paused)
+
     async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
         """Signal a waiting step: "completed" or "kept" (`ApiRequests.signal`)."""
         return await self.requests.signal(job_id, step, payload)

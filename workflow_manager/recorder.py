@@ -29,6 +29,7 @@ from workflow_manager.engine import (
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
+    PauseRequested,
     Refused,
     RetryRequested,
     ScheduleFired,
@@ -229,6 +230,11 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
         kind = EventKind.CANCEL if isinstance(event, CancelRequested) else EventKind.RETRY
         meta = {"id": event.job_id}
         return EventRow(at=event.at, kind=kind, job_id=job_id, root_id=root_id, meta=meta)
+    if isinstance(event, PauseRequested):
+        meta = {"id": event.job_id, "paused": event.paused}
+        return EventRow(
+            at=event.at, kind=EventKind.PAUSE, job_id=job_id, root_id=root_id, meta=meta
+        )
     raise TypeError(f"{type(event).__name__} is not journaled")
 
 

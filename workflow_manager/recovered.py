@@ -11,6 +11,7 @@ from workflow_manager.engine import (
     CancelRequested,
     Event,
     JobSubmitted,
+    PauseRequested,
     RetryRequested,
     SchedulePaused,
     SignalReceived,
@@ -76,6 +77,8 @@ def to_event(row: EventRow) -> Event:
         return CancelRequested(job_id=meta["id"], at=row.at)
     if row.kind == EventKind.RETRY:
         return RetryRequested(job_id=meta["id"], at=row.at)
+    if row.kind == EventKind.PAUSE:
+        return PauseRequested(job_id=meta["id"], paused=bool(meta.get("paused")), at=row.at)
     if row.kind == EventKind.SIGNAL and row.step:
         payload = jsontext.loads(row.body or b"{}")
         return SignalReceived(job_id=meta["id"], step=row.step, payload=payload, at=row.at)

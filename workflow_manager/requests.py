@@ -22,6 +22,7 @@ from workflow_manager.engine import (
     EngineState,
     Job,
     JobSubmitted,
+    PauseRequested,
     RetryRequested,
     SchedulePaused,
     SignalReceived,
@@ -268,6 +269,19 @@ class ApiRequests:
             )
         return await self._control(CancelRequested(canonical, self._now()))
 
+    async def pause(self, job_id: str, paused: bool) -> Job:
+        """Pause a running job (`paused`) or resume a paused one; JobNotFound or JobConflict
+        (it ended, or is paused already, or is not) otherwise."""
+        canonical = canonical_uuid(job_id) or job_id
+        await self._require_owner_of(canonical)
+        row = await self.finished_row(canonical)
+        if row is not None:
+            action = "paused" if paused else "resumed"
+            raise JobConflict(
+                f"job {canonical} is already {row.status}; only a running job can be {action}"
+            )
+        return await self._control(PauseRequested(canonical, paused, self._now()))
+
     async def retry(self, job_id: str) -> Job:
         """Run a failed job again from where it failed; JobNotFound or JobConflict otherwise."""
         canonical = canonical_uuid(job_id) or job_id
@@ -311,7 +325,7 @@ class ApiRequests:
             raise NotOwner(f"no job {job_id}", None)
         self._trees.require_owner(*tree)
 
-    async def _control(self, event: CancelRequested | RetryRequested) -> Job:
+    async def _control(self, event: CancelRequested | RetryRequested | PauseRequested) -> Job:
         job = self._pipeline.state.jobs.get(event.job_id)  # first: a settled job leaves memory
         result, sending = await self._pipeline.process(event)
         refused = result.refused

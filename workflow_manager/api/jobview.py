@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_manager.api.compensations import compensation_view
+from workflow_manager.api.views import shown_status
 from workflow_manager.config.models import Step
 from workflow_manager.config.schemas import JsonSchema
 from workflow_manager.engine import Job, JobStatus, StepRun, StepStatus
@@ -225,7 +226,7 @@ def _header(job: Job, now: float) -> dict[str, Any]:
         body["parent_step"] = job.parent.step
         body["index"] = job.parent.index
     body["root"] = job.root_id or job.id
-    body["status"] = str(job.status)
+    body["status"] = shown_status(job)
     body["submitted_at"] = iso_utc(job.submitted_at)
     if job.queued_at is not None and job.status is JobStatus.QUEUED:
         body["queued_at"] = iso_utc(job.queued_at)
@@ -252,6 +253,9 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     body["branch_running"] = job.branch is not None and getattr(job, "branch_left", 0) > 0
     top_level = job.parent is None
     body["can_cancel"] = top_level and job.status in _CANCELLABLE
+    paused = bool(getattr(job, "paused", False))
+    body["can_pause"] = top_level and job.status is JobStatus.RUNNING and not paused
+    body["can_resume"] = top_level and paused
     body["can_retry"] = (
         top_level
         and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)

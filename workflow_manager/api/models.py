@@ -232,7 +232,9 @@ StepStatusName = Literal[
     "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
-JobStatusName = Literal["scheduled", "queued", "running", "completed", "failed", "cancelled"]
+JobStatusName = Literal[
+    "scheduled", "queued", "running", "paused", "completed", "failed", "cancelled"
+]
 _START_AT_DOC = "Delayed starts only: when the job starts (while scheduled) or started."
 
 
@@ -340,6 +342,8 @@ class JobPage(BaseModel):
     )
     can_cancel: bool
     can_retry: bool
+    can_pause: bool = Field(default=False, description="A running top-level job, not paused.")
+    can_resume: bool = Field(default=False, description="A paused top-level job.")
     steps: list[StepView]
     compensations: Compensations | None = Field(
         default=None, description="Once the job started undoing its completed steps."

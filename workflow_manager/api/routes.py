@@ -321,6 +321,35 @@ async def retry_job(
     return _job_response(job, now())
 
 
+@router.post(
+    "/api/job/{job_id}/pause",
+    tags=["jobs"],
+    response_model=JobDetail,
+    response_model_exclude_none=True,
+    responses={**_errors(400, 404, 409), **OWNER_AWAY},
+)
+async def pause_job(job_id: JobIdPath, service: Service, now: Now) -> JSONResponse:
+    """Pause a running job: no new request of it or its children goes out and its timers wait;
+    requests in flight finish and their results are kept. Journaled: it stays paused across a
+    restart. 409 when it is not running or is paused already."""
+    job = await service.pause(parse_job_id(job_id, "job id"), True)
+    return _job_response(job, now())
+
+
+@router.post(
+    "/api/job/{job_id}/resume",
+    tags=["jobs"],
+    response_model=JobDetail,
+    response_model_exclude_none=True,
+    responses={**_errors(400, 404, 409), **OWNER_AWAY},
+)
+async def resume_job(job_id: JobIdPath, service: Service, now: Now) -> JSONResponse:
+    """Resume a paused job: the requests it held back go out, its timers that came due fire.
+    409 when it is not paused."""
+    job = await service.pause(parse_job_id(job_id, "job id"), False)
+    return _job_response(job, now())
+
+
 def _job_response(job: Job, now: float) -> JSONResponse:
     """A job as JSON, serialised by `json` rather than pydantic: payloads and results are the
     users' own JSON, nested as deep as they like, and their nulls (`"step": null`) stay."""

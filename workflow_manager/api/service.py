@@ -101,3 +101,7 @@ class JobService(Protocol):
     async def retry(self, job_id: str) -> Job:
         """Retry a failed job from where it failed; raise JobNotFound or JobConflict otherwise."""
         ...
+
+    async def pause(self, job_id: str, paused: bool) -> Job:
+        """Pause a running job or resume a paused one; JobNotFound or JobConflict otherwise."""
+        ...

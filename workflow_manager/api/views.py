@@ -23,6 +23,7 @@ __all__ = [
     "running_job_ids",
     "job_detail",
     "step_entry",
+    "shown_status",
     "progress",
 ]
 
@@ -53,6 +54,13 @@ def workflow_summaries(
 def running_job_ids(jobs: Iterable[Job]) -> dict[str, Any]:
     """Ids of every running job, child jobs included, in submission order."""
     return {"jobs": [job.id for job in jobs if job.is_running]}
+
+
+def shown_status(job: Job) -> str:
+    """A job's status as the API shows it: `paused` for a running job that is paused."""
+    if job.status is JobStatus.RUNNING and getattr(job, "paused", False):
+        return "paused"
+    return str(job.status)
 
 
 def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
@@ -133,7 +141,7 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
     if job.parent is not None:
         detail["task"] = job.flow.name
         detail["parent"] = job.parent.job_id
-    detail["status"] = str(job.status)
+    detail["status"] = shown_status(job)
     if job.status is JobStatus.QUEUED and job.queued_at is not None:
         detail["queued_at"] = iso_utc(job.queued_at)
     if job.start_at is not None:

@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "Command",
+    "JobPauseSet",
     "Subject",
     "Dispatch",
     "StepFinished",
@@ -346,6 +347,18 @@ class StepCompensation:
     trace_id: str = ""
 
 
+@dataclass(slots=True)
+class JobPauseSet:
+    """A running top-level job was paused (`paused`: no new request of its tree goes out, its
+    timers wait) or resumed; for those who watch runs."""
+
+    job_id: str
+    root_id: str
+    workflow: str
+    paused: bool
+    at: float
+
+
 Command = (
     Subject
     | Dispatch
@@ -368,4 +381,5 @@ Command = (
     | Refused
     | JobCompensating
     | StepCompensation
+    | JobPauseSet
 )

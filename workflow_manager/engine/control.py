@@ -13,11 +13,11 @@ from workflow_manager.engine.extension import Work
 from workflow_manager.engine.snapshot import forget
 from workflow_manager.engine.state import Job, JobStatus, StepRun, StepStatus
 
-__all__ = ["cancel", "retry"]
+__all__ = ["cancel", "retry", "control_target"]
 
 
-def _control_target(work: Work, job_id: str, action: str) -> Job | None:
-    """The top-level job a request names, or None after refusing it with the reason."""
+def control_target(work: Work, job_id: str, action: str) -> Job | None:
+    """The top-level job a request (`action`) names, or None after refusing it with why."""
     job = work.find_job(job_id)
     work.concerns(job)
     if job is None:
@@ -37,7 +37,7 @@ def _control_target(work: Work, job_id: str, action: str) -> Job | None:
 
 def cancel(work: Work, job_id: str) -> None:
     """Stop a running job and its children (its on_cancel steps run), or one not started."""
-    job = _control_target(work, job_id, "cancel")
+    job = control_target(work, job_id, "cancel")
     if job is None:
         return
     for part in work.parts.of(job.workflow).cancel_held:
@@ -55,7 +55,7 @@ def cancel(work: Work, job_id: str) -> None:
 
 def retry(work: Work, job_id: str) -> None:
     """Run a failed job again: completed steps and children keep their outputs."""
-    job = _control_target(work, job_id, "retry")
+    job = control_target(work, job_id, "retry")
     if job is None:
         return
     reason = _retry_refusal(work, job)

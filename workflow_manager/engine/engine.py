@@ -17,6 +17,7 @@ from workflow_manager.engine.events import (
     JobArchived,
     JobsHandedOver,
     JobSubmitted,
+    PauseRequested,
     RetryRequested,
     SchedulePaused,
     SignalReceived,
@@ -24,6 +25,7 @@ from workflow_manager.engine.events import (
     TimerFired,
 )
 from workflow_manager.engine.handover import hand_over
+from workflow_manager.engine.pausing import pause
 from workflow_manager.engine.scheduling import pause_schedule
 from workflow_manager.engine.state import EngineState
 from workflow_manager.engine.submission import submit
@@ -38,6 +40,7 @@ _EVENTS = (
     TimerFired,
     CancelRequested,
     RetryRequested,
+    PauseRequested,
     SchedulePaused,
     SignalReceived,
     JobArchived,
@@ -65,6 +68,8 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
         cancel(transition, event.job_id)
     elif isinstance(event, RetryRequested):
         retry(transition, event.job_id)
+    elif isinstance(event, PauseRequested):
+        pause(transition, event)
     elif isinstance(event, SignalReceived):
         signal(transition, event)
     elif isinstance(event, SchedulePaused):

@@ -12,6 +12,7 @@ __all__ = [
     "TimerFired",
     "CancelRequested",
     "RetryRequested",
+    "PauseRequested",
     "SignalReceived",
     "JobArchived",
     "SchedulePaused",
@@ -97,6 +98,16 @@ class RetryRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class PauseRequested:
+    """Someone asked to pause a running job (`paused`: no new request of its tree goes out and
+    its timers wait; requests in flight finish), or to resume a paused one."""
+
+    job_id: str
+    paused: bool
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class SignalReceived:
     """A signal for `step` of `job_id` (HTTP, the signals queue, the CLI): its JSON object
     `payload` completes a waiting step (`wait: true`), or is kept until the step is reached."""
@@ -143,6 +154,7 @@ Event = (
     | TimerFired
     | CancelRequested
     | RetryRequested
+    | PauseRequested
     | SignalReceived
     | JobArchived
     | JobsHandedOver

@@ -190,6 +190,12 @@ class Part:
         """A step's next attempt is to be sent: True when the part holds it back."""
         return False
 
+    def pause_held(self, work: Work, job: Job, run: StepRun, released: bool) -> bool:
+        """Called only while some job is paused (`EngineState.paused`, free to check): a
+        step's next attempt is to be sent (`released`: a limit gave it its slot); True when
+        the part holds it back, before any other part."""
+        return False
+
     def dispatched(self, work: Work, job: Job, run: StepRun) -> None:
         """A step's attempt was sent."""
 
@@ -236,7 +242,8 @@ class Part:
         """A job is over, branch included, before it is reported: release what it holds."""
 
     def cancel_held(self, work: Work, job: Job) -> bool:
-        """A cancel request for a job not running: True after cancelling it (it never ran)."""
+        """A cancel request: True after cancelling a job that never ran; a part may also let
+        go of what it holds of a running job first (returning False)."""
         return False
 
     def retry_refusal(self, work: Work, job: Job) -> str | None:
@@ -247,6 +254,10 @@ class Part:
         """A failed or cancelled job runs again (its steps are not restarted yet)."""
 
     # -- timers ----------------------------------------------------------------------------
+
+    def timer_held(self, work: Work, key: str, timer: Timer, job: Job) -> bool:
+        """A timer of `job`'s came due: True when the part holds it back (it fires later)."""
+        return False
 
     def timer_fired(self, work: Work, key: str, timer: Timer, job: Job | None) -> None:
         """A timer of this part's (`timers`) came due. `job` is None only for held-back work
@@ -283,6 +294,7 @@ class Parts:
         self.step_starting_held = _at(parts, "step_starting_held")
         self.children_refused = _at(parts, "children_refused")
         self.dispatch_held = _at(parts, "dispatch_held")
+        self.pause_held = _at(parts, "pause_held")
         self.dispatched = _at(parts, "dispatched")
         self.claims_reply = _at(parts, "claims_reply")
         self.reply_problem = _at(parts, "reply_problem")
@@ -297,6 +309,7 @@ class Parts:
         self.cancel_held = _at(parts, "cancel_held")
         self.retry_refusal = _at(parts, "retry_refusal")
         self.job_revived = _at(parts, "job_revived")
+        self.timer_held = _at(parts, "timer_held")
         owners: dict[type[Timer], list[Part]] = {}
         for part in parts:
             for timer in part.timers:

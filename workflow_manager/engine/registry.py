@@ -19,6 +19,7 @@ from workflow_manager.engine.extension import Parts
 from workflow_manager.engine.fallbacks import Fallbacks
 from workflow_manager.engine.gates import StepGates
 from workflow_manager.engine.metadata import Metadata
+from workflow_manager.engine.pausing import Pauses
 from workflow_manager.engine.scheduling import Schedules
 from workflow_manager.engine.uniqueness import UniqueJobs
 from workflow_manager.engine.waiting import WaitingSteps
@@ -28,6 +29,9 @@ __all__ = ["PARTS"]
 
 PARTS = Parts(
     [
+        # a paused job (any workflow; called per step only while one is paused): pause_held,
+        # timer_held, cancel_held, job_settled
+        Pauses(),
         # when: step_starting_held
         Conditions(),
         # JSON Schemas: submission_refused, step_starting_held, reply_problem, children_refused

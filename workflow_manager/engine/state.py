@@ -263,6 +263,11 @@ class Job:
     queued_at: float | None = None
     # The job's metadata (a top-level job's: its children read it from there), or None.
     meta: dict[str, Any] | None = None
+    # A paused top-level job (`workflow_manager.engine.pausing`): the requests of its tree held
+    # back, as (job id, step, released by a limit), and its timers that came due meanwhile.
+    paused: bool = False
+    held: list[tuple[str, str, bool]] | None = None
+    held_timers: list[str] | None = None
     # Workflows with `compensate` only: main steps in the order they completed, and, once the
     # job failed or was cancelled with completed steps to undo, its compensations.
     done_order: list[str] | None = None
@@ -327,6 +332,8 @@ class EngineState:
     schedule_runs: dict[str, str] = field(default_factory=dict)
     # `<workflow>/<schedule>` of each paused schedule: its firings start no job.
     schedules_paused: set[str] = field(default_factory=set)
+    # The paused top-level jobs: checked first (empty: nothing is paused, nothing more to do).
+    paused: set[str] = field(default_factory=set)
     # The correlation id of each compensation in flight -> the job compensating: its reply may
     # name a completed child that has left memory.
     compensating: dict[str, str] = field(default_factory=dict)

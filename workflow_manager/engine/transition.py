@@ -163,6 +163,10 @@ class Transition:
         if timer is None or (job is None and not held_work):
             self.ignore(key, "timer names no job in memory")
             return
+        if job is not None and self.state.paused:  # a paused job's timers wait
+            for part in self.parts.of(job.workflow).timer_held:
+                if part.timer_held(self, key, timer, job):
+                    return
         for part in self.parts.timer_owners.get(type(timer), ()):
             part.timer_fired(self, key, timer, job)
 
@@ -203,6 +207,10 @@ class Transition:
         """Send the next attempt of a step to its queue; a part may hold it back first (step
         concurrency), unless it was `released` by that part."""
         parts = self.parts.of(job.workflow)
+        if self.state.paused:  # a paused job's requests wait, before a limit gives them a slot
+            for part in parts.pause_held:
+                if part.pause_held(self, job, run, released):
+                    return
         if not released:
             for part in parts.dispatch_held:
                 if part.dispatch_held(self, job, run):

@@ -13,6 +13,7 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
                            step.skipped                     status skipped (its `when` was false)
                            step.recovered                   status recovered (by its fallback)
     JobCompensating        job.compensating                 status compensating, reason
+    JobPauseSet            job.paused|resumed               status paused, or running again
     StepCompensation       step.compensating|compensated    the step being undone; status
                            step.compensation_failed         failed, reason: the message
 A compensation's own requests and attempts are steps too (step.dispatched, step.completed...),
@@ -30,6 +31,7 @@ from workflow_manager.engine import (
     Dispatch,
     JobCompensating,
     JobFinished,
+    JobPauseSet,
     JobQueued,
     JobScheduled,
     JobStarted,
@@ -60,6 +62,8 @@ EVENT_TYPES = (
     "step.compensation_failed",
     "step.waiting",
     "step.signalled",
+    "job.paused",
+    "job.resumed",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
 _COMPENSATION_TYPES = {
@@ -233,5 +237,11 @@ def _run_event(command: Command) -> RunEvent | None:
                 command.at,
                 status=status,
                 parent=command.parent_id,
+            )  # fmt: skip
+        case JobPauseSet():
+            return RunEvent(
+                "job.paused" if command.paused else "job.resumed", command.job_id,
+                command.root_id, command.workflow, command.at,
+                status="paused" if command.paused else "running",
             )  # fmt: skip
     return None

@@ -25,6 +25,7 @@ class EventKind:
     TIMER = "timer"  # a timer came due (retry wait, reply deadline, job deadline): replayed
     CANCEL = "cancel"  # a cancel request: replayed
     RETRY = "retry"  # a retry request: replayed
+    PAUSE = "pause"  # a job paused or resumed (meta `paused`): replayed
     SIGNAL = "signal"  # a signal for a waiting step (its payload in the body): replayed
     # A child job's step began to wait (not replayed): a child has no row of its own until it
     # ends, so this one tells any manager the child's top-level job, hence its partition.
@@ -37,6 +38,7 @@ REPLAYED_KINDS = (
     EventKind.TIMER,
     EventKind.CANCEL,
     EventKind.RETRY,
+    EventKind.PAUSE,
     EventKind.SIGNAL,
     EventKind.SCHEDULE,
 )

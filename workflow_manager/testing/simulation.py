@@ -34,6 +34,7 @@ from workflow_manager.engine import (
     JobDuplicate,
     JobRejected,
     JobSubmitted,
+    PauseRequested,
     Refused,
     RetryRequested,
     SignalReceived,
@@ -189,6 +190,14 @@ class Simulation:
     async def retry(self, job_id: str) -> None:
         """Retry a failed job from where it failed; SimulationError when it is refused."""
         await self._control(RetryRequested(job_id, self.now))
+
+    async def pause(self, job_id: str) -> None:
+        """Pause a running job: no new request of it goes out and its timers wait."""
+        await self._control(PauseRequested(job_id, True, self.now))
+
+    async def resume(self, job_id: str) -> None:
+        """Resume a paused job: what it held back goes out now."""
+        await self._control(PauseRequested(job_id, False, self.now))
 
     async def run_until_idle(self, *, max_events: int = _MAX_EVENTS) -> None:
         """Run until what comes next waits for the outside world: every request answered and

@@ -7,7 +7,7 @@ export const EVENT_TYPES = [
   "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
   "step.waiting", "step.signalled",
   "step.recovered", "job.compensating", "step.compensating", "step.compensated",
-  "step.compensation_failed",
+  "step.compensation_failed", "job.paused", "job.resumed",
 ];
 
 export const JOB_STATUSES = ["scheduled", "queued", "running", "completed", "failed", "cancelled"];
@@ -71,12 +71,14 @@ const LABELS = {
   scheduled: "scheduled", queued: "queued", waiting: "waiting for a signal", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
   skipped: "skipped", recovered: "recovered", compensating: "compensating",
-  compensated: "compensated", held: "held", expired: "expired", free: "free",
+  compensated: "compensated", held: "held", expired: "expired", free: "free", paused: "paused",
 };
 // A partition's lease (the cluster page): held like completed, expired like failed, free like pending.
 ICONS.held = ICONS.completed;
 ICONS.expired = ICONS.failed;
 ICONS.free = ICONS.pending;
+// A paused job waits as a queued one does, until someone resumes it.
+ICONS.paused = ICONS.queued;
 
 /** The label of a status (or attempt outcome). */
 export function statusLabel(status) {

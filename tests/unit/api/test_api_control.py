@@ -173,3 +173,34 @@ async def test_retrying_an_unknown_job_is_404(client):
 async def test_retrying_a_job_id_that_is_no_uuid_is_400(client, bad):
     message = assert_error(await client.post(f"/api/job/{bad}/retry"), 400)
     assert message.startswith(f"job id {bad!r} is not a UUID")
+
+
+# -- POST /api/job/{id}/pause and /resume --------------------------------------------------
+
+
+async def test_a_paused_job_shows_paused_sends_nothing_new_and_resume_carries_on(client, service):
+    await start(client, "wordcount", {"text": "a b"})
+    response = await client.post(f"/api/job/{JOB}/pause")
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "paused"
+    steps = (await client.get(f"/api/job/{JOB}/steps")).json()  # what the job page reads
+    assert (steps["status"], steps["can_pause"], steps["can_resume"]) == ("paused", False, True)
+    await service.reply(JOB, "split", {"words": ["a", "b"]})  # in flight: its result is kept
+    assert service.transport.sent_to("count") == []  # ready, but held while paused
+    page = await detail(client)
+    assert page["status"] == "paused" and page["completed"][1]["name"] == "split"
+    response = await client.post(f"/api/job/{JOB}/resume")
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "running"
+    assert (await client.get(f"/api/job/{JOB}/steps")).json()["can_pause"] is True
+    await service.transport.wait_for(lambda _: len(service.transport.sent_to("count")) == 1)
+
+
+async def test_pause_and_resume_are_refused_naming_why(client, service):
+    assert_error(await client.post(f"/api/job/{UNKNOWN}/pause"), 404, UNKNOWN)
+    await running(client, service)
+    assert_error(await client.post(f"/api/job/{JOB}/resume"), 409, "is not paused")
+    assert (await client.post(f"/api/job/{JOB}/pause")).status_code == 200
+    assert_error(await client.post(f"/api/job/{JOB}/pause"), 409, "is paused already")
+    assert (await client.delete(f"/api/job/{JOB}")).json()["status"] == "cancelled"
+    assert_error(await client.post(f"/api/job/{JOB}/pause"), 409, "already cancelled")

@@ -22,6 +22,7 @@ from workflow_manager.engine import (
     JobArchived,
     JobFinished,
     JobSubmitted,
+    PauseRequested,
     StepReplied,
     apply,
     replay,
@@ -48,7 +49,10 @@ workflows:
 
 # Each step of the run: which outstanding request to answer (as a fraction of the list), and how.
 moves = st.lists(
-    st.tuples(st.floats(0, 0.999), st.sampled_from(["ok", "ok", "ok", "error", "dup", "stray"])),
+    st.tuples(
+        st.floats(0, 0.999),
+        st.sampled_from(["ok", "ok", "ok", "error", "dup", "stray", "pause", "resume"]),
+    ),
     max_size=60,
 )
 # Where each of up to 3 jobs was placed (None: by its id, as an unpartitioned manager does).
@@ -96,6 +100,11 @@ async def _run(
     clock = 100.0
     for fraction, how in plan:
         clock += 1
+        if how in ("pause", "resume"):  # a job paused or resumed (refused when it cannot be)
+            feed(
+                PauseRequested(str(uuid.UUID(int=int(fraction * jobs) + 1)), how == "pause", clock)
+            )
+            continue
         if how == "stray" or not outstanding:
             feed(StepReplied(str(uuid.uuid4()), "work", b"{}", clock))
             continue

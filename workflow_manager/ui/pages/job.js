@@ -110,6 +110,17 @@ export function showJob(main, id) {
     render();
   }, () => load());
 
+  // Pause and resume change nothing that cannot be undone: no confirmation.
+  const pauseOrResume = async (what) => {
+    try {
+      await post(`/api/job/${seg(id)}/${what}`);
+      replace(messages, notice(what === "pause" ? "Job paused: no new step is sent until it resumes." : "Job resumed.", "ok"));
+    } catch (error) {
+      replace(messages, notice(`Could not ${what} the job: ${error.message}`));
+    }
+    await load();
+  };
+
   const act = async (what) => {
     const cancel = what === "cancel";
     const ok = await confirmAction({
@@ -136,6 +147,8 @@ export function showJob(main, id) {
     const actions = [];
     if (job.can_cancel) actions.push(h("button", { type: "button", class: "danger", "data-action": "cancel", onclick: () => act("cancel") }, "Cancel"));
     if (job.can_retry) actions.push(h("button", { type: "button", class: "primary", "data-action": "retry", onclick: () => act("retry") }, "Retry"));
+    if (job.can_pause) actions.push(h("button", { type: "button", "data-action": "pause", onclick: () => pauseOrResume("pause") }, "Pause"));
+    if (job.can_resume) actions.push(h("button", { type: "button", class: "primary", "data-action": "resume", onclick: () => pauseOrResume("resume") }, "Resume"));
     replace(head, header(job, actions));
     const select = (name) => {
       state.selected = name;
