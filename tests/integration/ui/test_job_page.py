@@ -191,3 +191,20 @@ async def test_the_page_follows_again_after_its_stream_is_refused(site, page):
     await site.answer(await site.take("fetch"), b'{"chapters": 3}')
     await page.wait_for_selector(node("left", "running"))  # an event made the page re-read
     assert await page.evaluate("window.__sameDocument") is True
+
+
+async def test_pause_and_resume_from_the_page(site, page):
+    job_id = str(uuid.uuid4())
+    await site.trigger("chain", {}, job_id)
+    fetch = await site.take("fetch")
+    await open_job(page, site, job_id)
+    await page.click('[data-action="pause"]')
+    await page.wait_for_selector('[data-job-status="paused"]')
+    await page.locator(".notice.ok", has_text="Job paused").wait_for()
+    assert await page.locator('[data-action="pause"]').count() == 0
+    await site.answer(fetch, b"{}")  # in flight when paused: kept; left and right are held
+    await page.wait_for_selector(node("fetch", "completed"))
+    await page.click('[data-action="resume"]')
+    await page.wait_for_selector('[data-job-status="running"]')
+    for queue in ("left", "right"):  # what the pause held went out on resume
+        assert (await site.take(queue)).correlation_id == f"{job_id}:{queue}"
