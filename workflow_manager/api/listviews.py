@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from workflow_manager.api.jobview import CHILD_STATUSES, child_status, step_route
+from workflow_manager.api.views import shown_status
 from workflow_manager.config.models import Flow, Step, Workflow
 from workflow_manager.engine import Job, JobStatus, StepRun
 from workflow_manager.journal.history import ChildRow, JobListing
@@ -98,7 +99,7 @@ def children_page(
 
 def job_listing(listing: JobListing, live: Job | None, now: float) -> dict[str, Any]:
     """A top-level job as a row of a list; a job still in memory shows its live status."""
-    status = str(live.status) if live is not None else listing.status
+    status = shown_status(live) if live is not None else listing.status
     finished = live.finished_at if live is not None else listing.finished_at
     entry: dict[str, Any] = {
         "uuid": listing.id,

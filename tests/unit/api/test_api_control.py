@@ -189,6 +189,8 @@ async def test_a_paused_job_shows_paused_sends_nothing_new_and_resume_carries_on
     assert service.transport.sent_to("count") == []  # ready, but held while paused
     page = await detail(client)
     assert page["status"] == "paused" and page["completed"][1]["name"] == "split"
+    listed = (await client.get("/api/jobs/recent")).json()["jobs"]
+    assert [(j["uuid"], j["status"]) for j in listed] == [(JOB, "paused")]
     response = await client.post(f"/api/job/{JOB}/resume")
     assert response.status_code == 200, response.text
     assert response.json()["status"] == "running"
