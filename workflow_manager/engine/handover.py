@@ -54,6 +54,7 @@ def hand_over(state: EngineState, roots: Iterable[str]) -> list[Command]:
     state.compensating = {
         corr: job for corr, job in state.compensating.items() if job not in doomed
     }
+    state.paused -= doomed  # the next owner replays the pause with the rest
     commands.append(JobsReleased(tuple(sorted(doomed))))
     return commands
 

@@ -82,6 +82,7 @@ def _check_hand_over(run: Run, roots: set[str]) -> None:
         assert not {rank[2].partition(":")[0] for rank in slots.waiting} & doomed
     assert not set(state.unique.values()) & doomed
     assert not set(state.compensating.values()) & doomed
+    assert not state.paused & doomed
     assert not roots & set(state.gone_by_root)
 
     if _isolated(run):

@@ -53,6 +53,7 @@ from workflow_manager.engine import (
     JobStarted,
     JobSubmitted,
     NotifyOutcome,
+    PauseRequested,
     Refused,
     RetryRequested,
     SchedulePaused,
@@ -74,6 +75,7 @@ SCHEMA = {"properties": {"v": {"maximum": 2}, "items": {"maxItems": 1}}}
 SCHEMA_KEYS = ["input_schema", "output_schema"]
 ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3 + ["signal"] * 2
 ACTIONS += ["submit"]  # a later job, maybe with the key of an unfinished one (unique)
+ACTIONS += ["pause", "resume"]  # a job paused (its requests and timers held) or resumed
 LATER_JOBS = ["1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a"]
 # Mostly main steps (those that may wait), a task's, a branch's, and an unknown one.
 SIGNALLED = ["s0", "s0", "s1", "s1", "s2", "s3", "c0", "e0", "zz"]
@@ -261,6 +263,8 @@ def _step(draw: st.DrawFn, run: Run) -> str:
         run.do(CancelRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
     elif kind == "retry":
         run.do(RetryRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
+    elif kind in ("pause", "resume"):
+        run.do(PauseRequested(draw(st.sampled_from(_job_ids(run))), kind == "pause", run.tick()))
     elif kind == "submit":
         payload = {"items": [0], "p": draw(st.sampled_from([1, 2]))}
         job_id = draw(st.sampled_from(LATER_JOBS))
