@@ -43,6 +43,7 @@ from workflow_manager.engine import (
     StepWaiting,
     TimerFired,
     apply,
+    timers,
 )
 from workflow_manager.errors import ManagerError
 from workflow_manager.events.model import RunEvent, run_events
@@ -255,11 +256,11 @@ class Simulation:
     async def _apply(self, event: Event) -> list[Command]:
         _, commands = apply(self._state, event)
         self._views.observe(commands)
-        waits = {c.timeout_at for c in commands if isinstance(c, StepWaiting)}
-        if waits:
-            self._waits.update(
-                c.key for c in commands if isinstance(c, StartTimer) and c.due_at in waits
-            )
+        waits = {(c.job_id, c.step) for c in commands if isinstance(c, StepWaiting)}
+        if waits:  # the deadlines armed with them are the waits' timeouts
+            for command in commands:
+                if isinstance(command, StartTimer) and _step_of(command.key) in waits:
+                    self._waits.add(command.key)
         self.events.extend(run_events(commands, self.now))
         for command in commands:
             await self._carry_out(command)
@@ -333,3 +334,9 @@ class Simulation:
                 definition=self._state.current.get(name), schedule=schedule.name,
             )  # fmt: skip
             await self._apply(event)
+
+
+def _step_of(key: str) -> tuple[str, str | None] | None:
+    """The (job, step) a timer key names, if it names a step."""
+    parsed = timers.parse(key)
+    return (parsed.job_id, parsed.step) if parsed is not None else None
