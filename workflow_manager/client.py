@@ -155,7 +155,7 @@ async def submit_over_api(
         with contextlib.suppress(asyncio.CancelledError):
             await follower
     status = str(final["status"])
-    body = final.get("result") or {} if status == "completed" else {"error": final.get("error")}
+    body = (final.get("result") or {}) if status == "completed" else {"error": final.get("error")}
     return Outcome(job_id, status, body)
 
 
