@@ -10,8 +10,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from workflow_manager.engine import JobStatus
-
 __all__ = [
     "Attempt",
     "ChildCounts",
@@ -155,6 +153,11 @@ class Progress(BaseModel):
     children_total: int
 
 
+JobStatusName = Literal[
+    "scheduled", "queued", "running", "paused", "completed", "failed", "cancelled"
+]
+
+
 class JobDetail(BaseModel):
     """A job or child job: its steps by state, and its result or error once it has ended."""
 
@@ -162,7 +165,9 @@ class JobDetail(BaseModel):
     workflow: str = Field(description="The top-level workflow's name, for child jobs too.")
     task: str | None = Field(default=None, description="Extra, child jobs only: the task's name.")
     parent: str | None = Field(default=None, description="Extra, child jobs only: the parent id.")
-    status: JobStatus
+    status: JobStatusName = Field(
+        description="paused: a running job that was paused (nothing new goes out until resumed)."
+    )
     queued_at: str | None = Field(
         default=None, description="Extra, while queued: when it entered its concurrency queue."
     )
@@ -232,9 +237,6 @@ StepStatusName = Literal[
     "compensated",
 ]
 ChildStatusName = Literal["pending", "running", "completed", "failed", "cancelled"]
-JobStatusName = Literal[
-    "scheduled", "queued", "running", "paused", "completed", "failed", "cancelled"
-]
 _START_AT_DOC = "Delayed starts only: when the job starts (while scheduled) or started."
 
 
