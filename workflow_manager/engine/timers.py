@@ -214,13 +214,17 @@ class TimerKey:
 
 
 def parse(key: str) -> TimerKey | None:
-    """A key back into its flat view, or None when it is not one of ours."""
-    kind, _, rest = key.partition(":")
-    if kind in _OF_JOB and rest:
-        return TimerKey(kind, rest)
-    parts = rest.split(":")
-    if (kind in _OF_STEP or kind in _OF_COMPENSATION) and len(parts) == 3 and parts[2].isdigit():
-        return TimerKey(kind, parts[0], parts[1], int(parts[2]))
+    """A key back into its flat view, or None when it is not one of ours (`parse_timer`'s
+    reading, flattened: one parser for both)."""
+    timer = parse_timer(key)
+    kind = key.partition(":")[0]
+    match timer:
+        case JobTimeout() | JobStart() | JobAdmit():
+            return TimerKey(kind, timer.job_id)
+        case StepTimeout() | RetryDue() | StepRelease():
+            return TimerKey(kind, timer.job_id, timer.step, timer.attempt)
+        case CompensationTimeout() | CompensationRetry():
+            return TimerKey(kind, timer.job_id, str(timer.index), timer.attempt)
     return None
 
 
