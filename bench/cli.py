@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.managers import managers
+from bench.pinning import Cores, PinError, Pinner, choose_cores, pinned
 from bench.procs import BenchError
 from bench.profiling import Profile, Recorder, read_profile
 from bench.readme import write_readme
@@ -32,6 +33,7 @@ SCENARIOS = ("throughput", "latency", "linear", "fanout", "recovery", "managers"
 EPILOG = """\
 examples:
   python -m bench --quick                      # a small run, well under a minute
+  python -m bench --pin                        # the manager (or the baseline) on a core of its own
   python -m bench                              # the full run (a few minutes)
   python -m bench --write-readme --profile bench/profile   # full run, results into README
   python -m bench --db postgresql://postgres@127.0.0.1/postgres   # journals in PostgreSQL
@@ -59,6 +61,14 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="also run the throughput scenario once more under py-spy, samples into DIR",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="give the measured process a core of its own (the first this process may use): "
+        "every manager, and the bench process while it drives the baseline; RabbitMQ, the "
+        "workers and the bench process as the manager's client share the other cores. "
+        "Needs 2 cores or more; every mask is put back at the end",
     )
     parser.add_argument(
         "--amqp-url", default="amqp://guest:guest@127.0.0.1:5672/", help="RabbitMQ URL"
@@ -131,9 +141,10 @@ async def _run(
     only: tuple[str, ...],
     profile_dir: Path | None,
     partitions: int,
+    pinner: Pinner | None = None,
 ) -> Results:
     results = Results()
-    async with Session(options) as session:
+    async with Session(options, pinner) as session:
         print(f"queues: {session.prefix}* (deleted at the end)", flush=True)
         if {"throughput", "latency", "linear"} & set(only):
             async with session.manager() as run:
@@ -160,6 +171,16 @@ async def _run(
     return results
 
 
+def _measure(
+    plan: Plan, options: SessionOptions, args: argparse.Namespace, cores: Cores | None
+) -> Results:
+    """Run the scenarios, pinned for the whole run with --pin (every mask put back after)."""
+    if cores is None:
+        return asyncio.run(_run(plan, options, args.only, args.profile, args.partitions))
+    with pinned(cores) as pinner:
+        return asyncio.run(_run(plan, options, args.only, args.profile, args.partitions, pinner))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -169,6 +190,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "managers" in args.only and args.only != SCENARIOS and args.db is None:
         print("python -m bench: --only managers needs --db postgresql://...", file=sys.stderr)
         return EXIT_USAGE
+    cores: Cores | None = None
+    if args.pin:
+        try:
+            cores = choose_cores(os.sched_getaffinity(0))
+        except PinError as exc:
+            print(f"python -m bench: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     plan = QUICK if args.quick else FULL
     options = SessionOptions(
         args.amqp_url, args.workers, args.worker_prefetch, postgres_url=args.db
@@ -177,13 +205,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     journals = "SQLite" if args.db is None else "PostgreSQL"
     print(f"workflow-manager benchmark ({'quick' if args.quick else 'full'} run, {journals} "
           f"journals): {where}")  # fmt: skip
+    if cores is not None:
+        print(cores.describe())
     load = os.getloadavg()[0]
     if load > 0.5:
         print(
             f"warning: load average {load:.1f} before the run: other processes compete for the CPU"
         )
     try:
-        results = asyncio.run(_run(plan, options, args.only, args.profile, args.partitions))
+        results = _measure(plan, options, args, cores)
     except BrokerUnreachable as exc:
         print(f"python -m bench: error: {exc}", file=sys.stderr)
         return EXIT_BROKER
@@ -200,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.write_readme:
         readme = Path(__file__).resolve().parent / "README.md"
         where = f"{where} (1-minute load average {load:.2f} at the start)"
-        write_readme(readme, where, args.quick, results)
+        pinning = cores.describe() if cores is not None else None
+        write_readme(readme, where, args.quick, results, pinning)
         print(f"wrote the results into {readme}")
     return EXIT_OK

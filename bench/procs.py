@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import aio_pika
@@ -54,8 +55,15 @@ class Child:
         self._reader = asyncio.create_task(self._read(), name=f"read {name}")
 
     @classmethod
-    async def start(cls, name: str, *args: str, env: dict[str, str] | None = None) -> Child:
-        """Start `args` in the repository root with the current environment plus `env`."""
+    async def start(
+        cls,
+        name: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        pin: Callable[[int], None] | None = None,
+    ) -> Child:
+        """Start `args` in the repository root with the current environment plus `env`;
+        `pin(pid)` right after the start (before the process has threads of its own)."""
         proc = await asyncio.create_subprocess_exec(
             *args,
             cwd=ROOT,
@@ -63,6 +71,8 @@ class Child:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
+        if pin is not None:
+            pin(proc.pid)
         return cls(name, proc)
 
     @property
@@ -113,11 +123,16 @@ class Child:
 
 
 async def start_manager(
-    config: Path, db: str, queue: str, amqp_url: str, partitions: int | None = None
+    config: Path,
+    db: str,
+    queue: str,
+    amqp_url: str,
+    partitions: int | None = None,
+    pin: Callable[[int], None] | None = None,
 ) -> Child:
     """`python -m workflow_manager serve` on a free port; returns once it serves (HTTP API up).
 
-    Its HTTP API's address is the child's `api_url`.
+    Its HTTP API's address is the child's `api_url`; `pin` as for `Child.start`.
     """
     port = free_port()
     args = [
@@ -126,14 +141,19 @@ async def start_manager(
     ]  # fmt: skip
     if partitions is not None:
         args += ["--partitions", str(partitions)]
-    manager = await Child.start("manager", *args)
+    manager = await Child.start("manager", *args, pin=pin)
     manager.api_url = f"http://127.0.0.1:{port}"
     await manager.wait_for_line(r"HTTP API on", timeout_s=60)
+    if pin is not None:
+        pin(manager.pid)  # again: a thread started before the first call kept the old mask
     return manager
 
 
-async def start_workers(count: int, prefix: str, prefetch: int, amqp_url: str) -> list[Child]:
-    """`count` pyworker processes serving bench/workers.py with queue names `prefix` + step."""
+async def start_workers(
+    count: int, prefix: str, prefetch: int, amqp_url: str, pin: Callable[[int], None] | None = None
+) -> list[Child]:
+    """`count` pyworker processes serving bench/workers.py with queue names `prefix` + step;
+    `pin` as for `Child.start`."""
     return [
         await Child.start(
             f"worker {n}",
@@ -149,6 +169,7 @@ async def start_workers(count: int, prefix: str, prefetch: int, amqp_url: str) -
             amqp_url,
             "--log-level",
             "WARNING",
+            pin=pin,
         )  # fmt: skip
         for n in range(count)
     ]

@@ -13,13 +13,14 @@ __all__ = ["write_readme"]
 _TOP = 15
 
 
-def _results(where: str, quick: bool, figures: list[Figure]) -> str:
-    kind = "`python -m bench --quick`" if quick else "`python -m bench`"
+def _results(where: str, quick: bool, figures: list[Figure], pinning: str | None) -> str:
+    flags = (" --quick" if quick else "") + (" --pin" if pinning else "")
     checked = [f for f in figures if f.target is not None]
     passed = sum(1 for f in checked if f.target and f.target.passed)
+    pinned = f" {pinning[0].upper()}{pinning[1:]}." if pinning else ""
     return (
-        f"Measured with {kind} on {where}. Targets met: {passed} of {len(checked)}.\n\n"
-        + markdown_table(figures)
+        f"Measured with `python -m bench{flags}` on {where}.{pinned} "
+        f"Targets met: {passed} of {len(checked)}.\n\n" + markdown_table(figures)
     )
 
 
@@ -80,9 +81,12 @@ def _profile(profile: Profile) -> str:
     return "\n".join(lines)
 
 
-def write_readme(readme: Path, where: str, quick: bool, results: Results) -> None:
-    """Replace the README's `results` and `cpu` sections, and `profile` when there is one."""
-    write_section(readme, "results", _results(where, quick, results.figures))
+def write_readme(
+    readme: Path, where: str, quick: bool, results: Results, pinning: str | None = None
+) -> None:
+    """Replace the README's `results` and `cpu` sections, and `profile` when there is one;
+    `pinning`: the --pin header line, recorded with the results."""
+    write_section(readme, "results", _results(where, quick, results.figures, pinning))
     write_section(readme, "cpu", _cpu(results.throughput))
     if results.profile is not None:
         write_section(readme, "profile", _profile(results.profile))

@@ -15,7 +15,8 @@ _QUEUES = ("split", "sum", "title", "work")
 
 async def _time_start(session: Session, db: str, prefix: str) -> tuple[float, str]:
     try:
-        return await script.time_start(db, session.tmp / "recovery.yaml", prefix)
+        pin = session.pinner.manager if session.pinner else None
+        return await script.time_start(db, session.tmp / "recovery.yaml", prefix, pin)
     except SystemExit as exc:  # the script's way of saying the manager died
         raise BenchError(f"recovery: {exc.code}") from None
 

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import aio_pika
@@ -72,8 +73,13 @@ async def build_journal(path: Path | str, prefix: str, jobs: int, children: int)
     return time.perf_counter() - started
 
 
-async def time_start(path: Path | str, config: Path, prefix: str) -> tuple[float, str]:
-    """Start the manager on the journal; seconds until it consumes, and its ready line."""
+async def time_start(
+    path: Path | str, config: Path, prefix: str, pin: Callable[[int], None] | None = None
+) -> tuple[float, str]:
+    """Start the manager on the journal; seconds until it consumes, and its ready line.
+
+    `pin(pid)` right after the start (the bench's --pin).
+    """
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "workflow_manager", "serve", "--config", str(config),
@@ -81,6 +87,8 @@ async def time_start(path: Path | str, config: Path, prefix: str) -> tuple[float
         "--queue", f"{prefix}.wm", "--port", "0",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
+    if pin is not None:
+        pin(proc.pid)
     assert proc.stdout is not None
     ready = ""
     async for raw in proc.stdout:

@@ -61,7 +61,9 @@ QUICK = Plan(
 async def warm_up(session: Session, run: ManagedRun, plan: Plan) -> None:
     """A few jobs through both, so connections, code paths and caches are warm."""
     await run_batch(run.driver, wordcount_jobs(plan.warmup_jobs), plan.timeout_s)
-    await run_batch(await session.baseline(), wordcount_jobs(plan.warmup_jobs), plan.timeout_s)
+    driver = await session.baseline()
+    with session.driving_baseline():
+        await run_batch(driver, wordcount_jobs(plan.warmup_jobs), plan.timeout_s)
 
 
 def _processes(session: Session, run: ManagedRun) -> dict[str, list[int]]:
@@ -97,7 +99,8 @@ async def throughput(
     managed_cpu = _spent(cpu, between)
     threads = _spent(threads, thread_cpu_s(run.process.pid))
     driver = await session.baseline()
-    base = await run_batch(driver, wordcount_jobs(plan.throughput_jobs), plan.timeout_s)
+    with session.driving_baseline():
+        base = await run_batch(driver, wordcount_jobs(plan.throughput_jobs), plan.timeout_s)
     base_cpu = _spent(between, _cpu_by_role(processes))
     ratio = managed.jobs_per_s / base.jobs_per_s
     label = f"throughput, {plan.throughput_jobs:,} word-counts jobs"
@@ -131,9 +134,9 @@ async def throughput(
 async def latency(session: Session, run: ManagedRun, plan: Plan) -> list[Figure]:
     """One word-counts job at a time: p50 and p99 from trigger publish to outcome message."""
     managed = await run_one_by_one(run.driver, wordcount_jobs(plan.latency_samples), plan.timeout_s)
-    base = await run_one_by_one(
-        await session.baseline(), wordcount_jobs(plan.latency_samples), plan.timeout_s
-    )
+    driver = await session.baseline()
+    with session.driving_baseline():
+        base = await run_one_by_one(driver, wordcount_jobs(plan.latency_samples), plan.timeout_s)
     ms = 1000.0
     p50, base_p50 = percentile(managed.latencies_s, 50), percentile(base.latencies_s, 50)
     p99, base_p99 = percentile(managed.latencies_s, 99), percentile(base.latencies_s, 99)
@@ -148,7 +151,9 @@ async def latency(session: Session, run: ManagedRun, plan: Plan) -> list[Figure]
 async def linear(session: Session, run: ManagedRun, plan: Plan) -> list[Figure]:
     """N jobs of a 13-step chain at once: completed jobs/s."""
     managed = await run_batch(run.driver, linear_jobs(plan.linear_jobs), plan.timeout_s)
-    base = await run_batch(await session.baseline(), linear_jobs(plan.linear_jobs), plan.timeout_s)
+    driver = await session.baseline()
+    with session.driving_baseline():
+        base = await run_batch(driver, linear_jobs(plan.linear_jobs), plan.timeout_s)
     label = f"13-step linear, {plan.linear_jobs:,} jobs"
     return [Figure(label, managed.jobs_per_s, "jobs/s", base.jobs_per_s)]
 
@@ -191,7 +196,9 @@ async def _fan_out_baseline(session: Session, children: int, plan: Plan) -> FanO
     driver = await session.baseline()
     own = reset_peak("self")
     idle_kb = memory_kb("self", "VmRSS")
-    batch = await run_batch(driver, wordcount_jobs(1, children), _fan_out_timeout_s(plan, children))
+    with session.driving_baseline():
+        timeout_s = _fan_out_timeout_s(plan, children)
+        batch = await run_batch(driver, wordcount_jobs(1, children), timeout_s)
     peak_kb = memory_kb("self", "VmHWM") if own else idle_kb
     return FanOut(children, batch, idle_kb, peak_kb, 0)
 

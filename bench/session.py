@@ -6,7 +6,7 @@ import contextlib
 import sys
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from aiormq.exceptions import AMQPConnectionError, AMQPError
 from bench.baseline import BaselineDriver
 from bench.journals import Journals
 from bench.managed import ManagerDriver
+from bench.pinning import Pinner
 from bench.procs import BenchError, Child, start_manager, start_workers, wait_for_consumers
 from bench.shapes import STEP_QUEUES, workflow_yaml
 from workflow_manager.cluster.partitioning import partition_queue
@@ -55,10 +56,14 @@ class ManagedRun:
 
 
 class Session:
-    """Owns the run's prefix, temporary directory, connection, workers and the queues to delete."""
+    """Owns the run's prefix, temporary directory, connection, workers and the queues to delete.
 
-    def __init__(self, options: SessionOptions) -> None:
+    With a `pinner` (--pin), the managers and workers it starts are pinned as they start.
+    """
+
+    def __init__(self, options: SessionOptions, pinner: Pinner | None = None) -> None:
         self.options = options
+        self.pinner = pinner
         self.prefix = f"bench{uuid.uuid4().hex[:8]}."
         self._stack = contextlib.AsyncExitStack()
         self._queues: dict[str, None] = {}
@@ -108,7 +113,11 @@ class Session:
         steps = [self.prefix + name for name in STEP_QUEUES]
         self.owns(*steps)
         self.workers = await start_workers(
-            self.options.workers, self.prefix, self.options.worker_prefetch, self.options.amqp_url
+            self.options.workers,
+            self.prefix,
+            self.options.worker_prefetch,
+            self.options.amqp_url,
+            self.pinner.helper if self.pinner else None,
         )
         channel = await self.connection.channel()
         await wait_for_consumers(channel, steps, self.options.workers, timeout_s=60)
@@ -123,6 +132,20 @@ class Session:
                 self.connection, self.prefix, self.options.driver_prefetch
             )
         return self._baseline
+
+    @contextlib.contextmanager
+    def driving_baseline(self) -> Iterator[None]:
+        """The block runs the baseline driver in this process: with --pin, this process takes
+        the measured core for the block (the manager's while the manager runs), then goes back
+        to the others' cores as the manager's client."""
+        if self.pinner is None:
+            yield
+            return
+        self.pinner.driver()
+        try:
+            yield
+        finally:
+            self.pinner.client()
 
     @contextlib.asynccontextmanager
     async def manager(
@@ -141,7 +164,14 @@ class Session:
         try:
             for _ in range(count):
                 processes.append(
-                    await start_manager(self.config, db, queue, self.options.amqp_url, partitions)
+                    await start_manager(
+                        self.config,
+                        db,
+                        queue,
+                        self.options.amqp_url,
+                        partitions,
+                        self.pinner.manager if self.pinner else None,
+                    )
                 )
             driver = await ManagerDriver.open(self.connection, f"{queue}.jobs", outcomes)
             try:

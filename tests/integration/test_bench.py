@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from bench.procs import pids_named
 from tests.pgdatabase import fresh_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +94,37 @@ def test_the_quick_benchmark_keeps_its_journals_in_postgresql_with_db(amqp_url):
             f"no line for {pattern!r}:\n{output}"
         )
     assert schemas == [], f"schemas left behind: {schemas}"
+
+
+def _broker_masks() -> dict[int, set[int]]:
+    """Every RabbitMQ thread's CPU mask, by thread id."""
+    masks = {}
+    for pid in pids_named("beam.smp") + pids_named("epmd"):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                masks[int(task.name)] = os.sched_getaffinity(int(task.name))
+            except OSError:
+                continue  # the thread ended
+    return masks
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--pin needs 2 cores")
+@pytest.mark.timeout(180)
+def test_the_pinned_benchmark_says_so_and_puts_rabbitmqs_cores_back(amqp_url):
+    before = _broker_masks()
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--pin", "--only", "throughput",
+         "--amqp-url", amqp_url],
+        cwd=ROOT, capture_output=True, text=True, timeout=160, check=False,
+    )  # fmt: skip
+    after = _broker_masks()
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert re.search(r"^pinned: manager/driver on core \d+; broker, workers, client on cores? ",
+                     done.stdout, re.MULTILINE), output  # fmt: skip
+    assert [line for line in done.stdout.splitlines() if re.match(FIGURES[0] + NUMBER, line)]
+    kept = [tid for tid in before if tid in after]  # a broker restarted meanwhile has new ones
+    assert {tid: after[tid] for tid in kept} == {tid: before[tid] for tid in kept}, output
 
 
 def test_the_managers_scenario_without_db_is_a_usage_error():
