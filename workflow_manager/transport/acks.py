@@ -12,13 +12,22 @@ import asyncio
 import heapq
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from aio_pika.abc import AbstractIncomingMessage
-
-__all__ = ["AckWindow", "Acker"]
+__all__ = ["AckWindow", "Acker", "Acked"]
 
 log = logging.getLogger(__name__)
+
+
+class Acked(Protocol):
+    """What acking a delivery needs of it: its channel and its tag there (aiormq's
+    `DeliveredMessage` has both)."""
+
+    @property
+    def channel(self) -> Any: ...
+
+    @property
+    def delivery_tag(self) -> int | None: ...
 
 
 class AckWindow:
@@ -84,14 +93,14 @@ class Acker:
         self._scheduled = False
         self._last: asyncio.Task[None] | None = None  # the latest batch of acks being sent
 
-    def received(self, message: AbstractIncomingMessage) -> None:
+    def received(self, message: Acked) -> None:
         """Call as each delivery starts being handled (in delivery order)."""
         window = self._windows.get(message.channel)
         if window is None:
             window = self._windows[message.channel] = AckWindow()
         window.received(_tag(message))
 
-    def ack(self, message: AbstractIncomingMessage) -> None:
+    def ack(self, message: Acked) -> None:
         """Ack `message` at the end of this loop tick, together with the others due."""
         window = self._windows.get(message.channel)
         if window is None:
@@ -101,7 +110,7 @@ class Acker:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
 
-    def requeue(self, message: AbstractIncomingMessage) -> None:
+    def requeue(self, message: Acked) -> None:
         """Give `message` back to its queue: a nack with requeue, sent after the acks due now
         and before any later ones (which must not cover it first)."""
         window = self._windows.get(message.channel)
@@ -137,7 +146,7 @@ class Acker:
             await asyncio.wait([self._last])
 
 
-def _tag(message: AbstractIncomingMessage) -> int:
+def _tag(message: Acked) -> int:
     tag = message.delivery_tag
     assert tag is not None  # only no_ack consumers get messages without one
     return tag

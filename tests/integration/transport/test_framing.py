@@ -1,0 +1,120 @@
+"""Publishes framed in batches, against the real broker: every message of a batch arrives once,
+in order, with its properties; a returned one fails alone; a closed channel fails the batch."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aio_pika
+import pytest
+
+from workflow_manager.errors import BrokerError, Unroutable
+from workflow_manager.transport import Broker, Outbound
+
+
+async def _drain(
+    amqp_url: str, queue: str, count: int
+) -> list[aio_pika.abc.AbstractIncomingMessage]:
+    """The first `count` messages of `queue`, acked, then the queue deleted."""
+    connection = await aio_pika.connect(amqp_url)
+    try:
+        channel = await connection.channel()
+        declared = await channel.declare_queue(queue, durable=True)
+        got = []
+        for _ in range(count):
+            message = await declared.get(timeout=5)
+            await message.ack()
+            got.append(message)
+        assert await declared.get(fail=False) is None  # nothing more, nothing twice
+        await channel.queue_delete(queue)
+        return got
+    finally:
+        await connection.close()
+
+
+async def test_a_batch_of_one_tick_arrives_whole_in_order_with_its_properties(amqp_url, unique):
+    queue = f"{unique}.framed"
+    broker = Broker(amqp_url, prefetch=10)
+    await broker.connect()
+    try:
+        await broker.declare([queue])
+        big = b'"' + b"x" * 300_000 + b'"'  # more than one body frame
+        messages = [
+            Outbound(
+                queue,
+                big if index == 3 else f'{{"n": {index}}}'.encode(),
+                correlation_id=f"job:{index}",
+                reply_to=f"{unique}.replies",
+                headers={"x-attempt": index},
+                message_id=f"{unique}-{index}" if index % 2 else None,
+                priority=index % 3,
+            )
+            for index in range(600)
+        ]
+        # All started in one tick: one batch (and more publishes than the write queue holds).
+        await asyncio.gather(*(broker.publish(message) for message in messages))
+    finally:
+        await broker.close()
+    got = await _drain(amqp_url, queue, len(messages))
+    assert [m.correlation_id for m in got] == [f"job:{i}" for i in range(600)]
+    assert got[3].body == big and got[5].body == b'{"n": 5}'
+    assert got[5].message_id == f"{unique}-5" and got[4].message_id  # one was made for it
+    assert got[7].headers == {"x-attempt": 7} and got[7].reply_to == f"{unique}.replies"
+    assert got[7].content_type == "application/json" and got[7].delivery_mode == 2
+    assert got[7].priority == 1 and not got[6].priority
+
+
+async def test_an_unroutable_message_fails_alone_and_the_rest_of_its_batch_arrives(
+    amqp_url, unique
+):
+    queue = f"{unique}.framed"
+    broker = Broker(amqp_url, prefetch=10)
+    await broker.connect()
+    try:
+        await broker.declare([queue])
+        good = [Outbound(queue, b"{}", correlation_id=f"c{i}") for i in range(5)]
+        lost = Outbound(f"{unique}.nowhere", b"{}", correlation_id="lost")
+        outcomes = await asyncio.gather(
+            *(broker.publish(m) for m in [*good[:2], lost, *good[2:]]), return_exceptions=True
+        )
+    finally:
+        await broker.close()
+    assert isinstance(outcomes[2], Unroutable)
+    assert [o for i, o in enumerate(outcomes) if i != 2] == [None] * 5
+    got = await _drain(amqp_url, queue, 5)
+    assert [m.correlation_id for m in got] == [f"c{i}" for i in range(5)]
+
+
+async def test_publishing_on_a_closed_connection_fails_every_message_as_a_broker_error(
+    amqp_url, unique
+):
+    broker = Broker(amqp_url, prefetch=10)
+    await broker.connect()
+    await broker.declare([f"{unique}.framed"])
+    await broker.close()
+    with pytest.raises(BrokerError):
+        await broker.publish(Outbound(f"{unique}.framed", b"{}"))
+    with pytest.raises(BrokerError):
+        await broker.publish_unconfirmed(Outbound("", b"{}", exchange="amq.topic"))
+
+
+async def test_run_events_go_out_unconfirmed_in_order(amqp_url, unique):
+    exchange = f"{unique}.events"
+    connection = await aio_pika.connect(amqp_url)
+    channel = await connection.channel()
+    declared_exchange = await channel.declare_exchange(exchange, aio_pika.ExchangeType.TOPIC)
+    listener = await channel.declare_queue(f"{unique}.listener", exclusive=True)
+    await listener.bind(declared_exchange, routing_key="#")
+    broker = Broker(amqp_url, prefetch=10)
+    await broker.connect()
+    try:
+        for index in range(50):
+            await broker.publish_unconfirmed(
+                Outbound(f"wf.e{index}", f"{index}".encode(), exchange=exchange)
+            )
+        got = [await listener.get(timeout=5, no_ack=True) for _ in range(50)]
+        assert [m.body for m in got] == [f"{i}".encode() for i in range(50)]
+    finally:
+        await broker.close()
+        await declared_exchange.delete()
+        await connection.close()
