@@ -113,6 +113,9 @@ async def throughput(
                managed_cpu["manager"] / managed.steps * _US_PER_S, "us/step",
                base_cpu[driver_role] / base.steps * _US_PER_S,
                note="baseline: the driver's own CPU"),
+        Figure("manager CPU per step: its event loop (main thread)",
+               threads.get("main", 0.0) / managed.steps * _US_PER_S, "us/step",
+               note="the rest: the journal's writer and the client's threads"),
     ]  # fmt: skip
     details = {
         "steps": managed.steps,

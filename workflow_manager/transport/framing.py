@@ -6,11 +6,11 @@ connection's write queue, which holds 10 frames, so hundreds of publishes in fli
 behind one another. The manager publishes one or more messages for most deliveries it handles,
 many in the same loop tick. `Framer` collects the messages of one tick and, in one task, under
 the channel's lock (so delivery tags stay in the order the broker sees them), numbers them,
-registers their confirmations exactly as `basic_publish` does, and hands their frames to the
-connection as one write: about 16 µs per message.
+registers their confirmations exactly as `basic_publish` does, and hands their frames (packed
+by `wire`) to the connection as one write: about 16 µs per message.
 
 It uses aiormq's channel from the inside (its lock, delivery tag, confirmation futures, write
-queue and body splitting: the same state `basic_publish` uses), so pyproject.toml pins aiormq
+queue and frame size: the same state `basic_publish` uses), so pyproject.toml pins aiormq
 to the series it was written against, and `tests/integration/transport/test_framing.py` checks
 confirms, returns and a closed channel against the real broker.
 """
@@ -25,21 +25,20 @@ from typing import Any
 
 import aiormq
 from aiormq.abc import ChannelFrame
-from pamqp.commands import Basic
-from pamqp.header import ContentHeader
+
+from workflow_manager.transport.message import Outbound
+from workflow_manager.transport.wire import publish_frames
 
 __all__ = ["Framer"]
+
+_PERSISTENT = 2  # delivery mode: written to disk by the broker
 
 
 @dataclass(slots=True)
 class _Publish:
     """One message waiting for the next batch, and its caller's future."""
 
-    body: bytes
-    exchange: str
-    routing_key: str
-    properties: Basic.Properties
-    mandatory: bool
+    message: Outbound
     done: asyncio.Future[Any]
 
 
@@ -57,19 +56,12 @@ class Framer:
         self._pending: list[_Publish] = []
         self._flushing: asyncio.Task[None] | None = None
 
-    def publish(
-        self,
-        body: bytes,
-        *,
-        exchange: str,
-        routing_key: str,
-        properties: Basic.Properties,
-        mandatory: bool,
-    ) -> asyncio.Future[Any]:
-        """Queue a message for this tick's batch; the future says how its publish ended."""
+    def publish(self, message: Outbound) -> asyncio.Future[Any]:
+        """Queue `message` for this tick's batch (persistent JSON, mandatory on the default
+        exchange); the future says how its publish ended."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()
-        self._pending.append(_Publish(body, exchange, routing_key, properties, mandatory, done))
+        self._pending.append(_Publish(message, done))
         if self._flushing is None:
             self._flushing = loop.create_task(self._flush())
         return done
@@ -98,36 +90,40 @@ class Framer:
             raise aiormq.exceptions.ChannelInvalidStateError(f"{channel!r} closed")
         confirms = channel.publisher_confirms
         first_tag = channel.delivery_tag
-        frames: list[Any] = []
+        number, frame_max_body = channel.number, channel.max_content_size
+        frames: list[bytes] = []
         for publish in batch:
-            properties = publish.properties
-            if not properties.message_id:
-                # A returned message is matched to its publish by its id, as in basic_publish.
-                properties.message_id = uuid.uuid4().hex
+            message = publish.message
+            # A returned message is matched to its publish by its id, as in basic_publish.
+            message_id = message.message_id or uuid.uuid4().hex
             if confirms:
                 channel.delivery_tag += 1
                 tag = channel.delivery_tag
                 # The channel's own future (rejected when the channel closes), passed on.
                 confirmation = channel.create_future()
                 channel.confirmations[tag] = confirmation
-                channel.message_id_delivery_tag[properties.message_id] = tag
-                confirmation.add_done_callback(_pass_on(publish.done, channel, tag, properties))
+                channel.message_id_delivery_tag[message_id] = tag
+                confirmation.add_done_callback(_pass_on(publish.done, channel, tag, message_id))
             frames.append(
-                Basic.Publish(
-                    exchange=publish.exchange,
-                    routing_key=publish.routing_key,
-                    mandatory=publish.mandatory,
+                publish_frames(
+                    number,
+                    message.body,
+                    exchange=message.exchange,
+                    routing_key=message.queue,
+                    mandatory=not message.exchange,
+                    frame_max_body=frame_max_body,
+                    content_type="application/json",
+                    headers=message.headers,
+                    delivery_mode=_PERSISTENT,
+                    priority=message.priority or None,
+                    correlation_id=message.correlation_id,
+                    reply_to=message.reply_to,
+                    message_id=message_id,
                 )
             )
-            frames.append(ContentHeader(properties=properties, body_size=len(publish.body)))
-            frames.extend(channel._split_body(publish.body))
         try:
             # One place in the connection's write queue (it holds ten) for the whole batch.
-            await channel.write_queue.put(
-                ChannelFrame.marshall(
-                    frames=frames, channel_number=channel.number, drain_future=None
-                )
-            )
+            await channel.write_queue.put(ChannelFrame(b"".join(frames), should_close=False))
         except BaseException:
             # Not handed to the connection: the broker never saw these tags; give them back
             # (the lock is still held, so no publish took a later one).
@@ -143,13 +139,12 @@ class Framer:
 
 
 def _pass_on(
-    done: asyncio.Future[Any], channel: Any, tag: int, properties: Basic.Properties
+    done: asyncio.Future[Any], channel: Any, tag: int, message_id: str
 ) -> Callable[[asyncio.Future[Any]], None]:
     """The channel's confirmation future's outcome, passed to the caller's `done`."""
 
     def settle(confirmation: asyncio.Future[Any]) -> None:
-        message_id = properties.message_id
-        if message_id and channel.message_id_delivery_tag.get(message_id) == tag:
+        if channel.message_id_delivery_tag.get(message_id) == tag:
             del channel.message_id_delivery_tag[message_id]
         if done.done():
             return
