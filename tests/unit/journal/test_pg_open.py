@@ -139,3 +139,21 @@ async def test_every_connection_plans_each_statement_afresh(pg_url):
         assert await written.fetchall() == [("force_custom_plan",)]
     finally:
         await journal.close()
+
+
+async def test_a_read_after_the_server_dropped_the_pools_connections_is_answered(pg_url):
+    journal = await open_journal(pg_url)
+    try:
+        await journal.append(Batch(events=[submitted("a")], jobs=[job("a")]))
+        assert (await journal.job("a")).status == "running"  # the pool's connection is open
+        name = pg_url.rsplit("/", 1)[1]
+        dropped = _execute(
+            pg_url.rsplit("/", 1)[0] + "/postgres",
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            f" WHERE datname = '{name}' AND application_name = ''",
+        )
+        assert dropped[0][0] >= 1
+        # The read goes again on a new connection instead of failing.
+        assert (await journal.job("a")).status == "running"
+    finally:
+        await journal.close()

@@ -57,8 +57,8 @@ async def open_pg_journal(url: str, *, create: bool = True) -> PgJournal:
             max_size=POOL_SIZE,
             kwargs={"autocommit": True},
             timeout=POOL_TIMEOUT_S,
-            # A connection the server dropped (a restart) is replaced, not handed to a read.
-            check=AsyncConnectionPool.check_connection,
+            # Not `check`ed when taken: a read on a connection the server dropped goes again
+            # on another (PgReads).
             configure=_plan_each_time,
             open=False,
             name="journal-reads",

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
+import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PgReads", "pg_sql", "POOL_SIZE", "POOL_TIMEOUT_S"]
@@ -33,6 +34,17 @@ class PgReads:
     ) -> list[tuple[Any, ...]]:
         """Run one query (its own snapshot, as SQLite's reader has) and return every row."""
         params = None if parameters is None else tuple(parameters)
-        async with self.pool.connection() as conn:
-            cursor = await conn.execute(sql if params is None else pg_sql(sql), params)
-            return await cursor.fetchall()
+        query = sql if params is None else pg_sql(sql)
+        # Not checked as it leaves the pool (an extra round trip per read, on the path of
+        # every named trigger): a connection the server dropped (a restart, a failover) fails
+        # its read, leaves the pool as broken, and the read goes again on another one.
+        for attempt in range(POOL_SIZE + 1):
+            conn: psycopg.AsyncConnection[Any] | None = None
+            try:
+                async with self.pool.connection() as conn:
+                    cursor = await conn.execute(query, params)
+                    return await cursor.fetchall()
+            except psycopg.OperationalError:
+                if conn is None or not conn.broken or attempt == POOL_SIZE:
+                    raise
+        raise AssertionError("unreachable")
