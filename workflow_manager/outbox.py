@@ -10,6 +10,7 @@ Any other failure is one message's alone: logged, left unconfirmed, and the othe
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
@@ -25,6 +26,31 @@ log = logging.getLogger(__name__)
 
 _LANES = 512
 _HELD = "publishes held back, then sent"
+
+
+class _Waiting:
+    """The messages of one `Outbox.start` not yet settled, and the future that says when."""
+
+    __slots__ = ("_done", "_left", "_failure")
+
+    def __init__(self, done: asyncio.Future[None], count: int) -> None:
+        self._done = done
+        self._left = count
+        self._failure: BaseException | None = None
+
+    def settled(self, outcome: asyncio.Future[None] | None) -> None:
+        """One message settled; `outcome`: the task of its slow way, if it took one."""
+        if outcome is not None and self._failure is None:
+            if outcome.cancelled():
+                self._failure = BrokerError("publishing was cancelled")
+            elif outcome.exception() is not None:
+                self._failure = outcome.exception()
+        self._left -= 1
+        if self._left == 0 and not self._done.done():
+            if self._failure is None:
+                self._done.set_result(None)
+            else:
+                self._done.set_exception(self._failure)
 
 
 class Outbox:
@@ -60,20 +86,43 @@ class Outbox:
         return self._in_flight
 
     async def publish(self, messages: Iterable[Outbound]) -> None:
-        """Publish messages in parallel lanes; each journaled one is marked sent once confirmed."""
-        messages = list(messages)
-        if len(messages) == 1:
-            await self._publish_one(messages[0])
-            return
-        # A wide fan-out would otherwise hold all its requests in flight at once: each pending
-        # confirm costs kilobytes, and more lanes than this do not publish any faster.
+        """Publish messages; each journaled one is marked sent once confirmed."""
+        await self.start(list(messages))
+
+    def start(self, messages: list[Outbound]) -> asyncio.Future[None]:
+        """Start publishing `messages`, with no task of its own on the way that goes right:
+        each is handed to the transport now and settled by its confirm's callback, and only
+        one that fails goes the slow way (`_publish_again`, in a task).
+
+        The future resolves once every message is confirmed (or given up: a notice no queue
+        takes, one that cannot be published), and fails with BrokerError when the transport
+        closed before one went out (it stays unconfirmed in the journal).
+        """
+        loop = asyncio.get_running_loop()
+        if len(messages) > _LANES:
+            return loop.create_task(self._in_lanes(messages))
+        done: asyncio.Future[None] = loop.create_future()
+        if not messages:
+            done.set_result(None)
+            return done
+        waiting = _Waiting(done, len(messages))
+        for message in messages:
+            self._begin(message)
+            sent = self._transport.send(message)
+            sent.add_done_callback(functools.partial(self._settle, message, waiting))
+        return done
+
+    async def _in_lanes(self, messages: list[Outbound]) -> None:
+        """A wide fan-out (or a recovery's backlog) in parallel lanes: all at once would hold
+        every request in flight, each pending confirm costing kilobytes, and more lanes than
+        this do not publish any faster."""
         queued = iter(messages)
 
         async def lane() -> None:
             for message in queued:
-                await self._publish_one(message)
+                await self.start([message])
 
-        await asyncio.gather(*(lane() for _ in range(min(_LANES, len(messages)))))
+        await asyncio.gather(*(lane() for _ in range(_LANES)))
 
     async def quiet(self, reply_queues: set[str]) -> None:
         """Wait until no journaled message whose replies go to `reply_queues` is in flight."""
@@ -122,16 +171,54 @@ class Outbox:
         done = self._journal.append(Batch(sent=confirmed), lazy=True)
         done.add_done_callback(self._check)
 
-    async def _publish_one(self, message: Outbound) -> None:
-        message_id = message.message_id
-        reply_to = message.reply_to if message_id is not None and self._track_replies else None
-        if message_id is not None:
-            self._sending.add(message_id)
-        if reply_to is not None:
-            self._by_reply[reply_to] += 1
+    def _begin(self, message: Outbound) -> None:
+        """Count `message` in flight until `_end`."""
         self._in_flight += 1
+        if message.message_id is not None:
+            self._sending.add(message.message_id)
+            if self._track_replies and message.reply_to is not None:
+                self._by_reply[message.reply_to] += 1
+
+    def _end(self, message: Outbound, confirmed: bool) -> None:
+        """`message` is no longer in flight; a confirmed journaled one is marked sent."""
+        self._in_flight -= 1
+        message_id = message.message_id
+        if message_id is None:
+            return
+        self._sending.discard(message_id)
+        if self._track_replies and message.reply_to is not None:
+            self._sent_for(message.reply_to)
+        if confirmed:
+            if not self._confirmed:
+                # One journal batch for every confirm of this loop tick, not one each.
+                asyncio.get_running_loop().call_soon(self.flush)
+            self._confirmed.append((message_id, self._clock()))
+
+    def _settle(self, message: Outbound, waiting: _Waiting, sent: asyncio.Future[None]) -> None:
+        """A publish's first try ended: confirmed, or on to the slow way."""
+        if not sent.cancelled() and sent.exception() is None:
+            self._end(message, confirmed=True)
+            waiting.settled(None)
+            return
+        again = asyncio.get_running_loop().create_task(self._publish_again(message, sent))
+        again.add_done_callback(waiting.settled)
+
+    async def _publish_again(self, message: Outbound, first: asyncio.Future[None]) -> None:
+        """The slow way, after a first try that failed: one retry policy for everything."""
+        confirmed = False
         try:
-            await self._until_sent(lambda: self._send(message))
+            failure = first.exception() if not first.cancelled() else BrokerError("cancelled")
+            if isinstance(failure, Unroutable):
+                returned = failure
+                await self._until_sent(lambda: self._unroutable(message, returned))
+            elif isinstance(failure, BrokerError):
+                self._transport.held(_HELD)
+                log.debug("publish held back until the broker is back: %s", failure)
+                await self._wait_for_broker()
+                await self._until_sent(lambda: self._send(message), held=True)
+            elif failure is not None:
+                raise failure
+            confirmed = True
         except (BrokerError, asyncio.CancelledError):
             raise
         except Exception as exc:
@@ -139,43 +226,38 @@ class Outbox:
             # must not hold up the others: it stays unconfirmed in the journal, to be
             # published again at the next start or reconnect, and is reported each time.
             log.error(
-                "cannot publish message id=%s to '%s': %r", message_id, message.queue, exc,
-                exc_info=exc, extra={"job": (message.correlation_id or "").split(":")[0] or None},
+                "cannot publish message id=%s to '%s': %r", message.message_id, message.queue,
+                exc, exc_info=exc,
+                extra={"job": (message.correlation_id or "").split(":")[0] or None},
             )  # fmt: skip
-            return
         finally:
-            self._in_flight -= 1
-            if message_id is not None:
-                self._sending.discard(message_id)
-            if reply_to is not None:
-                self._sent_for(reply_to)
-        if message.message_id is not None:
-            if not self._confirmed:
-                # One journal batch for every confirm of this loop tick, not one each.
-                asyncio.get_running_loop().call_soon(self.flush)
-            self._confirmed.append((message.message_id, self._clock()))
+            self._end(message, confirmed)
 
     async def _send(self, message: Outbound) -> None:
         """Publish once; an unroutable step request gets its queue back and goes again."""
         try:
             await self._transport.publish(message)
         except Unroutable as exc:
-            if not message.step_request:
-                # A notice to a reply queue that is gone: nobody can receive it, ever.
-                log.warning("dropped a message for '%s': %s", message.queue, exc)
-                return
-            # A step queue deleted under us: declare it again so the request waits there.
-            log.warning("step queue '%s' vanished; declaring it again", message.queue)
-            await self._transport.declare([message.queue])
-            await self._transport.publish(message)
+            await self._unroutable(message, exc)
 
-    async def _until_sent(self, send: Callable[[], Awaitable[None]]) -> None:
+    async def _unroutable(self, message: Outbound, exc: Unroutable) -> None:
+        """No queue took `message`: a step queue deleted under us is declared again and the
+        request goes again; a notice to a reply queue that is gone is dropped."""
+        if not message.step_request:
+            # A notice to a reply queue that is gone: nobody can receive it, ever.
+            log.warning("dropped a message for '%s': %s", message.queue, exc)
+            return
+        # A step queue deleted under us: declare it again so the request waits there.
+        log.warning("step queue '%s' vanished; declaring it again", message.queue)
+        await self._transport.declare([message.queue])
+        await self._transport.publish(message)
+
+    async def _until_sent(self, send: Callable[[], Awaitable[None]], held: bool = False) -> None:
         """Call `send` until it succeeds: after a broker error, once connected again.
 
         BrokerError once the transport is closed (the manager stopping): a journaled message
         stays unconfirmed there, and is published again by whoever runs its job next.
         """
-        held = False
         while True:
             try:
                 await send()
@@ -185,11 +267,15 @@ class Outbox:
                     held = True
                     self._transport.held(_HELD)
                     log.debug("publish held back until the broker is back: %s", exc)
-                if self._transport.connected:
-                    # Failed before the loss was noticed (or a channel hiccup): soon again.
-                    await asyncio.sleep(self._retry_s)
-                else:
-                    await self._transport.wait_connected()
+                await self._wait_for_broker()
+
+    async def _wait_for_broker(self) -> None:
+        """After a broker error: the connection back (BrokerError once it is closed)."""
+        if self._transport.connected:
+            # Failed before the loss was noticed (or a channel hiccup): soon again.
+            await asyncio.sleep(self._retry_s)
+        else:
+            await self._transport.wait_connected()
 
     def _sent_for(self, reply_to: str) -> None:
         """One message replied to on `reply_to` is no longer in flight: wake who waits."""

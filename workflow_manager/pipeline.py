@@ -168,12 +168,9 @@ class Pipeline:
 
     def send(self, messages: list[Outbound]) -> asyncio.Future[None]:
         """Publish `messages` in the background (a finished future when there are none)."""
-        if not messages:
-            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            done.set_result(None)
-            return done
-        sending = asyncio.ensure_future(self._outbox.publish(messages))
-        sending.add_done_callback(_publish_given_up)
+        sending = self._outbox.start(messages)
+        if messages:
+            sending.add_done_callback(_publish_given_up)
         return sending
 
     def _carry_out(self, command: Command) -> None:

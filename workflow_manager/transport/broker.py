@@ -5,6 +5,7 @@ aio-pika and aiormq exceptions stop here and become `BrokerError`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -22,7 +23,7 @@ from amqp_outage import Outage, ReconnectSettingsError, connect, quiet_disconnec
 from workflow_manager.errors import BrokerError
 from workflow_manager.transport.acks import Acker
 from workflow_manager.transport.deadletter import dead_letter
-from workflow_manager.transport.errors import AMQP_ERRORS, broker_errors
+from workflow_manager.transport.errors import AMQP_ERRORS, as_broker_error, broker_errors
 from workflow_manager.transport.framing import Framer
 from workflow_manager.transport.message import Delivery, Outbound
 from workflow_manager.transport.protocol import Handler
@@ -36,6 +37,19 @@ _DROPPED_ACKS = "acks dropped (RabbitMQ delivers those messages again)"
 
 async def _not_connected() -> Any:
     raise BrokerError("not connected to RabbitMQ; call connect() first")
+
+
+def _target(message: Outbound) -> str:
+    return f"exchange '{message.exchange}'" if message.exchange else f"queue '{message.queue}'"
+
+
+def _publish_error(exc: BaseException, message: Outbound) -> BaseException:
+    """A failed publish's error as the manager's own (`Unroutable`, `BrokerError`)."""
+    return as_broker_error(
+        exc,
+        f"publishing to {_target(message)} failed",
+        returned=f"no queue '{message.queue}' exists; the message came back",
+    )
 
 
 def mask_url(url: str) -> str:
@@ -69,7 +83,7 @@ class Broker:
         self._consume_channel: AbstractChannel | None = None
         self._consumers: list[_Consumer] = []
         self._watchers: list[Callable[[], Awaitable[None]]] = []
-        self._framer = self._event_framer = Framer(_not_connected)
+        self._framer = self._event_framer = Framer(_not_connected, _publish_error)
         self._closed = False
         # Queues that exist with arguments of their owner's: used as they are, never declared.
         self._as_found: set[str] = set()
@@ -124,8 +138,8 @@ class Broker:
             # Run events go out best effort on a channel of their own with no confirms: a
             # confirmed publish costs twice the CPU, and the journal, not the events, is the truth.
             self._event_channel = await self._connection.channel(publisher_confirms=False)
-            self._framer = Framer(self._publish_channel.get_underlay_channel)
-            self._event_framer = Framer(self._event_channel.get_underlay_channel)
+            self._framer = Framer(self._publish_channel.get_underlay_channel, _publish_error)
+            self._event_framer = Framer(self._event_channel.get_underlay_channel, _publish_error)
             self._connection.reconnect_callbacks.add(self._restored)
         except (*AMQP_ERRORS, ReconnectSettingsError) as exc:  # the latter: ?reconnect_interval=
             await self.close()
@@ -252,25 +266,27 @@ class Broker:
         On the default exchange it must reach a queue (else `Unroutable`); on a named
         `exchange` (run events) it need not.
         """
-        await self._publish(self._require(self._publish_channel), self._framer, message)
+        await self.send(message)
+
+    def send(self, message: Outbound) -> asyncio.Future[None]:
+        """Start publishing `message` (as `publish`); the future ends with its confirm."""
+        return self._framed(self._publish_channel, self._framer, message)
 
     async def publish_unconfirmed(self, message: Outbound) -> None:
         """Publish to `message.exchange` without waiting for a confirm (run events)."""
-        await self._publish(self._require(self._event_channel), self._event_framer, message)
+        await self._framed(self._event_channel, self._event_framer, message)
 
-    async def _publish(self, channel: AbstractChannel, framer: Framer, message: Outbound) -> None:
-        target = (
-            f"exchange '{message.exchange}'" if message.exchange else f"queue '{message.queue}'"
-        )
-        if channel.is_closed:
-            raise BrokerError(f"publishing to {target} failed: the channel is closed")
-        with broker_errors(
-            f"publishing to {target} failed",
-            returned=f"no queue '{message.queue}' exists; the message came back",
-        ):
-            # Straight to aiormq's frames, in batches of a loop tick (`framing`): an
-            # aio_pika.Message and a basic_publish per message cost four times the CPU.
-            await framer.publish(message)
+    def _framed(
+        self, channel: AbstractChannel | None, framer: Framer, message: Outbound
+    ) -> asyncio.Future[None]:
+        # Straight to aiormq's frames, in batches of a loop tick (`framing`): an
+        # aio_pika.Message and a basic_publish per message cost four times the CPU.
+        if channel is None or channel.is_closed:
+            failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            state = "not connected" if channel is None else "the channel is closed"
+            failed.set_exception(BrokerError(f"publishing to {_target(message)} failed: {state}"))
+            return failed
+        return framer.publish(message)
 
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
         """Publish a copy of `delivery` (all its properties) to `queue`, with why and from where."""

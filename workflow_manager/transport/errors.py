@@ -10,7 +10,7 @@ from aiormq.exceptions import AMQPError, PublishError
 
 from workflow_manager.errors import BrokerError, Unroutable
 
-__all__ = ["AMQP_ERRORS", "broker_errors"]
+__all__ = ["AMQP_ERRORS", "as_broker_error", "broker_errors"]
 
 AMQP_ERRORS = (AMQPError, OSError, ConnectionError, RuntimeError, asyncio.TimeoutError)
 """What the AMQP client raises when the broker or the connection fails."""
@@ -24,9 +24,21 @@ def broker_errors(what: str, *, returned: str | None = None) -> Iterator[None]:
     """
     try:
         yield
-    except PublishError as exc:  # before AMQPError: it is one
-        if returned is None:
-            raise BrokerError(f"{what}: RabbitMQ returned the message: {exc}") from exc
-        raise Unroutable(returned) from exc
     except AMQP_ERRORS as exc:
-        raise BrokerError(f"{what}: {exc}") from exc
+        raise as_broker_error(exc, what, returned=returned) from exc
+
+
+def as_broker_error(exc: BaseException, what: str, *, returned: str | None = None) -> BaseException:
+    """`exc` as `broker_errors` raises it: a broker failure as `BrokerError("<what>: <cause>")`,
+    a returned message as `Unroutable(returned)`; anything else as it is."""
+    if isinstance(exc, PublishError):  # before AMQPError: it is one
+        if returned is None:
+            mapped: BaseException = BrokerError(f"{what}: RabbitMQ returned the message: {exc}")
+        else:
+            mapped = Unroutable(returned)
+    elif isinstance(exc, AMQP_ERRORS):
+        mapped = BrokerError(f"{what}: {exc}")
+    else:
+        return exc
+    mapped.__cause__ = exc
+    return mapped

@@ -47,12 +47,18 @@ class Framer:
 
     `underlay()` returns the channel's current aiormq channel (a robust channel's changes
     after a reconnect). With publisher confirms, each message's future resolves when the
-    broker confirms it, or fails as `basic_publish` would (a `PublishError` for a returned
-    message, the channel's error when it closes); without, when it is written.
+    broker confirms it, or fails with what `basic_publish` would raise (a `PublishError` for a
+    returned message, the channel's error when it closes) as `errors(exc, message)` makes it;
+    without confirms, once it is written.
     """
 
-    def __init__(self, underlay: Callable[[], Awaitable[aiormq.abc.AbstractChannel]]) -> None:
+    def __init__(
+        self,
+        underlay: Callable[[], Awaitable[aiormq.abc.AbstractChannel]],
+        errors: Callable[[BaseException, Outbound], BaseException] = lambda exc, _: exc,
+    ) -> None:
         self._underlay = underlay
+        self._errors = errors
         self._pending: list[_Publish] = []
         self._flushing: asyncio.Task[None] | None = None
 
@@ -78,7 +84,7 @@ class Framer:
                 batch, self._pending, self._flushing = self._pending, [], None
             for publish in batch:
                 if not publish.done.done():
-                    publish.done.set_exception(_as_error(exc))
+                    publish.done.set_exception(self._errors(_as_error(exc), publish.message))
             if isinstance(exc, asyncio.CancelledError):
                 raise
 
@@ -103,7 +109,9 @@ class Framer:
                 confirmation = channel.create_future()
                 channel.confirmations[tag] = confirmation
                 channel.message_id_delivery_tag[message_id] = tag
-                confirmation.add_done_callback(_pass_on(publish.done, channel, tag, message_id))
+                confirmation.add_done_callback(
+                    _pass_on(publish, channel, tag, message_id, self._errors)
+                )
             frames.append(
                 publish_frames(
                     number,
@@ -139,21 +147,27 @@ class Framer:
 
 
 def _pass_on(
-    done: asyncio.Future[Any], channel: Any, tag: int, message_id: str
+    publish: _Publish,
+    channel: Any,
+    tag: int,
+    message_id: str,
+    errors: Callable[[BaseException, Outbound], BaseException],
 ) -> Callable[[asyncio.Future[Any]], None]:
-    """The channel's confirmation future's outcome, passed to the caller's `done`."""
+    """The channel's confirmation future's outcome, passed to the caller's future."""
 
     def settle(confirmation: asyncio.Future[Any]) -> None:
         if channel.message_id_delivery_tag.get(message_id) == tag:
             del channel.message_id_delivery_tag[message_id]
+        done = publish.done
         if done.done():
             return
         if confirmation.cancelled():
-            done.set_exception(aiormq.exceptions.ChannelInvalidStateError("publish cancelled"))
-        elif confirmation.exception() is not None:
-            done.set_exception(confirmation.exception())  # type: ignore[arg-type]
+            failure = aiormq.exceptions.ChannelInvalidStateError("publish cancelled")
+            done.set_exception(errors(failure, publish.message))
+        elif (exc := confirmation.exception()) is not None:
+            done.set_exception(errors(exc, publish.message))
         else:
-            done.set_result(confirmation.result())
+            done.set_result(None)
 
     return settle
 

@@ -104,6 +104,10 @@ class MemoryTransport:
         self.published.append(message)
         self.published_event.set()
 
+    def send(self, message: Outbound) -> asyncio.Future[None]:
+        """`publish` in a task of its own."""
+        return asyncio.ensure_future(self.publish(message))
+
     async def publish_unconfirmed(self, message: Outbound) -> None:
         """Keep the message at once (no confirm to wait for); BrokerError when disconnected."""
         if not self.connected:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
@@ -56,6 +57,11 @@ class Transport(Protocol):
 
     async def publish(self, message: Outbound) -> None:
         """Publish and wait for the broker's confirm; `Unroutable` when no queue took it."""
+        ...
+
+    def send(self, message: Outbound) -> asyncio.Future[None]:
+        """Start publishing `message`; the future ends as `publish` would (confirmed, or
+        `Unroutable`, or BrokerError), with no task of its own on the way."""
         ...
 
     async def publish_unconfirmed(self, message: Outbound) -> None:
