@@ -8,8 +8,10 @@ on the in-memory transport and a real SQLite journal.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -216,3 +218,74 @@ async def test_a_retry_whose_replay_fails_is_refused_and_memory_rebuilt(start, m
     retried = await rig.orchestrator.retry(failing)
     assert retried.status == "running"
     assert rig.transport.sent_to("a")[-1].message_id == f"{failing}:a:2"
+
+
+PAIR = """
+workflows:
+  - name: pair
+    steps:
+      - name: a
+      - name: b
+      - {name: c, depends: [a, b]}
+  - name: two
+    steps:
+      - name: a
+      - {name: b, depends: [a]}
+"""
+
+
+async def test_one_ticks_deliveries_commit_together_but_a_poison_one_is_refused_alone(
+    start, monkeypatch
+):
+    """A trigger, two replies for the same job and a poison reply, handed over in the same
+    loop tick (their batches go to the journal's group commit together): the poison one is
+    refused alone, the others commit, and each is acked only once committed."""
+    rig = await start(PAIR)
+    pair, other = JOB, "8b2c3d2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
+    fresh = "9c3d4e2e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
+    await rig.trigger("pair", {"n": 1}, pair)[1]
+    await rig.trigger("two", {"n": 2}, other)[1]
+    a, b = await rig.request("a", 1), await rig.request("b", 1)
+    waiting = await rig.request("a", 2)
+    assert (a.correlation_id, b.correlation_id, waiting.correlation_id) == (
+        f"{pair}:a", f"{pair}:b", f"{other}:a",
+    )  # fmt: skip
+    _inject(monkeypatch, "recorder")
+
+    committed_at_ack: dict[str | None, bool] = {}
+    real_ack = rig.transport.ack
+
+    def ack(delivery: Any) -> None:
+        # What a crash right after this ack would leave: the journal must hold the delivery.
+        with sqlite3.connect(rig.db) as conn:
+            if delivery.queue.endswith(".jobs"):
+                found = conn.execute("SELECT 1 FROM jobs WHERE id = ?", (fresh,)).fetchall()
+            else:
+                job, _, step = (delivery.correlation_id or "").partition(":")
+                found = conn.execute(
+                    "SELECT 1 FROM events WHERE kind = 'replied' AND job_id = ? AND step = ?",
+                    (job, step),
+                ).fetchall()
+        committed_at_ack[delivery.correlation_id] = bool(found)
+        real_ack(delivery)
+
+    monkeypatch.setattr(rig.transport, "ack", ack)
+    handled = [  # no await between them: the same loop tick
+        rig.trigger("two", {"n": 3}, fresh)[1],
+        rig.answer(a, {"x": 1})[1],
+        rig.answer(b, {"y": 2})[1],
+        rig.answer(waiting, {"poison": "x"})[1],
+    ]
+    await asyncio.gather(*handled)
+
+    # The poison reply alone was refused: dead-lettered and acked; its step still waits.
+    (dead,) = rig.transport.sent_to("wm.dead")
+    assert dead.correlation_id == f"{other}:a"
+    assert rig.orchestrator.state.jobs[other].steps["a"].status == "running"
+    # The others committed, each before its ack, and their work went out.
+    assert committed_at_ack == {
+        fresh: True, f"{pair}:a": True, f"{pair}:b": True, f"{other}:a": False,
+    }  # fmt: skip
+    c = await rig.request("c")
+    assert c.correlation_id == f"{pair}:c" and json.loads(c.body) == {"x": 1, "y": 2}
+    assert (await rig.request("a", 3)).correlation_id == f"{fresh}:a"
