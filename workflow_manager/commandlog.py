@@ -17,12 +17,16 @@ def log_command(command: Command) -> None:
     """Log `command` if it is one an operator follows (INFO for top-level jobs)."""
     if isinstance(command, JobStarted):
         level = logging.INFO if command.parent_id is None else logging.DEBUG
+        if not log.isEnabledFor(level):
+            return  # a child job's line at INFO: not even its fields are made
         log.log(
             level, "job started job=%s workflow=%s", command.job_id, command.workflow,
             extra={"job": command.job_id, "workflow": command.workflow},
         )  # fmt: skip
     elif isinstance(command, JobFinished):
         level = logging.INFO if command.parent_id is None else logging.DEBUG
+        if not log.isEnabledFor(level):
+            return
         detail = f" error={command.error}" if command.error else ""
         log.log(
             level, "job %s job=%s workflow=%s%s",
