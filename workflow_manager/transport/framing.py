@@ -94,41 +94,10 @@ class Framer:
             return
         if channel.is_closed:
             raise aiormq.exceptions.ChannelInvalidStateError(f"{channel!r} closed")
-        confirms = channel.publisher_confirms
         first_tag = channel.delivery_tag
-        number, frame_max_body = channel.number, channel.max_content_size
-        frames: list[bytes] = []
-        for publish in batch:
-            message = publish.message
-            # A returned message is matched to its publish by its id, as in basic_publish.
-            message_id = message.message_id or uuid.uuid4().hex
-            if confirms:
-                channel.delivery_tag += 1
-                tag = channel.delivery_tag
-                # The channel's own future (rejected when the channel closes), passed on.
-                confirmation = channel.create_future()
-                channel.confirmations[tag] = confirmation
-                channel.message_id_delivery_tag[message_id] = tag
-                confirmation.add_done_callback(
-                    _pass_on(publish, channel, tag, message_id, self._errors)
-                )
-            frames.append(
-                publish_frames(
-                    number,
-                    message.body,
-                    exchange=message.exchange,
-                    routing_key=message.queue,
-                    mandatory=not message.exchange,
-                    frame_max_body=frame_max_body,
-                    content_type="application/json",
-                    headers=message.headers,
-                    delivery_mode=_PERSISTENT,
-                    priority=message.priority or None,
-                    correlation_id=message.correlation_id,
-                    reply_to=message.reply_to,
-                    message_id=message_id,
-                )
-            )
+        frames = self._number(channel, batch)
+        if not frames:
+            return
         try:
             # One place in the connection's write queue (it holds ten) for the whole batch.
             await channel.write_queue.put(ChannelFrame(b"".join(frames), should_close=False))
@@ -141,9 +110,57 @@ class Framer:
                     confirmation.cancel()
             channel.delivery_tag = first_tag
             raise
-        if not confirms:
+        if not channel.publisher_confirms:
             for publish in batch:
-                publish.done.set_result(None)
+                if not publish.done.done():
+                    publish.done.set_result(None)
+
+    def _number(self, channel: Any, batch: list[_Publish]) -> list[bytes]:
+        """Each message's frames, its delivery tag taken and its confirmation registered."""
+        number, frame_max_body = channel.number, channel.max_content_size
+        frames: list[bytes] = []
+        for publish in batch:
+            message = publish.message
+            # A returned message is matched to its publish by its id, as in basic_publish.
+            message_id = message.message_id or uuid.uuid4().hex
+            try:
+                frames.append(_frames(message, message_id, number, frame_max_body))
+            except Exception as exc:
+                # This message alone cannot be framed (a name over 255 bytes, a header value
+                # AMQP has no type for): it fails alone, numbered nothing, as basic_publish
+                # would fail before taking a tag; the rest of the batch goes on.
+                publish.done.set_exception(self._errors(exc, message))
+                continue
+            if channel.publisher_confirms:
+                channel.delivery_tag += 1
+                tag = channel.delivery_tag
+                # The channel's own future (rejected when the channel closes), passed on.
+                confirmation = channel.create_future()
+                channel.confirmations[tag] = confirmation
+                channel.message_id_delivery_tag[message_id] = tag
+                confirmation.add_done_callback(
+                    _pass_on(publish, channel, tag, message_id, self._errors)
+                )
+        return frames
+
+
+def _frames(message: Outbound, message_id: str, channel: int, frame_max_body: int) -> bytes:
+    """`message`'s frames: persistent JSON, mandatory on the default exchange."""
+    return publish_frames(
+        channel,
+        message.body,
+        exchange=message.exchange,
+        routing_key=message.queue,
+        mandatory=not message.exchange,
+        frame_max_body=frame_max_body,
+        content_type="application/json",
+        headers=message.headers,
+        delivery_mode=_PERSISTENT,
+        priority=message.priority or None,
+        correlation_id=message.correlation_id,
+        reply_to=message.reply_to,
+        message_id=message_id,
+    )
 
 
 def _pass_on(

@@ -118,3 +118,27 @@ async def test_run_events_go_out_unconfirmed_in_order(amqp_url, unique):
         await broker.close()
         await declared_exchange.delete()
         await connection.close()
+
+
+async def test_a_message_that_cannot_be_framed_fails_alone_and_the_rest_arrive_confirmed(
+    amqp_url, unique
+):
+    queue = f"{unique}.framed"
+    broker = Broker(amqp_url, prefetch=10)
+    await broker.connect()
+    try:
+        await broker.declare([queue])
+        good = [Outbound(queue, b"{}", correlation_id=f"c{i}") for i in range(4)]
+        too_long = Outbound(queue, b"{}", correlation_id="x" * 300)  # over a short string
+        odd_header = Outbound(queue, b"{}", correlation_id="odd", headers={"h": object()})
+        batch = [good[0], too_long, good[1], odd_header, good[2], good[3]]
+        outcomes = await asyncio.gather(*(broker.publish(m) for m in batch), return_exceptions=True)
+        # The channel's numbering stayed right: a later publish is confirmed as its own.
+        await broker.publish(Outbound(queue, b"{}", correlation_id="after"))
+    finally:
+        await broker.close()
+    assert isinstance(outcomes[1], ValueError) and "255 bytes" in str(outcomes[1])
+    assert isinstance(outcomes[3], Exception) and not isinstance(outcomes[3], BrokerError)
+    assert [outcomes[i] for i in (0, 2, 4, 5)] == [None] * 4
+    got = await _drain(amqp_url, queue, 5)
+    assert [m.correlation_id for m in got] == ["c0", "c1", "c2", "c3", "after"]
