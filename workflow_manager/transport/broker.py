@@ -69,6 +69,7 @@ class _Consumer:
     queue: str
     deliver: Callable[[DeliveredMessage], Coroutine[Any, Any, None]]
     tag: str | None = None
+    underlay: Any = None  # the aiormq channel it consumes on
 
 
 class Broker:
@@ -83,6 +84,8 @@ class Broker:
         self._consume_channel: AbstractChannel | None = None
         self._consumers: list[_Consumer] = []
         self._watchers: list[Callable[[], Awaitable[None]]] = []
+        self._cancel_callback = self._cancelled  # one bound method: added once per channel
+        self._restarts: set[asyncio.Task[None]] = set()
         self._framer = self._event_framer = Framer(_not_connected, _publish_error)
         self._closed = False
         # Queues that exist with arguments of their owner's: used as they are, never declared.
@@ -141,6 +144,8 @@ class Broker:
             self._framer = Framer(self._publish_channel.get_underlay_channel, _publish_error)
             self._event_framer = Framer(self._event_channel.get_underlay_channel, _publish_error)
             self._connection.reconnect_callbacks.add(self._restored)
+            # The consume channel alone reopened (a channel error closed it): consume again.
+            self._consume_channel.reopen_callbacks.add(self._reopened)
         except (*AMQP_ERRORS, ReconnectSettingsError) as exc:  # the latter: ?reconnect_interval=
             await self.close()
             raise BrokerError(f"cannot connect to RabbitMQ at {mask_url(self.url)}: {exc}") from exc
@@ -155,14 +160,47 @@ class Broker:
         """After a reconnect (aio-pika has restored the channels and declared the queues
         again): our consumers start again, then whoever watches is told."""
         try:
-            for consumer in self._consumers:
+            for consumer in list(self._consumers):
                 await self._start(consumer)
-        except AMQP_ERRORS as exc:
+        except (*AMQP_ERRORS, BrokerError) as exc:
             # The connection went again: the next reconnect starts them.
             log.debug("consuming again after the reconnect failed: %s", exc)
             return
         for on_restored in self._watchers:
             await on_restored()
+
+    async def _reopened(self, _sender: Any) -> None:
+        """The consume channel reopened (after a reconnect, or alone after a channel error):
+        our consumers start on it again."""
+        try:
+            for consumer in list(self._consumers):
+                await self._start(consumer)
+        except (*AMQP_ERRORS, BrokerError) as exc:
+            log.debug("consuming again after the channel reopened failed: %s", exc)
+
+    def _cancelled(self, frame: aiormq.spec.Basic.Cancel) -> None:
+        """RabbitMQ cancelled one of our consumers (its queue was deleted): declare the queue
+        again and consume it, as aio-pika's own consumers recover. In a task: this runs in
+        the channel's reader, which the declaration's answer must pass through."""
+        consumer = next((c for c in self._consumers if c.tag == frame.consumer_tag), None)
+        if consumer is None:
+            return
+        log.warning(
+            "RabbitMQ cancelled the consumer of queue '%s' (was it deleted?): declaring it "
+            "again and consuming it", consumer.queue,
+        )  # fmt: skip
+        consumer.tag = None
+        task = asyncio.get_running_loop().create_task(self._consume_again(consumer))
+        self._restarts.add(task)
+        task.add_done_callback(self._restarts.discard)
+
+    async def _consume_again(self, consumer: _Consumer) -> None:
+        try:
+            await self._require(self._consume_channel).declare_queue(consumer.queue, durable=True)
+            await self._start(consumer)
+        except (*AMQP_ERRORS, BrokerError) as exc:
+            # The connection is going: its reconnect starts the consumer.
+            log.debug("consuming '%s' again failed: %s", consumer.queue, exc)
 
     async def declare(self, queues: Iterable[str]) -> None:
         """Declare durable queues with no extra arguments, as workers do.
@@ -234,10 +272,15 @@ class Broker:
         self._consumers.append(consumer)
 
     async def _start(self, consumer: _Consumer) -> None:
-        """Start `consumer` on the consume channel's current aiormq channel."""
+        """Start `consumer` on the consume channel's current aiormq channel, unless it
+        consumes there already (a reconnect reopens the channel, then reconnects)."""
         underlay = await self._require(self._consume_channel).get_underlay_channel()
+        if consumer.underlay is underlay and consumer.tag in underlay.consumers:
+            return
+        if self._cancel_callback not in underlay.on_consumer_cancel_callbacks:
+            underlay.on_consumer_cancel_callbacks.add(self._cancel_callback)
         started = await underlay.basic_consume(consumer.queue, consumer.deliver)
-        consumer.tag = started.consumer_tag
+        consumer.tag, consumer.underlay = started.consumer_tag, underlay
 
     def ack(self, delivery: Delivery) -> None:
         """Ack a consumed message (sent at the end of this loop tick, with the others due)."""
