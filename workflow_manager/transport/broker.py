@@ -86,6 +86,7 @@ class Broker:
         self._watchers: list[Callable[[], Awaitable[None]]] = []
         self._cancel_callback = self._cancelled  # one bound method: added once per channel
         self._restarts: set[asyncio.Task[None]] = set()
+        self._starting = asyncio.Lock()
         self._framer = self._event_framer = Framer(_not_connected, _publish_error)
         self._closed = False
         # Queues that exist with arguments of their owner's: used as they are, never declared.
@@ -274,13 +275,16 @@ class Broker:
     async def _start(self, consumer: _Consumer) -> None:
         """Start `consumer` on the consume channel's current aiormq channel, unless it
         consumes there already (a reconnect reopens the channel, then reconnects)."""
-        underlay = await self._require(self._consume_channel).get_underlay_channel()
-        if consumer.underlay is underlay and consumer.tag in underlay.consumers:
-            return
-        if self._cancel_callback not in underlay.on_consumer_cancel_callbacks:
-            underlay.on_consumer_cancel_callbacks.add(self._cancel_callback)
-        started = await underlay.basic_consume(consumer.queue, consumer.deliver)
-        consumer.tag, consumer.underlay = started.consumer_tag, underlay
+        # One start at a time: a reopen and a reconnect both starting a consumer would
+        # otherwise both find it not consuming, and consume twice.
+        async with self._starting:
+            underlay = await self._require(self._consume_channel).get_underlay_channel()
+            if consumer.underlay is underlay and consumer.tag in underlay.consumers:
+                return
+            if self._cancel_callback not in underlay.on_consumer_cancel_callbacks:
+                underlay.on_consumer_cancel_callbacks.add(self._cancel_callback)
+            started = await underlay.basic_consume(consumer.queue, consumer.deliver)
+            consumer.tag, consumer.underlay = started.consumer_tag, underlay
 
     def ack(self, delivery: Delivery) -> None:
         """Ack a consumed message (sent at the end of this loop tick, with the others due)."""
