@@ -20,7 +20,7 @@ from workflow_manager.config import load_workflows
 from workflow_manager.orchestrator import step_queues
 from workflow_manager.transport import manager_queues
 
-from .harness import Manager, Process, start_manager, start_worker
+from .harness import Manager, Process, start_manager, start_worker, take_one
 
 
 @dataclass
@@ -83,11 +83,7 @@ class System:
     async def take(self, step_queue: str, timeout_s: float = 20) -> aio_pika.abc.AbstractMessage:
         """Play the worker: take (and ack) the next request on this test's `<prefix>.<queue>`."""
         queue = await self.channel.declare_queue(f"{self.prefix}.{step_queue}", durable=True)
-        async with queue.iterator(timeout=timeout_s) as messages:
-            async for message in messages:
-                await message.ack()
-                return message
-        raise AssertionError(f"no request on {step_queue}")
+        return await take_one(queue, timeout_s)
 
     async def answer(
         self, request: aio_pika.abc.AbstractMessage, body: bytes, **headers: Any
@@ -100,14 +96,11 @@ class System:
         self, queue: aio_pika.abc.AbstractQueue, timeout_s: float = 30
     ) -> Outcome:
         """The next outcome message on `queue`."""
-        async with queue.iterator(timeout=timeout_s) as messages:
-            async for message in messages:
-                await message.ack()
-                status = (message.headers or {}).get("x-status")
-                if isinstance(status, bytes):
-                    status = status.decode()
-                return Outcome(message.correlation_id, str(status), json.loads(message.body))
-        raise AssertionError("no outcome message")
+        message = await take_one(queue, timeout_s)
+        status = (message.headers or {}).get("x-status")
+        if isinstance(status, bytes):
+            status = status.decode()
+        return Outcome(message.correlation_id, str(status), json.loads(message.body))
 
     async def run(self, workflow: str, payload: Any, job_id: str | None = None) -> Outcome:
         """Trigger a job and wait for its outcome."""

@@ -151,12 +151,29 @@ async def start_worker(target: str, amqp_url: str, env: dict[str, str] | None = 
 
 
 async def take_one(queue: Any, timeout_s: float = 20) -> Any:
-    """The next message on an aio-pika queue, acked; fails when none comes in time."""
-    async with queue.iterator(timeout=timeout_s) as messages:
-        async for message in messages:
-            await message.ack()
-            return message
-    raise AssertionError(f"nothing arrived on {queue.name}")
+    """The next message on an aio-pika queue, acked; fails when none comes in time.
+
+    Not a queue iterator: a message delivered while an iterator's consumer is being cancelled
+    reaches its buffer after the buffer was handed back, and stays unacked, unseen by every
+    later take (a test then waits for it in vain). Here a message that arrives after the one
+    taken goes back to the queue, whenever it arrives."""
+    taken: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    async def arrived(message: Any) -> None:
+        if taken.done():
+            await message.nack(requeue=True)
+        else:
+            taken.set_result(message)
+
+    tag = await queue.consume(arrived)
+    try:
+        message = await asyncio.wait_for(taken, timeout_s)
+    except TimeoutError:
+        raise AssertionError(f"nothing arrived on {queue.name}") from None
+    finally:
+        await queue.cancel(tag)
+    await message.ack()
+    return message
 
 
 async def cli(*args: str) -> tuple[int, str, str]:
