@@ -18,7 +18,7 @@ def log_command(command: Command) -> None:
     if isinstance(command, JobStarted):
         level = logging.INFO if command.parent_id is None else logging.DEBUG
         if not log.isEnabledFor(level):
-            return  # a child job's line at INFO: not even its fields are made
+            return  # a child job's line with DEBUG off: not even its fields are made
         log.log(
             level, "job started job=%s workflow=%s", command.job_id, command.workflow,
             extra={"job": command.job_id, "workflow": command.workflow},
