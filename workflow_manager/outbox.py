@@ -212,10 +212,7 @@ class Outbox:
                 returned = failure
                 await self._until_sent(lambda: self._unroutable(message, returned))
             elif isinstance(failure, BrokerError):
-                self._transport.held(_HELD)
-                log.debug("publish held back until the broker is back: %s", failure)
-                await self._wait_for_broker()
-                await self._until_sent(lambda: self._send(message), held=True)
+                await self._until_sent(lambda: self._send(message), failed=failure)
             elif failure is not None:
                 raise failure
             confirmed = True
@@ -252,30 +249,32 @@ class Outbox:
         await self._transport.declare([message.queue])
         await self._transport.publish(message)
 
-    async def _until_sent(self, send: Callable[[], Awaitable[None]], held: bool = False) -> None:
-        """Call `send` until it succeeds: after a broker error, once connected again.
+    async def _until_sent(
+        self, send: Callable[[], Awaitable[None]], failed: BrokerError | None = None
+    ) -> None:
+        """Call `send` until it succeeds: after a broker error (`failed`: one before the first
+        call), once connected again.
 
         BrokerError once the transport is closed (the manager stopping): a journaled message
         stays unconfirmed there, and is published again by whoever runs its job next.
         """
+        held = False
         while True:
+            if failed is not None:
+                if not held:
+                    held = True
+                    self._transport.held(_HELD)
+                    log.debug("publish held back until the broker is back: %s", failed)
+                if self._transport.connected:
+                    # Failed before the loss was noticed (or a channel hiccup): soon again.
+                    await asyncio.sleep(self._retry_s)
+                else:
+                    await self._transport.wait_connected()
             try:
                 await send()
                 return
             except BrokerError as exc:
-                if not held:
-                    held = True
-                    self._transport.held(_HELD)
-                    log.debug("publish held back until the broker is back: %s", exc)
-                await self._wait_for_broker()
-
-    async def _wait_for_broker(self) -> None:
-        """After a broker error: the connection back (BrokerError once it is closed)."""
-        if self._transport.connected:
-            # Failed before the loss was noticed (or a channel hiccup): soon again.
-            await asyncio.sleep(self._retry_s)
-        else:
-            await self._transport.wait_connected()
+                failed = exc
 
     def _sent_for(self, reply_to: str) -> None:
         """One message replied to on `reply_to` is no longer in flight: wake who waits."""

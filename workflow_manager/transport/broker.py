@@ -160,24 +160,25 @@ class Broker:
     async def _restored(self, _sender: Any) -> None:
         """After a reconnect (aio-pika has restored the channels and declared the queues
         again): our consumers start again, then whoever watches is told."""
-        try:
-            for consumer in list(self._consumers):
-                await self._start(consumer)
-        except (*AMQP_ERRORS, BrokerError) as exc:
-            # The connection went again: the next reconnect starts them.
-            log.debug("consuming again after the reconnect failed: %s", exc)
-            return
+        if not await self._start_all("the reconnect"):
+            return  # the connection went again: the next reconnect starts them
         for on_restored in self._watchers:
             await on_restored()
 
     async def _reopened(self, _sender: Any) -> None:
         """The consume channel reopened (after a reconnect, or alone after a channel error):
         our consumers start on it again."""
+        await self._start_all("the channel reopened")
+
+    async def _start_all(self, after: str) -> bool:
+        """Start every consumer not consuming on the current channel; False if that failed."""
         try:
             for consumer in list(self._consumers):
                 await self._start(consumer)
         except (*AMQP_ERRORS, BrokerError) as exc:
-            log.debug("consuming again after the channel reopened failed: %s", exc)
+            log.debug("consuming again after %s failed: %s", after, exc)
+            return False
+        return True
 
     def _cancelled(self, frame: aiormq.spec.Basic.Cancel) -> None:
         """RabbitMQ cancelled one of our consumers (its queue was deleted): declare the queue

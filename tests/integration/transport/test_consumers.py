@@ -34,49 +34,33 @@ async def _publish_once_routable(broker: Broker, message: Outbound) -> None:
     raise AssertionError(f"queue '{message.queue}' was not declared again")
 
 
-async def test_a_consumer_whose_queue_was_deleted_declares_it_again_and_goes_on(amqp_url, unique):
-    queue = f"{unique}.replies"
-    broker = Broker(amqp_url, prefetch=10)
-    await broker.connect()
+async def test_a_consumer_whose_queue_was_deleted_declares_it_again_and_goes_on(
+    amqp_url, broker, queue
+):
+    got = await _received(broker, queue)
+    await broker.publish(Outbound(queue, b"{}", correlation_id="before"))
+    assert (await asyncio.wait_for(got.get(), 10)).correlation_id == "before"
+
+    connection = await aio_pika.connect(amqp_url)
     try:
-        got = await _received(broker, queue)
-        await broker.publish(Outbound(queue, b"{}", correlation_id="before"))
-        assert (await asyncio.wait_for(got.get(), 10)).correlation_id == "before"
-
-        connection = await aio_pika.connect(amqp_url)
-        try:
-            channel = await connection.channel()
-            await channel.queue_delete(queue)  # RabbitMQ cancels our consumer
-        finally:
-            await connection.close()
-        await _publish_once_routable(broker, Outbound(queue, b"{}", correlation_id="after"))
-        assert (await asyncio.wait_for(got.get(), 10)).correlation_id == "after"
+        channel = await connection.channel()
+        await channel.queue_delete(queue)  # RabbitMQ cancels our consumer
     finally:
-        await broker.close()
-        connection = await aio_pika.connect(amqp_url)
-        await (await connection.channel()).queue_delete(queue)
         await connection.close()
+    await _publish_once_routable(broker, Outbound(queue, b"{}", correlation_id="after"))
+    assert (await asyncio.wait_for(got.get(), 10)).correlation_id == "after"
 
 
-async def test_consumers_start_again_when_a_channel_error_reopens_their_channel(amqp_url, unique):
-    queue = f"{unique}.replies"
-    broker = Broker(amqp_url, prefetch=10)
-    await broker.connect()
-    try:
-        got = await _received(broker, queue)
-        await broker.publish(Outbound(queue, b"{}", correlation_id="before"))
-        first = await asyncio.wait_for(got.get(), 10)
-        assert first.correlation_id == "before"
+async def test_consumers_start_again_when_a_channel_error_reopens_their_channel(broker, queue):
+    got = await _received(broker, queue)
+    await broker.publish(Outbound(queue, b"{}", correlation_id="before"))
+    first = await asyncio.wait_for(got.get(), 10)
+    assert first.correlation_id == "before"
 
-        # An ack of a tag the channel never delivered: RabbitMQ closes the channel
-        # (PRECONDITION_FAILED) and aio-pika reopens it.
-        await first.handle.channel.basic_ack(10_000)
-        await broker.publish(Outbound(queue, b"{}", correlation_id="after"))
-        again = await asyncio.wait_for(got.get(), 10)
-        assert again.correlation_id == "after"
-        assert again.handle.channel is not first.handle.channel
-    finally:
-        await broker.close()
-        connection = await aio_pika.connect(amqp_url)
-        await (await connection.channel()).queue_delete(queue)
-        await connection.close()
+    # An ack of a tag the channel never delivered: RabbitMQ closes the channel
+    # (PRECONDITION_FAILED) and aio-pika reopens it.
+    await first.handle.channel.basic_ack(10_000)
+    await broker.publish(Outbound(queue, b"{}", correlation_id="after"))
+    again = await asyncio.wait_for(got.get(), 10)
+    assert again.correlation_id == "after"
+    assert again.handle.channel is not first.handle.channel

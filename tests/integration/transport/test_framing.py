@@ -9,13 +9,13 @@ import aio_pika
 import pytest
 
 from workflow_manager.errors import BrokerError, Unroutable
-from workflow_manager.transport import Broker, Outbound
+from workflow_manager.transport import Outbound
 
 
 async def _drain(
     amqp_url: str, queue: str, count: int
 ) -> list[aio_pika.abc.AbstractIncomingMessage]:
-    """The first `count` messages of `queue`, acked, then the queue deleted."""
+    """The first `count` messages of `queue`, acked, and nothing after them."""
     connection = await aio_pika.connect(amqp_url)
     try:
         channel = await connection.channel()
@@ -26,35 +26,29 @@ async def _drain(
             await message.ack()
             got.append(message)
         assert await declared.get(fail=False) is None  # nothing more, nothing twice
-        await channel.queue_delete(queue)
         return got
     finally:
         await connection.close()
 
 
-async def test_a_batch_of_one_tick_arrives_whole_in_order_with_its_properties(amqp_url, unique):
-    queue = f"{unique}.framed"
-    broker = Broker(amqp_url, prefetch=10)
-    await broker.connect()
-    try:
-        await broker.declare([queue])
-        big = b'"' + b"x" * 300_000 + b'"'  # more than one body frame
-        messages = [
-            Outbound(
-                queue,
-                big if index == 3 else f'{{"n": {index}}}'.encode(),
-                correlation_id=f"job:{index}",
-                reply_to=f"{unique}.replies",
-                headers={"x-attempt": index},
-                message_id=f"{unique}-{index}" if index % 2 else None,
-                priority=index % 3,
-            )
-            for index in range(600)
-        ]
-        # All started in one tick: one batch (and more publishes than the write queue holds).
-        await asyncio.gather(*(broker.publish(message) for message in messages))
-    finally:
-        await broker.close()
+async def test_a_batch_of_one_tick_arrives_whole_in_order_with_its_properties(
+    amqp_url, unique, broker, queue
+):
+    big = b'"' + b"x" * 300_000 + b'"'  # more than one body frame
+    messages = [
+        Outbound(
+            queue,
+            big if index == 3 else f'{{"n": {index}}}'.encode(),
+            correlation_id=f"job:{index}",
+            reply_to=f"{unique}.replies",
+            headers={"x-attempt": index},
+            message_id=f"{unique}-{index}" if index % 2 else None,
+            priority=index % 3,
+        )
+        for index in range(600)
+    ]
+    # All started in one tick: one batch (and more publishes than the write queue holds).
+    await asyncio.gather(*(broker.publish(message) for message in messages))
     got = await _drain(amqp_url, queue, len(messages))
     assert [m.correlation_id for m in got] == [f"job:{i}" for i in range(600)]
     assert got[3].body == big and got[5].body == b'{"n": 5}'
@@ -65,20 +59,13 @@ async def test_a_batch_of_one_tick_arrives_whole_in_order_with_its_properties(am
 
 
 async def test_an_unroutable_message_fails_alone_and_the_rest_of_its_batch_arrives(
-    amqp_url, unique
+    amqp_url, unique, broker, queue
 ):
-    queue = f"{unique}.framed"
-    broker = Broker(amqp_url, prefetch=10)
-    await broker.connect()
-    try:
-        await broker.declare([queue])
-        good = [Outbound(queue, b"{}", correlation_id=f"c{i}") for i in range(5)]
-        lost = Outbound(f"{unique}.nowhere", b"{}", correlation_id="lost")
-        outcomes = await asyncio.gather(
-            *(broker.publish(m) for m in [*good[:2], lost, *good[2:]]), return_exceptions=True
-        )
-    finally:
-        await broker.close()
+    good = [Outbound(queue, b"{}", correlation_id=f"c{i}") for i in range(5)]
+    lost = Outbound(f"{unique}.nowhere", b"{}", correlation_id="lost")
+    outcomes = await asyncio.gather(
+        *(broker.publish(m) for m in [*good[:2], lost, *good[2:]]), return_exceptions=True
+    )
     assert isinstance(outcomes[2], Unroutable)
     assert [o for i, o in enumerate(outcomes) if i != 2] == [None] * 5
     got = await _drain(amqp_url, queue, 5)
@@ -86,57 +73,50 @@ async def test_an_unroutable_message_fails_alone_and_the_rest_of_its_batch_arriv
 
 
 async def test_publishing_on_a_closed_connection_fails_every_message_as_a_broker_error(
-    amqp_url, unique
+    broker, queue
 ):
-    broker = Broker(amqp_url, prefetch=10)
-    await broker.connect()
-    await broker.declare([f"{unique}.framed"])
     await broker.close()
     with pytest.raises(BrokerError):
-        await broker.publish(Outbound(f"{unique}.framed", b"{}"))
+        await broker.publish(Outbound(queue, b"{}"))
     with pytest.raises(BrokerError):
         await broker.publish_unconfirmed(Outbound("", b"{}", exchange="amq.topic"))
 
 
-async def test_run_events_go_out_unconfirmed_in_order(amqp_url, unique):
+async def test_run_events_go_out_unconfirmed_in_order(amqp_url, unique, broker):
     exchange = f"{unique}.events"
     connection = await aio_pika.connect(amqp_url)
     channel = await connection.channel()
     declared_exchange = await channel.declare_exchange(exchange, aio_pika.ExchangeType.TOPIC)
     listener = await channel.declare_queue(f"{unique}.listener", exclusive=True)
     await listener.bind(declared_exchange, routing_key="#")
-    broker = Broker(amqp_url, prefetch=10)
-    await broker.connect()
     try:
         for index in range(50):
             await broker.publish_unconfirmed(
                 Outbound(f"wf.e{index}", f"{index}".encode(), exchange=exchange)
             )
-        got = [await listener.get(timeout=5, no_ack=True) for _ in range(50)]
+        # Consumed, not fetched: an unconfirmed publish returns before RabbitMQ has routed it.
+        got = []
+        async with listener.iterator(timeout=10, no_ack=True) as arriving:
+            async for message in arriving:
+                got.append(message)
+                if len(got) == 50:
+                    break
         assert [m.body for m in got] == [f"{i}".encode() for i in range(50)]
     finally:
-        await broker.close()
         await declared_exchange.delete()
         await connection.close()
 
 
 async def test_a_message_that_cannot_be_framed_fails_alone_and_the_rest_arrive_confirmed(
-    amqp_url, unique
+    amqp_url, broker, queue
 ):
-    queue = f"{unique}.framed"
-    broker = Broker(amqp_url, prefetch=10)
-    await broker.connect()
-    try:
-        await broker.declare([queue])
-        good = [Outbound(queue, b"{}", correlation_id=f"c{i}") for i in range(4)]
-        too_long = Outbound(queue, b"{}", correlation_id="x" * 300)  # over a short string
-        odd_header = Outbound(queue, b"{}", correlation_id="odd", headers={"h": object()})
-        batch = [good[0], too_long, good[1], odd_header, good[2], good[3]]
-        outcomes = await asyncio.gather(*(broker.publish(m) for m in batch), return_exceptions=True)
-        # The channel's numbering stayed right: a later publish is confirmed as its own.
-        await broker.publish(Outbound(queue, b"{}", correlation_id="after"))
-    finally:
-        await broker.close()
+    good = [Outbound(queue, b"{}", correlation_id=f"c{i}") for i in range(4)]
+    too_long = Outbound(queue, b"{}", correlation_id="x" * 300)  # over a short string
+    odd_header = Outbound(queue, b"{}", correlation_id="odd", headers={"h": object()})
+    batch = [good[0], too_long, good[1], odd_header, good[2], good[3]]
+    outcomes = await asyncio.gather(*(broker.publish(m) for m in batch), return_exceptions=True)
+    # The channel's numbering stayed right: a later publish is confirmed as its own.
+    await broker.publish(Outbound(queue, b"{}", correlation_id="after"))
     assert isinstance(outcomes[1], ValueError) and "255 bytes" in str(outcomes[1])
     assert isinstance(outcomes[3], Exception) and not isinstance(outcomes[3], BrokerError)
     assert [outcomes[i] for i in (0, 2, 4, 5)] == [None] * 4
