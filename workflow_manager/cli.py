@@ -237,6 +237,20 @@ def _control(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _fork(args: argparse.Namespace) -> int:
+    from workflow_manager.client import fork_job
+
+    asked = fork_job(
+        args.api_url, args.job_id, args.from_step, input=args.input,
+        definition=args.definition, children=args.children, api_token=args.api_token,
+    )  # fmt: skip
+    answer = asyncio.run(asked)
+    # The id alone on stdout, so that NEW=$(workflow-manager fork ...) takes it.
+    print(answer["id"])
+    print(f"forked from {answer['forked_from']} at step {answer['step']}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _schedules(args: argparse.Namespace) -> int:
     from workflow_manager.client import schedules
     from workflow_manager.textline import iso_utc
@@ -364,6 +378,11 @@ def render_job(job: dict[str, Any]) -> str:
     lines = [f"job {job.get('uuid')}  workflow {job.get('workflow')}  {job.get('status')}"]
     if job.get("parent"):
         lines.append(f"  child of {job['parent']}")
+    if job.get("forked_from"):
+        source = job["forked_from"]
+        lines.append(f"  forked from {source.get('job')} at step {source.get('step')}")
+    for fork in job.get("forks") or []:
+        lines.append(f"  forked as {fork.get('id')} at step {fork.get('step')}")
     for title in ("completed", "running", "failed"):
         for entry in job.get(title) or []:
             if entry.get("name") in ("__start__", "__end__"):
@@ -390,6 +409,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "retry": _control,
     "pause": _control,
     "resume": _control,
+    "fork": _fork,
     "signal": _signal,
     "schedules": _schedules,
     "dead-letters": _dead_letters,

@@ -34,6 +34,7 @@ __all__ = [
     "follow_job",
     "fetch_job",
     "control_job",
+    "fork_job",
     "progress_line",
 ]
 
@@ -240,6 +241,24 @@ async def control_job(
     return await _call(api_url, "POST", f"/api/job/{job_id}/{action}", api_token)
 
 
+async def fork_job(
+    api_url: str,
+    job_id: str,
+    step: str,
+    *,
+    input: dict[str, Any] | None = None,
+    definition: str = "current",
+    children: str = "failed",
+    api_token: str | None = None,
+) -> dict[str, Any]:
+    """Fork a finished job from `step` (`POST /api/job/{id}/fork`): `{"id", "forked_from",
+    "step"}`, the new job's id first; ManagerError with the API's message otherwise."""
+    body: dict[str, Any] = {"from": step, "definition": definition, "children": children}
+    if input is not None:
+        body["input"] = input
+    return await _call(api_url, "POST", f"/api/job/{job_id}/fork", api_token, body)
+
+
 async def signal_step(
     api_url: str, job_id: str, step: str, payload: dict[str, Any], api_token: str | None = None
 ) -> dict[str, Any]:
@@ -279,7 +298,7 @@ async def _call(
             response = await client.request(method, url, content=content)
     except httpx.HTTPError as exc:
         raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc
-    if response.status_code != 200:
+    if not response.is_success:  # 200, or 201 for a fork
         with contextlib.suppress(ValueError):
             raise ManagerError(response.json().get("error", response.text))
         raise ManagerError(f"{url} answered {response.status_code}: {response.text[:200]}")

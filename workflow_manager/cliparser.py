@@ -49,6 +49,7 @@ examples:
   workflow-manager cancel 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager pause 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
+  workflow-manager fork 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --from count --input '{"n": 2}'
   workflow-manager schedules
   workflow-manager schedules pause refresh-account/nightly
   workflow-manager signal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 approve --payload '{"ok": true}'
@@ -116,6 +117,20 @@ def meta_arg(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         example = '{"tenant": "acme"}'
         raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object, e.g. '{example}'")
+    return value
+
+
+def step_input_arg(text: str) -> dict[str, Any]:
+    """An argparse type: a step's input, a JSON object, or a usage error."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        example = '{"path": "book.txt"}'
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a JSON object (a step's input is one, e.g. '{example}')"
+        )
     return value
 
 
@@ -283,6 +298,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         control = commands.add_parser(action, help=text)
         control.add_argument("job_id", type=job_id_arg, help="job UUID")
         _add_api_options(control, env)
+    _add_fork_parser(commands, env)
 
     sched = commands.add_parser(
         "schedules", help="list the workflows' schedules, or pause / resume one (journaled)"
@@ -363,6 +379,72 @@ def _add_api_options(
         metavar="TOKEN",
         help="the manager's API token, when it has one (prefer the env WM_API_TOKEN)",
     )
+
+
+FORK_DESCRIPTION = """\
+Start a new job from a completed, failed or cancelled one (also one that has left the
+manager's memory: it is read from the journal). The new job runs the same payload, metadata
+and priority, and:
+
+  keeps    the source's outputs of the steps that are neither STEP nor downstream of it and
+           that completed, were skipped or were recovered by their fallback;
+  runs     STEP (with --input, else the input the source gave it) and every step downstream
+           of it, and the steps the source did not finish; a compensated step (its work was
+           undone) runs again.
+
+For a task step, --children failed keeps the children that completed with an unchanged
+payload and runs the failed, cancelled and unfinished ones; --children all runs every child.
+Prints the new job's id (and, on stderr, what it was forked from). The two jobs are linked:
+`workflow-manager status` shows the fork's source and the source's forks.
+"""
+
+FORK_EPILOG = """\
+examples:
+  workflow-manager fork 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --from count
+  workflow-manager fork 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --from count --input '{"n": 2}'
+  workflow-manager fork 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --from fan --children all \\
+      --definition pinned
+"""
+
+
+def _add_fork_parser(commands: Any, env: Mapping[str, str]) -> None:
+    fork = commands.add_parser(
+        "fork",
+        help="start a new job from a finished one: keep the outputs before a step, run the rest",
+        description=FORK_DESCRIPTION,
+        epilog=FORK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fork.add_argument("job_id", type=job_id_arg, help="the source job's UUID (a top-level job)")
+    fork.add_argument(
+        "--from",
+        dest="from_step",
+        required=True,
+        metavar="STEP",
+        help="the step to run again from: it and every step downstream of it run again",
+    )
+    fork.add_argument(
+        "--input",
+        type=step_input_arg,
+        metavar="JSON",
+        help="STEP's input, a JSON object (default: the input the source gave it, made from "
+        "the kept outputs)",
+    )
+    fork.add_argument(
+        "--definition",
+        default="current",
+        choices=["current", "pinned"],
+        help="current: the workflow as the manager has it now (a fixed definition); pinned: "
+        "the definition the source ran (default: %(default)s)",
+    )
+    fork.add_argument(
+        "--children",
+        default="failed",
+        choices=["failed", "all"],
+        help="when STEP is a task step: failed runs only the children that did not complete, "
+        "all runs every child again (default: %(default)s)",
+    )
+    _add_api_options(fork, env)
 
 
 def _add_dead_letters_parser(commands: Any, amqp_url: str, queue: str) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "SubmitError",
     "UnknownWorkflow",
     "InvalidPayload",
+    "InvalidFork",
     "InvalidJobId",
     "DuplicateJob",
     "DuplicateKey",
@@ -76,6 +77,10 @@ class InvalidPayload(SubmitError):
 
 class InvalidJobId(SubmitError):
     """The job id is not a UUID."""
+
+
+class InvalidFork(SubmitError):
+    """A fork names no step of its workflow, or asks for something a fork cannot do."""
 
 
 class DuplicateJob(SubmitError):

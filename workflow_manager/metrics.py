@@ -31,6 +31,7 @@ from workflow_manager.engine import (
     Dispatch,
     Job,
     JobFinished,
+    JobForked,
     JobQueued,
     JobScheduled,
     JobStarted,
@@ -68,6 +69,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_running": "gauge",
     f"{_P}jobs_queued": "gauge",
     f"{_P}schedule_firings_total": "counter",
+    f"{_P}jobs_forked_total": "counter",
     f"{_P}jobs_scheduled": "gauge",
     f"{_P}steps_waiting": "gauge",
     f"{_P}job_duration_seconds": "histogram",
@@ -160,6 +162,10 @@ class Metrics:
             f"{_P}schedule_firings", "Jobs started by a schedule's firing.",
             [*wf, "schedule"], registry=r,
         )  # fmt: skip
+        self._jobs_forked = Counter(
+            f"{_P}jobs_forked", "Jobs made as forks of another job (POST /api/job/{id}/fork).",
+            wf, registry=r,
+        )  # fmt: skip
         self._job_duration = Histogram(
             f"{_P}job_duration_seconds", "Top-level jobs: seconds from (re)start to end.", wf,
             buckets=JOB_BUCKETS_S, registry=r,
@@ -233,6 +239,7 @@ class Metrics:
         self._undone = _Children(self._compensations)
         self._waits = _Children(self._steps_waiting)
         self._firings = _Children(self._schedule_firings)
+        self._forks = _Children(self._jobs_forked)
         # Each job's steps waiting for a signal: the gauge goes down when one ends, or its job.
         self._waiting: dict[str, set[str]] = {}
         self._finished = _Children(self._jobs_finished)
@@ -245,6 +252,7 @@ class Metrics:
             JobScheduled: self._job_scheduled,
             JobQueued: self._job_queued,
             ScheduleFired: self._schedule_fired,
+            JobForked: self._job_forked,
             StepWaiting: self._step_waiting,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
@@ -371,6 +379,9 @@ class Metrics:
 
     def _schedule_fired(self, command: ScheduleFired) -> None:
         self._firings(command.workflow, command.schedule).inc()
+
+    def _job_forked(self, command: JobForked) -> None:
+        self._forks(command.workflow).inc()
 
     def _job_queued(self, command: JobQueued) -> None:
         self._join_unstarted(command.job_id, self._workflow(command.workflow).queued)

@@ -286,6 +286,22 @@ class Orchestrator:
         """Pause a running job, or resume a paused one (`ApiRequests.pause`)."""
         return await self.requests.pause(job_id, paused)
 
+    async def fork(
+        self,
+        source_id: str,
+        step: str,
+        *,
+        input: dict[str, Any] | None = None,
+        definition: str = "current",
+        children: str = "failed",
+        job_id: str | None = None,
+    ) -> str:
+        """Fork a finished job from `step` (`ApiRequests.fork`); returns the new job's id."""
+        return await self.requests.fork(
+            source_id, step, input=input, definition=definition, children=children,
+            job_id=job_id,
+        )  # fmt: skip
+
     async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
         """Signal a waiting step: "completed" or "kept" (`ApiRequests.signal`)."""
         return await self.requests.signal(job_id, step, payload)

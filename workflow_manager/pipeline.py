@@ -186,7 +186,10 @@ class Pipeline:
             self.archive_after_commit(command.job_id)
 
     def pinned(self, event: JobSubmitted) -> JobSubmitted:
-        """Pin a new submission to today's definition, so a replay runs the same one."""
+        """Pin a new submission to today's definition, so a replay runs the same one (unless it
+        names one already: a fork of a job pinned to its source's)."""
+        if event.definition is not None:
+            return event
         definition = self._state.current.get(event.workflow)
         return dataclasses.replace(event, definition=definition) if definition else event
 

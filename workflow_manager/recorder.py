@@ -16,13 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_manager.engine import (
+    BulkProgress,
+    BulkRequested,
+    BulkSlice,
     CancelRequested,
     Command,
     Dispatch,
     Event,
+    ForkSeed,
     Ignored,
     JobDuplicate,
     JobFinished,
+    JobForked,
     JobQueued,
     JobRejected,
     JobScheduled,
@@ -43,6 +48,7 @@ from workflow_manager.engine import (
     outcome_body,
     timers,
 )
+from workflow_manager.engine.bulk import bulk_journal_id
 from workflow_manager.engine.traceids import step_span_id, traceparent
 from workflow_manager.journal import Batch, EventKind, EventRow, JobRow
 
@@ -66,6 +72,8 @@ __all__ = [
     "schedule_journal_id",
     "fired_journal_id",
     "ReplyQueue",
+    "fork_json",
+    "forks_journal_id",
 ]
 
 _REJECTED = "rejected"
@@ -104,7 +112,10 @@ def record(event: Event, commands: Iterable[Command], reply_queue: ReplyQueue) -
     for command in commands:
         if isinstance(command, Subject):
             result.batch.partition = command.partition
-            events.append(_inbound(event, command))
+            if command.event is not None:
+                events.append(_inbound(command.event, command))  # a bulk slice's job
+            elif not isinstance(event, BulkSlice):  # its progress row records a slice
+                events.append(_inbound(event, command))
         elif isinstance(command, Dispatch):
             row, message = _dispatch(at, command, reply_queue)
             events.append(row)
@@ -120,14 +131,19 @@ def record(event: Event, commands: Iterable[Command], reply_queue: ReplyQueue) -
         elif isinstance(command, Ignored):
             meta = {"subject": command.subject, "reason": command.reason}
             events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
-        elif isinstance(command, SchedulePauseSet):
-            events.append(_schedule_row(command))
+        elif (row_of := _ROWS.get(type(command))) is not None:
+            events.append(row_of(command))
         elif isinstance(command, ScheduleFired):
             result.fired = command
             events.append(_fired_row(command))
         elif isinstance(command, JobRejected | Refused | JobDuplicate):
             _refusal(command, result)
     return result
+
+
+def _rows() -> dict[type, Callable[[Any], EventRow]]:
+    """The commands that each write one row of their own, and how."""
+    return {SchedulePauseSet: _schedule_row, JobForked: _forked_row, BulkProgress: _bulk_row}
 
 
 def schedule_journal_id(workflow: str, schedule: str) -> str:
@@ -235,6 +251,13 @@ def _inbound(event: Event, subject: Subject) -> EventRow:
         return EventRow(
             at=event.at, kind=EventKind.PAUSE, job_id=job_id, root_id=root_id, meta=meta
         )
+    if isinstance(event, BulkRequested):
+        meta = {"id": event.bulk_id, "action": event.action, "total": len(event.job_ids)}
+        meta.update((k, v) for k, v in (("params", event.params), ("filter", event.filter)) if v)
+        return EventRow(
+            at=event.at, kind=EventKind.BULK, job_id=job_id, root_id=root_id,
+            body=jsontext.dumps(list(event.job_ids)), meta=meta,
+        )  # fmt: skip
     raise TypeError(f"{type(event).__name__} is not journaled")
 
 
@@ -251,9 +274,56 @@ def _submission(event: JobSubmitted) -> dict[str, Any]:
         "meta": event.meta,
         "schedule": event.schedule,
         "partition": event.partition,
+        "fork": fork_json(event.fork) if event.fork is not None else None,
     }
     meta.update((key, value) for key, value in optional.items() if value is not None)
     return meta
+
+
+def fork_json(seed: ForkSeed) -> dict[str, Any]:
+    """A fork's seed as the JSON its submission row keeps (`recovered.fork_seed` reads it)."""
+    data: dict[str, Any] = {
+        "source": seed.source,
+        "step": seed.step,
+        "status": seed.status,
+        "steps": {name: [status, output] for name, (status, output) in seed.steps.items()},
+        "children": seed.children,
+    }
+    if seed.input is not None:
+        data["input"] = seed.input
+    if seed.recorded_input is not None:
+        data["recorded_input"] = seed.recorded_input
+    if seed.reused:
+        data["reused"] = [[c.index, c.job_id, c.digest, c.result] for c in seed.reused]
+    return data
+
+
+def _bulk_row(command: BulkProgress) -> EventRow:
+    """A bulk's progress after a slice (replayed while it is under way; the latest row is
+    where it stands)."""
+    key = bulk_journal_id(command.bulk_id)
+    meta = {
+        "id": command.bulk_id, "action": command.action, "start": command.start,
+        "count": command.count, "done": command.done, "total": command.total,
+        "changed": command.changed, "refused": command.refused,
+        "errors": [list(error) for error in command.errors], "finished": command.finished,
+    }  # fmt: skip
+    return EventRow(at=command.at, kind=EventKind.BULK_STEP, job_id=key, root_id=key, meta=meta)
+
+
+def _forked_row(command: JobForked) -> EventRow:
+    """The record of a fork, filed under its source: the source lists its forks from these."""
+    meta = {"job": command.job_id, "step": command.step, "reused": command.reused}
+    return EventRow(
+        at=command.at, kind=EventKind.FORKED, job_id=forks_journal_id(command.source),
+        root_id=command.job_id, meta=meta,
+    )  # fmt: skip
+
+
+def forks_journal_id(source: str) -> str:
+    """Where the rows of the forks of job `source` are filed (their job_id): one per fork,
+    deleted with the fork (its root_id)."""
+    return f"forks:{source}"
 
 
 def _timer_step(key: str) -> tuple[str | None, int | None]:
@@ -397,3 +467,6 @@ def _finished(command: JobFinished, batch: Batch) -> JobRow:
             )  # fmt: skip
         )
     return row
+
+
+_ROWS = _rows()

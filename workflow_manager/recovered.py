@@ -7,12 +7,18 @@ and sends exactly what the live manager did.
 
 from __future__ import annotations
 
+from typing import Any
+
 from workflow_manager.engine import (
+    BulkProgressed,
+    BulkRequested,
     CancelRequested,
     Event,
+    ForkSeed,
     JobSubmitted,
     PauseRequested,
     RetryRequested,
+    ReusedChild,
     SchedulePaused,
     SignalReceived,
     StepReplied,
@@ -22,7 +28,21 @@ from workflow_manager.engine import (
 from workflow_manager.journal import EventKind, EventRow
 from workflow_manager.transport.message import Outbound
 
-__all__ = ["to_event", "pending_message"]
+__all__ = ["to_event", "pending_message", "fork_seed"]
+
+
+def fork_seed(data: dict[str, Any]) -> ForkSeed:
+    """A fork's seed from the JSON its submission row keeps (`recorder.fork_json`)."""
+    return ForkSeed(
+        source=data["source"],
+        step=data["step"],
+        status=data["status"],
+        steps={name: (status, output) for name, (status, output) in data["steps"].items()},
+        input=data.get("input"),
+        recorded_input=data.get("recorded_input"),
+        children=data.get("children", "failed"),
+        reused=tuple(ReusedChild(*entry) for entry in data.get("reused", ())),
+    )
 
 
 def pending_message(row: EventRow) -> Outbound:
@@ -59,6 +79,7 @@ def to_event(row: EventRow) -> Event:
             meta=meta.get("meta"),
             schedule=meta.get("schedule"),
             partition=meta.get("partition"),
+            fork=fork_seed(meta["fork"]) if meta.get("fork") else None,
         )
     if row.kind == EventKind.REPLIED and row.job_id and row.step:
         return StepReplied(
@@ -73,6 +94,18 @@ def to_event(row: EventRow) -> Event:
         )
     if row.kind == EventKind.TIMER:
         return TimerFired(key=meta["key"], at=row.at)
+    if row.kind == EventKind.BULK:
+        return BulkRequested(
+            bulk_id=meta["id"], action=meta["action"],
+            job_ids=tuple(jsontext.loads(row.body or b"[]")), at=row.at,
+            params=meta.get("params"), filter=meta.get("filter"),
+        )  # fmt: skip
+    if row.kind == EventKind.BULK_STEP:
+        return BulkProgressed(
+            bulk_id=meta["id"], start=meta["start"], count=meta["count"],
+            changed=meta["changed"], refused=meta["refused"],
+            errors=tuple((job, reason) for job, reason in meta.get("errors", ())), at=row.at,
+        )  # fmt: skip
     if row.kind == EventKind.CANCEL:
         return CancelRequested(job_id=meta["id"], at=row.at)
     if row.kind == EventKind.RETRY:

@@ -20,20 +20,24 @@ from workflow_manager.config.schedules import Schedule
 from workflow_manager.engine import (
     CancelRequested,
     EngineState,
+    ForkSeed,
     Job,
     JobSubmitted,
     PauseRequested,
     RetryRequested,
+    ReusedChild,
     SchedulePaused,
     SignalReceived,
     StepStatus,
     canonical_uuid,
     replay,
 )
+from workflow_manager.engine.forking import payload_digest
 from workflow_manager.engine.snapshot import restore
 from workflow_manager.errors import (
     DuplicateJob,
     DuplicateKey,
+    InvalidFork,
     InvalidJobId,
     InvalidPayload,
     JobConflict,
@@ -65,6 +69,7 @@ _REJECTIONS: dict[str, type[SubmitError]] = {
     "invalid-id": InvalidJobId,
     "unknown-workflow": UnknownWorkflow,
     "invalid-payload": InvalidPayload,
+    "invalid-fork": InvalidFork,
 }
 
 
@@ -144,6 +149,81 @@ class ApiRequests:
             raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
         await sending
         return canonical or job_id
+
+    async def fork(
+        self,
+        source_id: str,
+        step: str,
+        *,
+        input: dict[str, Any] | None = None,
+        definition: str = "current",
+        children: str = "failed",
+        job_id: str | None = None,
+    ) -> str:
+        """Fork a completed, failed or cancelled job from `step`: a new job (its id returned)
+        that keeps the source's outputs before that step and runs the rest, `step` with
+        `input` if given. `definition` "pinned" runs the source's definition, "current" the
+        workflow's current one; `children` ("failed" or "all") what a task step runs again.
+
+        The source is read here, from memory or the journal, into the fork's seed: the engine
+        decides the rest (`workflow_manager.engine.forking`). JobNotFound, JobConflict (the
+        source runs, or is a child) or a SubmitError (InvalidFork: no such step) otherwise.
+        """
+        canonical = canonical_uuid(source_id) or source_id
+        source = await self.find_job(canonical, replay_foreign=True)
+        if source is None:
+            raise JobNotFound(f"no job {canonical}")
+        if source.parent is not None:
+            raise JobConflict(
+                f"job {source.id} is a child of job {source.parent.job_id}; fork that job"
+            )
+        if not source.is_settled:
+            raise JobConflict(
+                f"job {source.id} is {source.status}; only a completed, failed or cancelled job "
+                "can be forked (once its on_error / on_cancel steps are done)"
+            )
+        seed = await self._fork_seed(source, step, input, children)
+        pinned = source.workflow.content_hash if definition == "pinned" else None
+        submitted = JobSubmitted(
+            job_id or self._trees.new_job_id(), source.workflow.name, source.payload,
+            self._now(), definition=pinned, trace_id=new_trace_id(), priority=source.priority,
+            meta=source.meta, fork=seed,
+        )  # fmt: skip
+        submitted = await self._trees.placed(self._pipeline.pinned(submitted), job_id is not None)
+        result, sending = await self._pipeline.process(submitted)
+        if result.rejected is not None:
+            rejected = result.rejected
+            raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
+        if result.duplicate is not None:
+            raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
+        await sending
+        log.info("job %s forked from job %s at step %s", submitted.job_id, source.id, step)
+        return submitted.job_id
+
+    async def _fork_seed(
+        self, source: Job, step: str, input: dict[str, Any] | None, children: str
+    ) -> ForkSeed:
+        """What the fork keeps of `source`: its finished main steps' outputs and, for a task
+        step with `children` "failed", its completed children (from the journal)."""
+        steps = {
+            name: (str(run.status), run.output)
+            for name, run in source.steps.items()
+            if name in source.flow.step_index and run.status.is_done
+        }
+        fork = source.fork
+        recorded = fork.input if fork is not None and fork.step == step else None
+        run = source.steps.get(step)
+        reused: list[ReusedChild] = []
+        if children == "failed" and run is not None and run.children:
+            outcomes = await self._journal.job_outcomes(run.children)
+            for index, child_id in enumerate(run.children):
+                outcome = outcomes.get(child_id)
+                if outcome is not None and outcome[0] == "completed":
+                    digest = payload_digest(outcome[1])
+                    reused.append(ReusedChild(index, child_id, digest, outcome[2]))
+        return ForkSeed(
+            source.id, step, str(source.status), steps, input, recorded, children, tuple(reused)
+        )
 
     async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
         """Submit a schedule's firing as job `job_id`; False when it starts no job (it ran

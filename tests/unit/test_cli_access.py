@@ -9,7 +9,9 @@ from workflow_manager.cli import build_parser, main
 JOB = "3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"
 
 
-@pytest.mark.parametrize("command", [["status", JOB], ["cancel", JOB], ["retry", JOB]])
+@pytest.mark.parametrize(
+    "command", [["status", JOB], ["cancel", JOB], ["retry", JOB], ["fork", JOB, "--from", "x"]]
+)
 def test_api_commands_take_the_token_from_the_env_or_the_flag(command):
     parser = build_parser({"WM_API_TOKEN": "from-env"})
     assert parser.parse_args(command).api_token == "from-env"

@@ -20,6 +20,7 @@ from workflow_manager.api.deadletters import install_dead_letters
 from workflow_manager.api.docs import install_docs
 from workflow_manager.api.errors import install_error_handlers
 from workflow_manager.api.events import install_events
+from workflow_manager.api.forks import router as forks_router
 from workflow_manager.api.forwarding import Forwarder
 from workflow_manager.api.hosts import HostCheck, HostNames, warn_when_unlisted
 from workflow_manager.api.limits import RequestLimits
@@ -114,6 +115,7 @@ def create_app(
     install_error_handlers(app, routes)
     app.include_router(router)
     app.include_router(signals_router)
+    app.include_router(forks_router)
     app.include_router(schedules_router)
     app.include_router(cluster_router)
     app.include_router(browse_router)

@@ -7,6 +7,7 @@ costs what it shows, so a job with 10,000 children pages them rather than listin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
@@ -23,7 +24,7 @@ from workflow_manager.api.models import (
     Overview,
     WorkflowDefinition,
 )
-from workflow_manager.api.routes import JobIdPath, Now, Service, WorkflowName
+from workflow_manager.api.routes import JobIdPath, Now, Service, WorkflowName, job_forks
 from workflow_manager.api.service import JobService
 from workflow_manager.engine import Job
 
@@ -63,7 +64,24 @@ async def job_steps(job_id: JobIdPath, service: Service, now: Now) -> JSONRespon
     rows = await service.history.events_of(job.id)
     children = await service.history.children(job.id) if _fans_out(job) else {}
     ended = {child_id: row.status for child_id, row in children.items()}
-    return JSONResponse(jobview.job_page(job, rows, service.state.jobs, ended, now()))
+    if job.fork is not None and job.fork.step in job.steps:
+        ended.update(await _kept_children(service, job, ended))
+    body = jobview.job_page(job, rows, service.state.jobs, ended, now())
+    if job.parent is None and (forks := await job_forks(service, job.id)):
+        body["forks"] = forks
+    return JSONResponse(body)
+
+
+async def _kept_children(service: JobService, job: Job, ended: Mapping[str, str]) -> dict[str, str]:
+    """A fork's task step lists the source's children it kept: their statuses (completed)."""
+    assert job.fork is not None
+    run = job.steps[job.fork.step]
+    live = service.state.jobs
+    others = [cid for cid in run.children or () if cid not in ended and cid not in live]
+    if not others:
+        return {}
+    outcomes = await service.history.job_outcomes(others)
+    return {child_id: outcome[0] for child_id, outcome in outcomes.items()}
 
 
 def _fans_out(job: Job) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_manager.api.compensations import compensation_view
-from workflow_manager.api.views import shown_status
+from workflow_manager.api.views import forked_from, shown_status
 from workflow_manager.config.models import Step
 from workflow_manager.config.schemas import JsonSchema
 from workflow_manager.engine import Job, JobStatus, StepRun, StepStatus
@@ -261,6 +261,9 @@ def _header(job: Job, now: float) -> dict[str, Any]:
         and job.status in (JobStatus.FAILED, JobStatus.CANCELLED)
         and job.compensation is None  # a retry would build on undone work
     )
+    body["can_fork"] = top_level and job.is_settled
+    if job.fork is not None:
+        body["forked_from"] = forked_from(job.fork)
     return body
 
 

@@ -158,6 +158,28 @@ JobStatusName = Literal[
 ]
 
 
+class ForkedFrom(BaseModel):
+    """What a forked job came from."""
+
+    job: str = Field(description="The source job's id.")
+    step: str = Field(description="The step the fork ran again from.")
+    input: dict[str, Any] | None = Field(
+        default=None, description="The input the fork gave that step, if it gave one."
+    )
+    reused: list[str] = Field(description="The steps it kept with the source's outputs.")
+    children_reused: int = Field(
+        default=0, description="For a task step: the source's completed children it kept."
+    )
+
+
+class ForkEntry(BaseModel):
+    """One fork of a job."""
+
+    id: str = Field(description="The fork's id.")
+    step: str = Field(description="The step it ran again from.")
+    at: str = Field(description="When it was forked (RFC 3339, UTC).")
+
+
 class JobDetail(BaseModel):
     """A job or child job: its steps by state, and its result or error once it has ended."""
 
@@ -203,6 +225,12 @@ class JobDetail(BaseModel):
     )
     compensations: Compensations | None = Field(
         default=None, description="Extra: once the job started undoing its completed steps."
+    )
+    forked_from: ForkedFrom | None = Field(
+        default=None, description="Extra, forks only: the job it was forked from."
+    )
+    forks: list[ForkEntry] | None = Field(
+        default=None, description="Extra: the jobs forked from this one, oldest first."
     )
 
 
@@ -346,9 +374,18 @@ class JobPage(BaseModel):
     can_retry: bool
     can_pause: bool = Field(default=False, description="A running top-level job, not paused.")
     can_resume: bool = Field(default=False, description="A paused top-level job.")
+    can_fork: bool = Field(
+        default=False, description="A top-level job that has ended (its branch steps too)."
+    )
     steps: list[StepView]
     compensations: Compensations | None = Field(
         default=None, description="Once the job started undoing its completed steps."
+    )
+    forked_from: ForkedFrom | None = Field(
+        default=None, description="Forks only: the job it was forked from."
+    )
+    forks: list[ForkEntry] | None = Field(
+        default=None, description="The jobs forked from this one, oldest first."
     )
 
 

@@ -36,10 +36,11 @@ from workflow_manager.api.models import (
 from workflow_manager.api.service import Clock, JobService
 from workflow_manager.engine import Job
 from workflow_manager.engine.state import MAX_PRIORITY
+from workflow_manager.recorder import forks_journal_id
 from workflow_manager.starttimes import MAX_DELAY_S, MAX_UNIX_S
 from workflow_manager.traces import submitter_trace
 
-__all__ = ["router", "OWNER_AWAY"]
+__all__ = ["router", "OWNER_AWAY", "job_forks"]
 
 DEFAULT_INTERVAL_MIN = 480.0
 _TRACEPARENT_DOC = (
@@ -284,7 +285,15 @@ async def job_detail(
     if job is None:
         message = f"no job {key} (running jobs are listed at /api/jobs)"
         raise HTTPException(status_code=404, detail=message)
-    return _job_response(job, now())
+    body = views.job_detail(job, now())
+    if job.parent is None and (forks := await job_forks(service, job.id)):
+        body["forks"] = forks
+    return JSONResponse(body)
+
+
+async def job_forks(service: JobService, job_id: str) -> list[dict[str, Any]]:
+    """The jobs forked from `job_id`, oldest first (from the journal)."""
+    return views.fork_entries(await service.history.events_of(forks_journal_id(job_id)))
 
 
 @router.delete(

@@ -105,3 +105,16 @@ class JobService(Protocol):
     async def pause(self, job_id: str, paused: bool) -> Job:
         """Pause a running job or resume a paused one; JobNotFound or JobConflict otherwise."""
         ...
+
+    async def fork(
+        self,
+        source_id: str,
+        step: str,
+        *,
+        input: dict[str, Any] | None = None,
+        definition: str = "current",
+        children: str = "failed",
+        job_id: str | None = None,
+    ) -> str:
+        """Fork a finished job from `step` (`ApiRequests.fork`); returns the new job's id."""
+        ...

@@ -12,7 +12,8 @@ from typing import Any
 
 from workflow_manager.api.compensations import compensation_view
 from workflow_manager.config.models import Workflow
-from workflow_manager.engine import Job, JobStatus, StepRun, StepStatus
+from workflow_manager.engine import ForkedFrom, Job, JobStatus, StepRun, StepStatus
+from workflow_manager.journal import EventKind, EventRow
 from workflow_manager.textline import iso_utc
 
 __all__ = [
@@ -160,6 +161,32 @@ def job_detail(job: Job, now: float) -> dict[str, Any]:
         detail["result"] = job.result
     if job.error is not None:
         detail["error"] = job.error
+    _add_history(detail, job)
+    return detail
+
+
+def _add_history(detail: dict[str, Any], job: Job) -> None:
+    """What a job undid (its compensations) and what it was forked from, where it has them."""
     if (compensations := compensation_view(job)) is not None:
         detail["compensations"] = compensations
-    return detail
+    if job.fork is not None:
+        detail["forked_from"] = forked_from(job.fork)
+
+
+def forked_from(fork: ForkedFrom) -> dict[str, Any]:
+    """What a forked job came from, as the API shows it."""
+    view: dict[str, Any] = {"job": fork.source, "step": fork.step, "reused": list(fork.reused)}
+    if fork.input is not None:
+        view["input"] = fork.input
+    if fork.children_reused:
+        view["children_reused"] = fork.children_reused
+    return view
+
+
+def fork_entries(rows: Iterable[EventRow]) -> list[dict[str, Any]]:
+    """The forks of a job, from the rows filed under `forks:<id>` (oldest first)."""
+    return [
+        {"id": row.meta["job"], "step": row.meta["step"], "at": iso_utc(row.at)}
+        for row in rows
+        if row.kind == EventKind.FORKED
+    ]

@@ -12,6 +12,7 @@ Timers are the typed union of `timers`, kept as text in the state and the journa
 """
 
 from workflow_manager.engine.commands import (
+    BulkProgress,
     CancelTimer,
     Command,
     Dispatch,
@@ -19,6 +20,7 @@ from workflow_manager.engine.commands import (
     JobCompensating,
     JobDuplicate,
     JobFinished,
+    JobForked,
     JobPauseSet,
     JobQueued,
     JobRejected,
@@ -38,13 +40,19 @@ from workflow_manager.engine.commands import (
 )
 from workflow_manager.engine.engine import apply, replay
 from workflow_manager.engine.events import (
+    BULK_ACTIONS,
+    BulkProgressed,
+    BulkRequested,
+    BulkSlice,
     CancelRequested,
     Event,
+    ForkSeed,
     JobArchived,
     JobsHandedOver,
     JobSubmitted,
     PauseRequested,
     RetryRequested,
+    ReusedChild,
     SchedulePaused,
     SignalReceived,
     StepReplied,
@@ -53,9 +61,11 @@ from workflow_manager.engine.events import (
 from workflow_manager.engine.failures import outcome_body
 from workflow_manager.engine.ids import canonical_uuid
 from workflow_manager.engine.state import (
+    BulkRun,
     Compensation,
     CompensationRun,
     EngineState,
+    ForkedFrom,
     Job,
     JobStatus,
     ParentLink,
@@ -64,8 +74,17 @@ from workflow_manager.engine.state import (
 )
 
 __all__ = [
+    "BULK_ACTIONS",
+    "BulkProgress",
+    "BulkProgressed",
+    "BulkRequested",
+    "BulkRun",
+    "BulkSlice",
     "CancelRequested",
     "CancelTimer",
+    "ForkSeed",
+    "ForkedFrom",
+    "ReusedChild",
     "Command",
     "Compensation",
     "CompensationRun",
@@ -81,6 +100,7 @@ __all__ = [
     "JobDuplicate",
     "JobFinished",
     "JobPauseSet",
+    "JobForked",
     "JobQueued",
     "JobRejected",
     "JobScheduled",

@@ -17,6 +17,7 @@ from typing import Any
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine.commands import JobQueued
 from workflow_manager.engine.extension import Part, Submission, Work
+from workflow_manager.engine.jobs import start_job
 from workflow_manager.engine.metadata import key_data
 from workflow_manager.engine.state import EngineState, Job, JobStatus, Rank, Slots
 from workflow_manager.engine.timers import JobAdmit, Timer
@@ -181,9 +182,8 @@ def _start_due(work: Work, job: Job) -> None:
             slots.holders.add(job.id)
             _make_room(work, scope, job.id)
     job.status = JobStatus.RUNNING
-    work.commands.append(work.started(job))
+    start_job(work, job)
     work.job_running(job)
-    work.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)
 
 
 def _make_room(work: Work, scope: str, keep: str) -> None:

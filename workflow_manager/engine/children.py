@@ -19,6 +19,7 @@ from workflow_manager.engine.fanout import (
     gather,
     item_list,
 )
+from workflow_manager.engine.forking import keep_children, kept_children
 from workflow_manager.engine.jobs import create_job
 from workflow_manager.engine.snapshot import root_of
 from workflow_manager.engine.state import Job, JobStatus, ParentLink, StepRun, StepStatus
@@ -56,6 +57,8 @@ def fan_out(work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> None:
     run.child_results = [None] * len(ids)
     run.children_left = len(ids)
     run.next_child = 0
+    if job.fork is not None:
+        keep_children(job, run, task, data, items)
     start_children(work, job, run, task)
 
 
@@ -65,8 +68,14 @@ def start_children(work: Work, job: Job, run: StepRun, task: Task) -> None:
     items = run.input[task.item_list_key]
     running = run.next_child - (len(run.children) - run.children_left)
     trace: tuple[str, str | None] | None = None  # hashed once, and only if a child starts
+    # A fork's task step: the children it kept from its source are done, not started.
+    kept = kept_children(job, run) if job.fork is not None else None
     while run.next_child < len(run.children) and running < task.max_in_flight:
         index = run.next_child
+        if kept and index in kept:
+            run.next_child += 1
+            run.children_left -= 1
+            continue
         child_id = run.children[index]
         if child_id in work.state.jobs:
             message = f"task step '{run.name}': element {index} has id {child_id}, already a job"
@@ -80,6 +89,8 @@ def start_children(work: Work, job: Job, run: StepRun, task: Task) -> None:
         create_job(work, job.workflow, task, child_id, payload, link, trace)
         run.next_child += 1
         running += 1
+    if kept and run.children_left == 0:
+        _gathered(work, job, run, task)  # every child left was one it kept
 
 
 def child_finished(work: Work, child: Job) -> None:
@@ -114,11 +125,17 @@ def child_finished(work: Work, child: Job) -> None:
     if run.children_left > 0:
         start_children(work, parent, run, task)
     else:
-        output = gather(task, run.child_results)
-        if run.failed_items:
-            output["failed_items"] = sorted(run.failed_items, key=lambda f: f["index"])
-        run.child_results = None
-        work.complete_step(parent, run, output)
+        _gathered(work, parent, run, task)
+
+
+def _gathered(work: Work, job: Job, run: StepRun, task: Task) -> None:
+    """Every child of a task step has settled: its output gathers their results."""
+    assert run.child_results is not None
+    output = gather(task, run.child_results)
+    if run.failed_items:
+        output["failed_items"] = sorted(run.failed_items, key=lambda f: f["index"])
+    run.child_results = None
+    work.complete_step(job, run, output)
 
 
 def _tolerate(parent: Job, run: StepRun, child: Job) -> bool:

@@ -16,6 +16,8 @@ from typing import Any
 __all__ = [
     "Command",
     "JobPauseSet",
+    "JobForked",
+    "BulkProgress",
     "Subject",
     "Dispatch",
     "StepFinished",
@@ -51,6 +53,9 @@ class Subject:
     job_id: str | None
     root_id: str | None
     partition: int | None = None
+    # A bulk slice does several jobs' events at once: each one's Subject names its event, for
+    # the journal's row of it (None: the event applied).
+    event: Any = None
 
 
 @dataclass(slots=True)
@@ -359,6 +364,39 @@ class JobPauseSet:
     at: float
 
 
+@dataclass(slots=True)
+class JobForked:
+    """Job `job_id` was made as a fork of job `source`, running again from `step`: it kept
+    `reused` steps with the source's outputs. Journaled under the source (so it lists its
+    forks), and for those who watch runs."""
+
+    job_id: str
+    workflow: str
+    source: str
+    step: str
+    reused: int
+    at: float
+
+
+@dataclass(slots=True)
+class BulkProgress:
+    """Where bulk `bulk_id` stands after its latest slice (`start`, `count` jobs: `changed` of
+    them changed, `refused` not, the first reasons in `errors`), or just asked for (`count` 0).
+    Journaled under the bulk, and for those who watch runs."""
+
+    bulk_id: str
+    action: str
+    start: int
+    count: int
+    done: int
+    total: int
+    changed: int
+    refused: int
+    errors: tuple[tuple[str, str], ...]
+    finished: bool
+    at: float
+
+
 Command = (
     Subject
     | Dispatch
@@ -382,4 +420,6 @@ Command = (
     | JobCompensating
     | StepCompensation
     | JobPauseSet
+    | JobForked
+    | BulkProgress
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from workflow_manager.engine.admission import enqueue
 from workflow_manager.engine.commands import JobScheduled
 from workflow_manager.engine.extension import Part, Submission, Work
+from workflow_manager.engine.jobs import start_job
 from workflow_manager.engine.state import Job, JobStatus
 from workflow_manager.engine.timers import JobStart, Timer
 
@@ -80,6 +81,5 @@ class DelayedStarts(Part):
             enqueue(work, job)  # under a concurrency limit: it queues from now
             return
         job.status = JobStatus.RUNNING
-        work.commands.append(work.started(job))
-        work.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)
+        start_job(work, job)
         work.job_running(job)

@@ -6,12 +6,17 @@ waits are hashed, not drawn. So replaying the journal rebuilds exactly the same 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
+from workflow_manager.engine import bulk
 from workflow_manager.engine.answers import reply
 from workflow_manager.engine.commands import Command, JobDuplicate, JobRejected, Refused
 from workflow_manager.engine.control import cancel, retry
 from workflow_manager.engine.events import (
+    BulkProgressed,
+    BulkRequested,
+    BulkSlice,
     CancelRequested,
     Event,
     JobArchived,
@@ -45,7 +50,19 @@ _EVENTS = (
     SignalReceived,
     JobArchived,
     JobsHandedOver,
+    BulkRequested,
+    BulkSlice,
+    BulkProgressed,
 )
+
+
+# The events that are not one job's transition: the hand-over of trees, and bulk actions.
+_WHOLE: dict[type, Callable[[EngineState, Any], list[Command]]] = {
+    JobsHandedOver: lambda state, event: hand_over(state, event.roots),
+    BulkRequested: bulk.request,
+    BulkSlice: lambda state, event: bulk.carry_out(state, event, apply),
+    BulkProgressed: bulk.progressed,
+}
 
 
 def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]:
@@ -55,8 +72,9 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
     """
     if not isinstance(event, _EVENTS):
         raise TypeError(f"not an engine event: {event!r}")
-    if isinstance(event, JobsHandedOver):
-        return state, hand_over(state, event.roots)
+    whole = _WHOLE.get(type(event))
+    if whole is not None:
+        return state, whole(state, event)
     transition = Transition(state, event.at)
     if isinstance(event, JobSubmitted):
         submit(transition, event)
@@ -76,6 +94,7 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
         pause_schedule(transition, event)
         return state, transition.commands
     else:
+        assert isinstance(event, JobArchived)  # the others are _WHOLE's
         transition.archive(event.job_id)
         return state, transition.commands
     transition.drain()

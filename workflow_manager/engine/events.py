@@ -7,6 +7,8 @@ from typing import Any
 
 __all__ = [
     "Event",
+    "ForkSeed",
+    "ReusedChild",
     "JobSubmitted",
     "StepReplied",
     "TimerFired",
@@ -16,7 +18,47 @@ __all__ = [
     "SignalReceived",
     "JobArchived",
     "SchedulePaused",
+    "BULK_ACTIONS",
+    "BulkRequested",
+    "BulkSlice",
+    "BulkProgressed",
 ]
+
+BULK_ACTIONS = ("cancel", "retry", "pause", "resume", "fork")
+"""What one bulk action may do to each job it matched."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReusedChild:
+    """A completed child of the source job's task step that a fork may keep: its element
+    `index`, its id, a digest of its payload (`workflow_manager.engine.forking.payload_digest`)
+    and its result."""
+
+    index: int
+    job_id: str
+    digest: str
+    result: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ForkSeed:
+    """What a fork starts from: the source job's recorded facts, and what the fork changes.
+
+    `steps` holds each of the source's finished main steps as (status, output); the engine
+    decides which of them the fork keeps. `input` is the edited input of `step`, the step the
+    fork runs again from; `recorded_input` the input the source itself was given for it (the
+    source was a fork too), if any. `children` ("failed" or "all") says whether a task `step`
+    keeps the source's completed children (`reused`) or runs every child again.
+    """
+
+    source: str
+    step: str
+    status: str
+    steps: dict[str, tuple[str, dict[str, Any] | None]]
+    input: dict[str, Any] | None = None
+    recorded_input: dict[str, Any] | None = None
+    children: str = "failed"
+    reused: tuple[ReusedChild, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +74,7 @@ class JobSubmitted:
     `schedule` names the workflow's schedule whose firing this is (None: not a firing).
     `partition` is where a partitioned manager placed the job (`workflow_manager.engine.placement`):
     the job and its children stay there; None when unpartitioned (or placed by its id).
+    `fork`: the job is a fork of another (`workflow_manager.engine.forking`).
     """
 
     job_id: str
@@ -47,6 +90,7 @@ class JobSubmitted:
     meta: dict[str, Any] | None = None  # the trigger's `x-meta`: context for every request
     schedule: str | None = None
     partition: int | None = None
+    fork: ForkSeed | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +192,46 @@ class SchedulePaused:
     at: float
 
 
+@dataclass(frozen=True, slots=True)
+class BulkRequested:
+    """Someone asked for one action (`BULK_ACTIONS`) on many top-level jobs: those a filter
+    matched when asked (`filter`, kept to show it), in order; a job that matches later is not
+    among them. Journaled; carried out in slices (`BulkSlice`). `params`: a fork's options."""
+
+    bulk_id: str
+    action: str
+    job_ids: tuple[str, ...]
+    at: float
+    params: dict[str, Any] | None = None
+    filter: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BulkSlice:
+    """The next jobs of bulk `bulk_id` from position `start`: each job's own event, in order
+    (a cancel, retry, pause or resume request, or a fork's submission). Refused when `start`
+    is not where the bulk stands: that slice was carried out already (before a restart)."""
+
+    bulk_id: str
+    start: int
+    events: tuple[CancelRequested | RetryRequested | PauseRequested | JobSubmitted, ...]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class BulkProgressed:
+    """A slice of a bulk as its journal row recorded it: replayed, it moves the bulk on
+    without acting again (each job's own rows replay what the slice did to it)."""
+
+    bulk_id: str
+    start: int
+    count: int
+    changed: int
+    refused: int
+    errors: tuple[tuple[str, str], ...]
+    at: float
+
+
 Event = (
     JobSubmitted
     | StepReplied
@@ -159,4 +243,7 @@ Event = (
     | JobArchived
     | JobsHandedOver
     | SchedulePaused
+    | BulkRequested
+    | BulkSlice
+    | BulkProgressed
 )

@@ -8,7 +8,7 @@ from workflow_manager.config.models import Flow, Workflow
 from workflow_manager.engine.extension import Work
 from workflow_manager.engine.state import Job, ParentLink, StepRun
 
-__all__ = ["create_job"]
+__all__ = ["create_job", "start_job"]
 
 
 def create_job(
@@ -45,8 +45,12 @@ def create_job(
     work.state.jobs[job_id] = job
     if scopes:
         job.scopes = scopes
-    if not start:
-        return job
-    work.commands.append(work.started(job))
-    work.ready.extend((job, run) for run in steps.values() if run.waiting_on == 0)
+    if start:
+        start_job(work, job)
     return job
+
+
+def start_job(work: Work, job: Job) -> None:
+    """A job starts: reported, and its steps with nothing to wait for are ready."""
+    work.commands.append(work.started(job))
+    work.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)

@@ -14,6 +14,7 @@ from workflow_manager.engine.state import (
     Compensation,
     CompensationRun,
     EngineState,
+    ForkedFrom,
     Job,
     JobStatus,
     ParentLink,
@@ -90,7 +91,24 @@ def snapshot(job: Job) -> dict[str, Any]:
         "priority": job.priority,
         "meta": job.meta,
         **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
+        **({"forked_from": _forked_from(job.fork)} if job.fork is not None else {}),
     }
+
+
+def _forked_from(fork: ForkedFrom) -> dict[str, Any]:
+    data: dict[str, Any] = {"job": fork.source, "step": fork.step, "reused": list(fork.reused)}
+    if fork.input is not None:
+        data["input"] = fork.input
+    if fork.children_reused:
+        data["children_reused"] = fork.children_reused
+    return data
+
+
+def _restore_fork(data: Mapping[str, Any]) -> ForkedFrom:
+    return ForkedFrom(
+        data["job"], data["step"], data.get("input"), tuple(data.get("reused", ())),
+        children_reused=data.get("children_reused", 0),
+    )  # fmt: skip
 
 
 def _compensation(compensation: Compensation) -> dict[str, Any]:
@@ -197,4 +215,5 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             if data.get("compensation")
             else None
         ),
+        fork=_restore_fork(data["forked_from"]) if data.get("forked_from") else None,
     )

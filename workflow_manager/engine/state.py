@@ -24,6 +24,8 @@ __all__ = [
     "StepStatus",
     "StepRun",
     "ParentLink",
+    "ForkedFrom",
+    "BulkRun",
     "CompensationRun",
     "Compensation",
     "Job",
@@ -164,6 +166,45 @@ class ParentLink:
 
 
 @dataclass(slots=True)
+class ForkedFrom:
+    """What a forked job was forked from: the source job, the step it ran again from, the
+    input that step was given (None: derived as usual) and the steps it kept with the source's
+    outputs. For a task step: the source's completed children it may keep, by element index
+    (id, payload digest, result), and the indexes of those it kept when it fanned out (None
+    once the job has left memory: its snapshot keeps their number, `children_reused`)."""
+
+    source: str
+    step: str
+    input: dict[str, Any] | None
+    reused: tuple[str, ...]
+    children: dict[int, tuple[str, str, dict[str, Any] | None]] | None = None
+    kept: set[int] | None = None
+    children_reused: int = 0
+
+
+@dataclass(slots=True)
+class BulkRun:
+    """One bulk action under way (or done): the jobs it acts on, in order, and how far it got.
+
+    `changed` counts the jobs the action changed, `refused` those it did not (with the first
+    reasons in `errors`, as (job id, reason)); `job_ids` is let go once it is finished.
+    """
+
+    bulk_id: str
+    action: str
+    job_ids: tuple[str, ...] | None
+    total: int
+    at: float
+    params: dict[str, Any] | None = None
+    filter: dict[str, Any] | None = None
+    next: int = 0
+    changed: int = 0
+    refused: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    finished_at: float | None = None
+
+
+@dataclass(slots=True)
 class CompensationRun:
     """One compensation to run: it undoes `step` of job `job_id` (the job or one of its children).
 
@@ -275,6 +316,8 @@ class Job:
     # Partitioned: the partition the top-level job was placed in at submission (a child's is
     # its top-level job's); None when unpartitioned, or for a job placed by its id long ago.
     partition: int | None = None
+    # A fork of another job (`workflow_manager.engine.forking`): what it came from.
+    fork: ForkedFrom | None = None
 
     @property
     def is_running(self) -> bool:
@@ -337,6 +380,9 @@ class EngineState:
     # The correlation id of each compensation in flight -> the job compensating: its reply may
     # name a completed child that has left memory.
     compensating: dict[str, str] = field(default_factory=dict)
+    # Bulk actions by id (`workflow_manager.engine.bulk`): those under way, and those finished
+    # since the manager started (without their job ids).
+    bulks: dict[str, BulkRun] = field(default_factory=dict)
 
     @classmethod
     def from_workflows(

@@ -4,6 +4,7 @@ Functions of the event's work (`workflow_manager.engine.extension.Work`). A new 
 the parts in order: `submission_refused` (payload contract, schedules, unique keys),
 `submission_prepared` (a later start, concurrency limits), then, once the job exists,
 `job_created` (metadata, schedules, unique keys) and `start_held` (delays, admission);
+a fork (`workflow_manager.engine.forking`) keeps its source's earlier outputs before it starts;
 a job none of them holds back runs now (`job_running`: its deadline).
 """
 
@@ -16,8 +17,9 @@ from workflow_manager.engine.commands import Ignored, JobRejected, NotifyOutcome
 from workflow_manager.engine.events import JobSubmitted
 from workflow_manager.engine.extension import Submission, Work
 from workflow_manager.engine.failures import outcome_body
+from workflow_manager.engine.forking import fork_problem, seed_job
 from workflow_manager.engine.ids import canonical_uuid
-from workflow_manager.engine.jobs import create_job
+from workflow_manager.engine.jobs import create_job, start_job
 from workflow_manager.engine.jsontext import json_type
 from workflow_manager.engine.snapshot import root_of
 from workflow_manager.engine.state import Job
@@ -56,12 +58,7 @@ def submit(work: Work, event: JobSubmitted) -> None:
             return
     for part in parts.submission_prepared:
         part.submission_prepared(work, sub)
-    trace = (event.trace_id or derived_trace_id(job_id), event.trace_parent)
-    start = sub.start_at is None and not sub.scopes
-    job = create_job(
-        work, workflow, workflow, job_id, event.payload, None, trace, event.priority,
-        start, sub.scopes, event.partition,
-    )  # fmt: skip
+    job = _new_job(work, sub)
     work.concerns(job)
     for part in parts.job_created:
         part.job_created(work, job, sub)
@@ -71,6 +68,23 @@ def submit(work: Work, event: JobSubmitted) -> None:
         if part.start_held(work, job, sub):
             return
     work.job_running(job)
+
+
+def _new_job(work: Work, sub: Submission) -> Job:
+    """The new top-level job, started unless a part holds it back (later, queued). A fork
+    keeps its source's outputs first, so only the steps it runs again are ready."""
+    event = sub.event
+    trace = (event.trace_id or derived_trace_id(sub.job_id), event.trace_parent)
+    start = sub.start_at is None and not sub.scopes
+    job = create_job(
+        work, sub.workflow, sub.workflow, sub.job_id, event.payload, None, trace, event.priority,
+        start and event.fork is None, sub.scopes, event.partition,
+    )  # fmt: skip
+    if event.fork is not None:
+        seed_job(work, job, event.fork)
+        if start:
+            start_job(work, job)
+    return job
 
 
 def _rejection(
@@ -84,6 +98,8 @@ def _rejection(
     if not isinstance(event.payload, dict):
         found = json_type(event.payload)
         return "invalid-payload", f"payload must be a JSON object, got {found}"
+    if event.fork is not None and (problem := fork_problem(wf, event.fork)) is not None:
+        return "invalid-fork", problem
     return None
 
 

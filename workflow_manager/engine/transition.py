@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from workflow_manager.config.models import Task
-from workflow_manager.engine import children, failures
+from workflow_manager.engine import children, failures, forking
 from workflow_manager.engine.commands import (
     CancelTimer,
     Command,
@@ -192,6 +192,8 @@ class Transition:
             data = job.steps[depends[0]].output or {}
         else:
             data = merge(job.steps[name].output for name in depends)
+        if job.fork is not None and (given := forking.given_input(job, run)) is not None:
+            data = given
         run.input = data
         run.started_at = self.at
         for part in self.parts.of(job.workflow).step_starting_held:

@@ -14,6 +14,7 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
                            step.recovered                   status recovered (by its fallback)
     JobCompensating        job.compensating                 status compensating, reason
     JobPauseSet            job.paused|resumed               status paused, or running again
+    JobForked              job.forked                       the fork; source, step, reused
     StepCompensation       step.compensating|compensated    the step being undone; status
                            step.compensation_failed         failed, reason: the message
 A compensation's own requests and attempts are steps too (step.dispatched, step.completed...),
@@ -31,6 +32,7 @@ from workflow_manager.engine import (
     Dispatch,
     JobCompensating,
     JobFinished,
+    JobForked,
     JobPauseSet,
     JobQueued,
     JobScheduled,
@@ -64,6 +66,7 @@ EVENT_TYPES = (
     "step.signalled",
     "job.paused",
     "job.resumed",
+    "job.forked",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
 _COMPENSATION_TYPES = {
@@ -89,6 +92,7 @@ class RunEvent:
     reason: str | None = None
     parent: str | None = None
     start_at: float | None = None
+    forked_from: str | None = None  # job.forked: the source job
     seq: int = 0
     id: str = ""
 
@@ -121,6 +125,8 @@ class RunEvent:
             body["reason"] = self.reason
         if self.start_at is not None:
             body["start_at"] = self.start_at
+        if self.forked_from is not None:
+            body["forked_from"] = self.forked_from
         body["at"] = self.at
         return body
 
@@ -237,6 +243,11 @@ def _run_event(command: Command) -> RunEvent | None:
                 command.at,
                 status=status,
                 parent=command.parent_id,
+            )  # fmt: skip
+        case JobForked():
+            return RunEvent(
+                "job.forked", command.job_id, command.job_id, command.workflow, command.at,
+                step=command.step, forked_from=command.source,
             )  # fmt: skip
         case JobPauseSet():
             return RunEvent(

@@ -183,6 +183,12 @@ class BaseJournal:
             f"rows of job {job_id}", lambda c: queries.events_of(c, job_id, tree)
         )
 
+    async def job_outcomes(
+        self, ids: Sequence[str]
+    ) -> dict[str, tuple[str, Any, dict[str, Any] | None]]:
+        """job id -> (status, payload, result) of those of `ids` the journal has a row of."""
+        return await self._read("job outcomes", lambda c: queries.job_outcomes(c, ids))
+
     async def children(self, parent_id: str) -> dict[str, history.ChildRow]:
         """Every started child job of `parent_id`, by id."""
         return await self._read(

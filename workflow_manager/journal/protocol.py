@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from workflow_manager.errors import JournalError
 from workflow_manager.journal.history import ChildRow, JobListing
@@ -26,6 +26,12 @@ class JobHistory(Protocol):
 
     async def events_of(self, job_id: str, tree: bool = False) -> list[EventRow]:
         """Rows of `job_id` in order; `tree=True` adds those of every job below it."""
+        ...
+
+    async def job_outcomes(
+        self, ids: Sequence[str]
+    ) -> dict[str, tuple[str, Any, dict[str, Any] | None]]:
+        """job id -> (status, payload, result) of those of `ids` the journal has a row of."""
         ...
 
     async def children(self, parent_id: str) -> dict[str, ChildRow]:

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from workflow_manager.engine import jsontext
 from workflow_manager.journal.codec import EVENT_COLUMNS, JOB_COLUMNS, decode_event, decode_job
 from workflow_manager.journal.records import REPLAYED_KINDS, EventRow, JobRow
 
@@ -23,6 +24,7 @@ __all__ = [
     "job",
     "workflow_jobs",
     "events_of",
+    "job_outcomes",
     "IN_CHUNK",
 ]
 
@@ -65,6 +67,26 @@ async def definitions(
         rows = await conn.execute_fetchall(f"{sql} WHERE hash IN ({_marks(len(chunk))})", chunk)
         found.update((hash_, (name, text)) for hash_, name, text in rows)
     return found
+
+
+async def job_outcomes(
+    conn: Reads, ids: Sequence[str]
+) -> dict[str, tuple[str, Any, dict[str, Any] | None]]:
+    """job id -> (status, payload, result) of those of `ids` with a row (one primary key lookup
+    each, in chunks): what a fork needs of its source's children."""
+    found: dict[str, tuple[str, Any, dict[str, Any] | None]] = {}
+    for chunk in _chunks(list(ids)):
+        rows = await conn.execute_fetchall(
+            f"SELECT id, status, payload, result FROM jobs WHERE id IN ({_marks(len(chunk))})",
+            chunk,
+        )
+        for id_, status, payload, result in rows:
+            found[id_] = (status, jsontext.loads(payload), _loads(result))
+    return found
+
+
+def _loads(text: str | bytes | None) -> Any:
+    return None if text is None else jsontext.loads(text)
 
 
 async def running_roots(conn: Reads) -> list[str]:

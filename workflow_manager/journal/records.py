@@ -19,6 +19,13 @@ class EventKind:
     QUEUED = "queued"  # a job waits under its concurrency limits (likewise)
     SCHEDULE = "schedule"  # a schedule paused or resumed: replayed (its latest row, at start)
     FIRED = "fired"  # a schedule's firing started a job (for its last job; not replayed)
+    # A job was forked (filed under `forks:<source>`, root_id the fork: not replayed), so the
+    # source lists its forks.
+    FORKED = "forked"
+    # A bulk action (under `bulk:<id>`): asked for, with its job ids in the body, and each slice
+    # carried out, with the bulk's progress: both replayed while the bulk is under way.
+    BULK = "bulk"
+    BULK_STEP = "bulk-step"
     SCHEDULED = "scheduled"  # a job was made to start later (not replayed), with its start_at
     FINISHED = "finished"  # a job ended (likewise)
     IGNORED = "ignored"  # an event that changed nothing, with the reason
@@ -41,6 +48,8 @@ REPLAYED_KINDS = (
     EventKind.PAUSE,
     EventKind.SIGNAL,
     EventKind.SCHEDULE,
+    EventKind.BULK,
+    EventKind.BULK_STEP,
 )
 
 

@@ -23,11 +23,14 @@ Some submissions carry a `not_before`: those jobs are scheduled and started by t
 for them (early, on time, late, twice, for unknown steps), and their timeouts fire. Some
 workflows are unique by the payload's `p`: later submissions collide with unfinished jobs or
 start once those have settled. Some submissions are a schedule's firings, with the schedule
-paused or resumed (or an unknown one refused) in between.
+paused or resumed (or an unknown one refused) in between. Some are forks of the first jobs from
+a random step (some with an edited input; a fork of a job not ended, or from an unknown step,
+is rejected).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -45,8 +48,10 @@ from workflow_manager.engine import (
     Dispatch,
     EngineState,
     Event,
+    ForkSeed,
     JobDuplicate,
     JobFinished,
+    JobForked,
     JobQueued,
     JobRejected,
     JobScheduled,
@@ -76,7 +81,9 @@ SCHEMA_KEYS = ["input_schema", "output_schema"]
 ACTIONS = ["answer"] * 5 + ["late"] + ["timer"] * 3 + ["cancel"] + ["retry"] * 3 + ["signal"] * 2
 ACTIONS += ["submit"]  # a later job, maybe with the key of an unfinished one (unique)
 ACTIONS += ["pause", "resume"]  # a job paused (its requests and timers held) or resumed
+ACTIONS += ["fork"]  # a fork of one of the first jobs from a random step
 LATER_JOBS = ["1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a"]
+FORKS = ["3e4f5a6b-7c8d-4e9f-8a1b-2c3d4e5f6a7b", "4f5a6b7c-8d9e-4f0a-9b1c-3d4e5f6a7b8c"]
 # Mostly main steps (those that may wait), a task's, a branch's, and an unknown one.
 SIGNALLED = ["s0", "s0", "s1", "s1", "s2", "s3", "c0", "e0", "zz"]
 
@@ -265,6 +272,8 @@ def _step(draw: st.DrawFn, run: Run) -> str:
         run.do(RetryRequested(draw(st.sampled_from(_job_ids(run))), run.tick()))
     elif kind in ("pause", "resume"):
         run.do(PauseRequested(draw(st.sampled_from(_job_ids(run))), kind == "pause", run.tick()))
+    elif kind == "fork":
+        return _fork(draw, run)
     elif kind == "submit":
         payload = {"items": [0], "p": draw(st.sampled_from([1, 2]))}
         job_id = draw(st.sampled_from(LATER_JOBS))
@@ -286,6 +295,24 @@ def _step(draw: st.DrawFn, run: Run) -> str:
     else:
         return "skipped"
     return kind
+
+
+def _fork(draw: st.DrawFn, run: Run) -> str:
+    """Fork one of the first jobs, as the API would seed it from the job in memory."""
+    source = run.state.jobs.get(draw(st.sampled_from([JOB, OTHER_JOB])))
+    if source is None:
+        return "skipped"
+    step = draw(st.sampled_from([*(s.name for s in source.flow.steps), "zz"]))
+    kept = {
+        name: (str(r.status), r.output)
+        for name, r in source.steps.items()
+        if name in source.flow.step_index and r.status.is_done
+    }
+    given = draw(st.sampled_from([None, None, {"v": 1, "items": [0]}]))
+    seed = ForkSeed(source.id, step, str(source.status), copy.deepcopy(kept), input=given)
+    job_id = draw(st.sampled_from(FORKS))
+    run.do(JobSubmitted(job_id, "w", copy.deepcopy(source.payload), run.tick(), fork=seed))
+    return "fork"
 
 
 def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
@@ -415,6 +442,8 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     )
     event(f"unique: duplicates {duplicates}, a later job started {later}")
     event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
+    forked = any(isinstance(c, JobForked) for cs in run.commands for c in cs)
+    event(f"a fork started: {forked}")
     contracts = [c for commands in run.commands for c in commands if isinstance(c, StepFinished)]
     broken = any("does not match" in (c.message or "") for c in contracts)
     event(f"a schema failed a step or attempt: {broken}")

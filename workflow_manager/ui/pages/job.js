@@ -1,11 +1,11 @@
-// The job page: header, Cancel / Retry, the DAG, the timeline, payload and result or error.
-// It follows /api/events?job=ID and re-reads the steps (at most every 500 ms) as the job runs.
+// The job page: header, Cancel / Retry / Fork, the DAG, the timeline, payload and result or
+// error; a fork's source and kept steps, a source's forks. It follows /api/events?job=ID and re-reads the steps (at most every 500 ms) as the job runs.
 
 import { ApiError, debounce, del, follow, get, post, seg } from "../api.js";
 import { dag } from "../dag.js";
-import { confirmAction } from "../dialog.js";
-import { facts, h, jsonBlock, notice, replace, table } from "../dom.js";
-import { UUID, duration, shortId, statusBadge, time } from "../format.js";
+import { confirmAction, formDialog } from "../dialog.js";
+import { facts, h, jsonBlock, notice, replace, s, table, visible } from "../dom.js";
+import { UUID, duration, shortId, statusBadge, statusLabel, time } from "../format.js";
 import { timeline } from "../timeline.js";
 import { stepPanel } from "./steppanel.js";
 
@@ -40,7 +40,178 @@ function header(job, actions) {
         : ["Then ran", job.branch ? `its ${job.branch} steps` : undefined],
       ["Definition", job.definition ? h("code", {}, job.definition) : undefined],
     ]),
+    job.forked_from ? forkedFromLine(job.forked_from) : null,
+    job.forks && job.forks.length ? forksLine(job.forks) : null,
   ];
+}
+
+function count(n, one, many) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** A fork's line: its source (a link), the step it ran again from, what it kept. */
+function forkedFromLine(from) {
+  const parts = [`kept ${count(from.reused.length, "step", "steps")}`];
+  if (from.children_reused) parts.push(`kept ${count(from.children_reused, "child", "children")}`);
+  if (from.input !== undefined && from.input !== null) parts.push(`${from.step} given a new input`);
+  return h("p", { class: "lineage", "data-field": "forked-from" },
+    "Forked from ", h("a", { href: `/ui/job/${seg(from.job)}`, "data-link": "fork-source" }, shortId(from.job)),
+    " at step ", h("code", {}, from.step), h("span", { class: "muted" }, ` · ${parts.join(" · ")}`));
+}
+
+/** A source's line: a link to each of its forks, with its step, the newest last. */
+function forksLine(forks) {
+  // ISO times of one format: their text sorts as the times do (a stable sort keeps ties).
+  const sorted = [...forks].sort((a, b) => String(a.at).localeCompare(String(b.at)));
+  return h("div", { class: "lineage", "data-field": "forks" },
+    h("span", {}, `${sorted.length === 1 ? "Fork" : "Forks"}:`),
+    h("ul", { class: "fork-list" }, sorted.map((fork) => h("li", { "data-fork": fork.id },
+      h("a", { href: `/ui/job/${seg(fork.id)}` }, shortId(fork.id)),
+      " at step ", h("code", {}, fork.step), h("span", { class: "muted" }, " · "), time(fork.at)))));
+}
+
+/** Mark the DAG's nodes of the steps a fork kept: a "kept" badge below each, and their labels. */
+function markKept(graph, from) {
+  const kept = new Set(from.reused);
+  const why = `output kept from job ${from.job}`;
+  for (const node of graph.querySelectorAll("g.node")) {
+    if (!kept.has(node.dataset.step)) continue;
+    const box = node.querySelector("rect.box");
+    const width = Number(box.getAttribute("width"));
+    const height = Number(box.getAttribute("height"));
+    node.classList.add("kept");
+    node.setAttribute("aria-label", `${node.getAttribute("aria-label")}, ${why}`);
+    const title = node.querySelector(":scope > title");
+    if (title) title.textContent = `${title.textContent}, ${why}`;
+    // On the box's bottom edge, right: the one place no line of the node's text reaches.
+    node.append(s("g", { class: "kept-badge", "data-kept": from.job, transform: `translate(${width - 50},${height - 8})` },
+      s("title", {}, why),
+      s("rect", { width: 42, height: 16, rx: 8 }),
+      s("text", { x: 21, y: 12, "text-anchor": "middle" }, "kept")));
+  }
+}
+
+// The kinds of step a fork can start from: the job's own, not its on_error / on_cancel steps
+// nor fallbacks (those run when their step or the job needs them).
+const FORKABLE_KINDS = ["step", "task"];
+
+function isTask(step) {
+  return step.kind === "task" || Boolean(step.children);
+}
+
+function kindOf(value) {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return `a ${typeof value}`;
+}
+
+/** The input a fork gives its step from the textarea's text: undefined when empty (the step's
+ * recorded input), else a JSON object; anything else throws a sentence saying what is wrong. */
+function forkInput(text) {
+  if (!text.trim()) return undefined;
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`The input is not valid JSON: ${error.message}. Leave it empty to use the step's recorded input.`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new Error(`The input must be a JSON object such as {"key": "value"}, not ${kindOf(value)}.`);
+  }
+  return value;
+}
+
+/** A labelled control with a hint under it (the control's aria-describedby names the hint). */
+function field(label, control, ...below) {
+  return h("div", { class: "field", "data-field-box": control.id }, h("label", { for: control.id }, label), control, below);
+}
+
+/** Ask how to fork `job`; resolves the new job's id, or null when the user kept it as it is. */
+async function forkDialog(job) {
+  const steps = job.steps.filter((step) => FORKABLE_KINDS.includes(step.kind || "step"));
+  const first = steps.find((step) => step.status === "failed") || steps[0];
+  const from = h("select", { id: "fork-from", name: "from", "data-field": "fork-from", "aria-describedby": "fork-from-hint" },
+    steps.map((step) => h("option", { value: step.name, selected: step === first }, `${step.name} (${statusLabel(step.status)})`)));
+  const input = h("textarea", {
+    id: "fork-input", name: "input", rows: 5, spellcheck: "false", "data-field": "fork-input",
+    "aria-describedby": "fork-input-hint fork-input-error",
+  });
+  const inputError = h("p", { id: "fork-input-error", class: "field-error", "data-error": "fork-input", role: "alert", hidden: true });
+  const useRecorded = h("button", { type: "button", class: "small", "data-action": "fork-recorded-input" }, "Edit its recorded input");
+  const definition = h("select", { id: "fork-definition", name: "definition", "data-field": "fork-definition", "aria-describedby": "fork-definition-hint" },
+    h("option", { value: "current", selected: true }, "current"),
+    h("option", { value: "pinned" }, "pinned"));
+  const children = h("select", { id: "fork-children", name: "children", "data-field": "fork-children" },
+    h("option", { value: "failed", selected: true }, "failed: keep the completed children, run the rest"),
+    h("option", { value: "all" }, "all: run every child again"));
+  const childrenField = field("Children of the task step", children);
+  const chosen = () => steps.find((step) => step.name === from.value);
+
+  const showError = (message) => {
+    inputError.hidden = !message;
+    inputError.textContent = message ? visible(message) : "";
+    if (message) input.setAttribute("aria-invalid", "true");
+    else input.removeAttribute("aria-invalid");
+  };
+  const update = () => {
+    const step = chosen();
+    childrenField.hidden = !isTask(step);
+    const recorded = step.input !== undefined && step.input !== null;
+    useRecorded.hidden = !recorded;
+    const text = recorded ? JSON.stringify(step.input) : "";
+    input.placeholder = visible(recorded
+      ? `Empty: its recorded input, ${text.length > 160 ? `${text.slice(0, 159)}…` : text}`
+      : "Empty: the input made for it from the kept outputs");
+  };
+  from.addEventListener("change", update);
+  input.addEventListener("input", () => showError(""));
+  useRecorded.addEventListener("click", () => {
+    input.value = JSON.stringify(chosen().input, null, 2);
+    showError("");
+    input.focus();
+  });
+  update();
+
+  const submit = async () => {
+    let value;
+    try {
+      value = forkInput(input.value);
+    } catch (error) {
+      showError(error.message);
+      input.focus();
+      return false;
+    }
+    const body = { from: from.value };
+    if (value !== undefined) body.input = value;
+    body.definition = definition.value;
+    if (isTask(chosen())) body.children = children.value;
+    try {
+      return (await post(`/api/job/${seg(job.uuid)}/fork`, body)).id;
+    } catch (error) {
+      throw new Error(`Could not fork the job: ${error.message}`);
+    }
+  };
+  const answer = await formDialog({
+    title: "Fork this job?",
+    intro: "A new job keeps this one's outputs of the steps before the chosen step, and runs that step and every step after it again.",
+    confirm: "Fork job",
+    focus: from,
+    attrs: { "data-dialog": "fork" },
+    fields: [
+      field("Run again from step", from,
+        h("p", { id: "fork-from-hint", class: "hint" }, "It and the steps downstream of it run; the others keep their outputs.")),
+      field("Input (a JSON object, optional)", input,
+        h("p", { id: "fork-input-hint", class: "hint" }, "Empty: the step's recorded input."),
+        useRecorded, inputError),
+      field("Definition", definition,
+        h("p", { id: "fork-definition-hint", class: "hint" },
+          "current: the workflow as loaded now · pinned: the definition this job ran",
+          job.definition ? [" (", h("code", {}, job.definition.slice(0, 12)), ")"] : null)),
+      childrenField,
+    ],
+    submit,
+  });
+  return answer ? answer.value : null;
 }
 
 /** A job's error: its message as a sentence (naming the step), then any other fields as JSON. */
@@ -142,6 +313,11 @@ export function showJob(main, id) {
     await load();
   };
 
+  const fork = async () => {
+    const forked = await forkDialog(state.job);
+    if (forked) location.assign(`/ui/job/${seg(forked)}`);
+  };
+
   const render = () => {
     const job = state.job;
     const actions = [];
@@ -149,6 +325,7 @@ export function showJob(main, id) {
     if (job.can_retry) actions.push(h("button", { type: "button", class: "primary", "data-action": "retry", onclick: () => act("retry") }, "Retry"));
     if (job.can_pause) actions.push(h("button", { type: "button", "data-action": "pause", onclick: () => pauseOrResume("pause") }, "Pause"));
     if (job.can_resume) actions.push(h("button", { type: "button", class: "primary", "data-action": "resume", onclick: () => pauseOrResume("resume") }, "Resume"));
+    if (job.can_fork) actions.push(h("button", { type: "button", "data-action": "fork", "aria-haspopup": "dialog", onclick: fork }, "Fork"));
     replace(head, header(job, actions));
     const select = (name) => {
       state.selected = name;
@@ -156,6 +333,7 @@ export function showJob(main, id) {
       panel.scrollIntoView({ block: "nearest" });
     };
     replace(graph, dag(job.steps, { mode: "run", selected: state.selected, onSelect: select }));
+    if (job.forked_from) markKept(graph, job.forked_from);
     replace(gantt, timeline(job));
     undone.hidden = !job.compensations;
     replace(undone, job.compensations ? compensationCard(job) : []);

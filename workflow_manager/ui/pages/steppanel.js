@@ -8,8 +8,9 @@ import { CHILD_STATUSES, clock, duration, errorText, httpCall, shortId, statusBa
 
 const PAGE = 50;
 
-function attempts(step) {
+function attempts(step, kept) {
   const history = step.history || [];
+  if (!history.length && kept) return h("p", { class: "muted" }, "Not run in this job: its output was kept from the job it was forked from.");
   if (!history.length) return h("p", { class: "muted" }, "Not dispatched yet.");
   return h("div", { class: "table-scroll" }, table(
     ["#", "Started", "Ended", "Took", "Outcome", "Error"],
@@ -130,20 +131,27 @@ export function stepPanel(box, jobId, onClose, onSignalled = () => {}) {
     }
     if (paging.step !== step.name) Object.assign(paging, { step: step.name, status: "", offset: 0 });
     const task = step.kind === "task";
+    const from = job.forked_from;
+    // A fork's step that kept the source's output: said in the head and linked in the facts.
+    const kept = from && (from.reused || []).includes(step.name) ? from.job : null;
+    const forkedHere = from && from.step === step.name;
     const error = step.error !== undefined && step.error !== null
       ? [h("h3", {}, "Error"), h("pre", { class: "json error-text", "data-field": "error" }, errorText(step.error))]
       : null;
-    const data = [h("h3", {}, "Input"), jsonBlock(step.input, "not known yet"), h("h3", {}, "Output"), jsonBlock(step.output, "none yet")];
+    const data = [h("h3", {}, "Input"), jsonBlock(step.input, kept ? "not in this job: the source job's page has it" : "not known yet"), h("h3", {}, "Output"), jsonBlock(step.output, "none yet")];
     replace(
       box,
       h("div", { class: "panel-head" },
         h("h2", {}, step.name),
         statusBadge(step.status, { "data-step-status": step.status }),
+        kept ? h("span", { class: "kept-badge", "data-kept": kept, title: `output kept from job ${kept}` }, "kept") : null,
         h("button", { type: "button", class: "close", "aria-label": "Close the step details", onclick: () => onClose() }, "×")),
       h("div", { class: "panel-body" },
         h("div", {},
           facts([
             ["Kind", step.kind],
+            ["Kept from", kept ? h("a", { href: `/ui/job/${seg(kept)}`, "data-link": "kept-from" }, shortId(kept)) : undefined],
+            ["Forked at", forkedHere ? (from.input !== undefined && from.input !== null ? "this step, with a new input" : "this step") : undefined],
             ["Queue", step.queue && !step.http ? h("code", {}, step.queue) : undefined],
             ["Waits for", step.wait ? "a signal (wait: true)" : undefined],
             ["Waiting since", step.waiting_since ? time(step.waiting_since) : undefined],
@@ -154,7 +162,7 @@ export function stepPanel(box, jobId, onClose, onSignalled = () => {}) {
             ["Fallback of", step.recovers || undefined],
             ["Input schema", step.input_schema || undefined],
             ["Output schema", step.output_schema || undefined],
-            ["Attempts", task ? undefined : String(step.attempts ?? 0)],
+            ["Attempts", task || (kept && !step.attempts) ? undefined : String(step.attempts ?? 0)],
             ["Started", step.started_at ? time(step.started_at) : undefined],
             ["Finished", step.finished_at ? time(step.finished_at) : undefined],
             ["Duration", step.elapsed !== undefined ? duration(step.elapsed) : undefined],
@@ -163,7 +171,7 @@ export function stepPanel(box, jobId, onClose, onSignalled = () => {}) {
           step.wait && ["waiting", "pending"].includes(step.status) && ["running", "scheduled"].includes(job.status)
             ? signalForm(jobId, step, onSignalled)
             : null,
-          task || step.wait ? null : [h("h3", {}, "Attempts"), attempts(step)],
+          task || step.wait ? null : [h("h3", {}, "Attempts"), attempts(step, kept)],
           task ? data : null),
         h("div", {},
           step.children ? [h("h3", {}, "Child jobs"), counts(step.children), childBox] : data)),
