@@ -35,6 +35,8 @@ __all__ = [
     "fetch_job",
     "control_job",
     "fork_job",
+    "bulk_jobs",
+    "fetch_bulk",
     "progress_line",
 ]
 
@@ -259,6 +261,29 @@ async def fork_job(
     return await _call(api_url, "POST", f"/api/job/{job_id}/fork", api_token, body)
 
 
+async def bulk_jobs(
+    api_url: str,
+    action: str,
+    filter: dict[str, Any],
+    *,
+    fork: dict[str, Any] | None = None,
+    dry_run: bool = False,
+    api_token: str | None = None,
+) -> dict[str, Any]:
+    """Act on every top-level job `filter` matches (`POST /api/jobs/bulk`), or with `dry_run`
+    only say which: `{"id", "action", "matched", "sample"}` (`id` null for a dry run; `fork`:
+    a fork's options, for action fork); ManagerError with the API's message otherwise."""
+    body: dict[str, Any] = {"action": action, "filter": filter, "dry_run": dry_run}
+    if fork is not None:
+        body["fork"] = fork
+    return await _call(api_url, "POST", "/api/jobs/bulk", api_token, body)
+
+
+async def fetch_bulk(api_url: str, bulk_id: str, api_token: str | None = None) -> dict[str, Any]:
+    """Where a bulk action stands, as `GET /api/bulk/{id}` shows it."""
+    return await _call(api_url, "GET", f"/api/bulk/{quote(bulk_id, safe='')}", api_token)
+
+
 async def signal_step(
     api_url: str, job_id: str, step: str, payload: dict[str, Any], api_token: str | None = None
 ) -> dict[str, Any]:
@@ -298,7 +323,7 @@ async def _call(
             response = await client.request(method, url, content=content)
     except httpx.HTTPError as exc:
         raise ApiUnreachable(f"cannot reach the manager's API at {api_url}: {exc}") from exc
-    if not response.is_success:  # 200, or 201 for a fork
+    if not response.is_success:  # 200, or 201 for a fork, 202 for a bulk action
         with contextlib.suppress(ValueError):
             raise ManagerError(response.json().get("error", response.text))
         raise ManagerError(f"{url} answered {response.status_code}: {response.text[:200]}")

@@ -50,6 +50,7 @@ examples:
   workflow-manager retry 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager pause 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10
   workflow-manager fork 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 --from count --input '{"n": 2}'
+  workflow-manager bulk cancel --workflow book-word-counts --status running --meta tenant=acme
   workflow-manager schedules
   workflow-manager schedules pause refresh-account/nightly
   workflow-manager signal 3f2a0c4e-8d7b-4e4f-9a51-0c2b7d1e6a10 approve --payload '{"ok": true}'
@@ -134,6 +135,20 @@ def step_input_arg(text: str) -> dict[str, Any]:
     return value
 
 
+def meta_pair_arg(text: str) -> tuple[str, Any]:
+    """An argparse type: one metadata criterion `KEY=VALUE`, the value as JSON (`n=3`,
+    `ok=true`, `tenant="acme"`), or else as the text it is (`tenant=acme`); or a usage error."""
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE (e.g. tenant=acme, or n=3 for a number)"
+        )
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value  # a bare word: the text itself, as a shell user means it
+
+
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     """The argument parser; defaults come from `env` so tests can pass their own."""
     amqp_url = env.get("AMQP_URL") or env.get("AMQP_SERVER") or DEFAULT_AMQP_URL
@@ -206,8 +221,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         default=env.get("WM_EVENTS", "jobs"),
         choices=["jobs", "steps", "off"],
         help="run events published to the exchange QUEUE.events: jobs (job.* of top-level "
-        "jobs), steps (step.* and child jobs' too) or off; GET /api/events streams them all "
-        "either way (env WM_EVENTS; default: %(default)s)",
+        "jobs, and bulk.*), steps (step.* and child jobs' too) or off; GET /api/events streams "
+        "them all either way (env WM_EVENTS; default: %(default)s)",
     )
     serve.add_argument(
         "--max-running-jobs",
@@ -299,6 +314,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         control.add_argument("job_id", type=job_id_arg, help="job UUID")
         _add_api_options(control, env)
     _add_fork_parser(commands, env)
+    _add_bulk_parser(commands, env)
 
     sched = commands.add_parser(
         "schedules", help="list the workflows' schedules, or pause / resume one (journaled)"
@@ -445,6 +461,110 @@ def _add_fork_parser(commands: Any, env: Mapping[str, str]) -> None:
         "all runs every child again (default: %(default)s)",
     )
     _add_api_options(fork, env)
+
+
+BULK_ACTIONS = ("cancel", "retry", "pause", "resume", "fork")
+JOB_STATUSES = ("scheduled", "queued", "running", "paused", "completed", "failed", "cancelled")
+
+BULK_DESCRIPTION = """\
+Cancel, retry, pause, resume or fork every top-level job a filter matches (every criterion
+given must hold; no criterion matches every job). First a dry run says how many jobs match
+and shows the first ids; then, unless --yes, it asks before doing anything (type y). When
+stdin is not a terminal it does nothing without --yes.
+
+The filter is evaluated once, when the action is asked for: the jobs it matched then are
+journaled as one bulk action and carried out in the background, each job exactly once, even
+across a restart of the manager (a job that starts matching later is not included). A job the
+action cannot change (a retry of a job that is running) is counted as refused, with why; the
+command still exits 0 and says so. It follows the bulk until it is finished (Ctrl-C stops
+following, not the bulk); --no-wait prints its id and returns at once.
+At most 250,000 jobs per bulk; not with `serve --partitions` yet.
+"""
+
+BULK_EPILOG = """\
+examples:
+  workflow-manager bulk cancel --workflow ingest --status running --meta tenant=acme
+  workflow-manager bulk retry --status failed --submitted-after 2026-11-28T09:00:00Z --yes
+  workflow-manager bulk pause --workflow ingest --id-prefix 3f2a --no-wait --yes
+  workflow-manager bulk fork --workflow ingest --status failed --from count \\
+      --input '{"text": "fixed"}' --yes
+
+--meta KEY=VALUE: the value is read as JSON where it is JSON (n=3 a number, ok=true a
+boolean, tenant='"acme"' a string) and as plain text otherwise (tenant=acme).
+"""
+
+
+def _add_bulk_parser(commands: Any, env: Mapping[str, str]) -> None:
+    bulk = commands.add_parser(
+        "bulk",
+        help="cancel, retry, pause, resume or fork every job a filter matches (asks first)",
+        description=BULK_DESCRIPTION,
+        epilog=BULK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bulk.add_argument("action", choices=BULK_ACTIONS, help="what to do to each job")
+    which = bulk.add_argument_group("which jobs (all the criteria given must hold)")
+    which.add_argument("--workflow", metavar="NAME", help="jobs of this workflow")
+    which.add_argument(
+        "--status",
+        action="extend",
+        nargs="+",
+        choices=JOB_STATUSES,
+        metavar="STATUS",
+        help="jobs with one of these statuses (several: --status failed cancelled); one of "
+        f"{', '.join(JOB_STATUSES)} (paused: a running job that was paused)",
+    )
+    for side, where in (("after", "at or after"), ("before", "before")):
+        which.add_argument(
+            f"--submitted-{side}",
+            metavar="TIME",
+            help=f"jobs submitted {where} TIME: unix seconds or RFC 3339, e.g. "
+            "2026-11-28T09:00:00Z",
+        )
+    which.add_argument("--id-prefix", metavar="PREFIX", help="jobs whose id starts with PREFIX")
+    which.add_argument(
+        "--meta",
+        type=meta_pair_arg,
+        action="append",
+        metavar="KEY=VALUE",
+        help="jobs whose metadata has KEY with this value (VALUE as JSON, else as text); "
+        "repeat for several keys",
+    )
+    fork = bulk.add_argument_group("fork only (see `workflow-manager fork --help`)")
+    fork.add_argument(
+        "--from",
+        dest="from_step",
+        metavar="STEP",
+        help="the step to run each job again from (required for fork)",
+    )
+    fork.add_argument(
+        "--input",
+        type=step_input_arg,
+        metavar="JSON",
+        help="STEP's input for every fork, a JSON object (default: each source's own)",
+    )
+    fork.add_argument(
+        "--definition",
+        choices=["current", "pinned"],
+        help="current (default): the workflow as the manager has it now; pinned: the "
+        "definition each source ran",
+    )
+    fork.add_argument(
+        "--children",
+        choices=["failed", "all"],
+        help="when STEP is a task step: failed (default) runs only the children that did "
+        "not complete, all runs every child again",
+    )
+    bulk.add_argument(
+        "--yes", "-y", action="store_true", help="do it without asking (needed when stdin is "
+        "not a terminal)",
+    )  # fmt: skip
+    bulk.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="print the bulk's id and return once it is started, without following it",
+    )
+    _add_api_options(bulk, env)
 
 
 def _add_dead_letters_parser(commands: Any, amqp_url: str, queue: str) -> None:

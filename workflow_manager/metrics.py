@@ -27,6 +27,7 @@ from prometheus_client import (
 )
 
 from workflow_manager.engine import (
+    BulkProgress,
     Command,
     Dispatch,
     Job,
@@ -70,6 +71,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_queued": "gauge",
     f"{_P}schedule_firings_total": "counter",
     f"{_P}jobs_forked_total": "counter",
+    f"{_P}bulk_jobs_total": "counter",
     f"{_P}jobs_scheduled": "gauge",
     f"{_P}steps_waiting": "gauge",
     f"{_P}job_duration_seconds": "histogram",
@@ -166,6 +168,10 @@ class Metrics:
             f"{_P}jobs_forked", "Jobs made as forks of another job (POST /api/job/{id}/fork).",
             wf, registry=r,
         )  # fmt: skip
+        self._bulk_jobs = Counter(
+            f"{_P}bulk_jobs", "Jobs bulk actions acted on, by action and outcome (changed, "
+            "refused: the action could not change the job).", ["action", "outcome"], registry=r,
+        )  # fmt: skip
         self._job_duration = Histogram(
             f"{_P}job_duration_seconds", "Top-level jobs: seconds from (re)start to end.", wf,
             buckets=JOB_BUCKETS_S, registry=r,
@@ -253,6 +259,7 @@ class Metrics:
             JobQueued: self._job_queued,
             ScheduleFired: self._schedule_fired,
             JobForked: self._job_forked,
+            BulkProgress: self._bulk_progress,
             StepWaiting: self._step_waiting,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
@@ -379,6 +386,12 @@ class Metrics:
 
     def _schedule_fired(self, command: ScheduleFired) -> None:
         self._firings(command.workflow, command.schedule).inc()
+
+    def _bulk_progress(self, command: BulkProgress) -> None:
+        if command.changed:
+            self._bulk_jobs.labels(command.action, "changed").inc(command.changed)
+        if command.refused:
+            self._bulk_jobs.labels(command.action, "refused").inc(command.refused)
 
     def _job_forked(self, command: JobForked) -> None:
         self._forks(command.workflow).inc()

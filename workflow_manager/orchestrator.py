@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from workflow_manager.bulkactions import BulkRunner, JobFilter
 from workflow_manager.cluster.directory import Directory
 from workflow_manager.cluster.ours import OurTrees
 from workflow_manager.cluster.placement import Placement
@@ -114,6 +115,7 @@ class Orchestrator:
         self.requests = ApiRequests(
             self.pipeline, trees, self.workflows, settings, journal, clock, ownership
         )
+        self.bulks = BulkRunner(self.pipeline, self.requests, journal, clock)
         self.deliveries = Deliveries(
             self.pipeline, trees, self.requests, settings, journal, transport, self._outbox,
             clock, observers, partitioned=ownership is not None,
@@ -191,6 +193,7 @@ class Orchestrator:
         await self.transport.consume(signal_queue(queue), tracked(guarded(deliveries.on_signal)))
         self._retention = asyncio.create_task(self._keep_retention(), name="retention")
         await self.schedules.start()
+        self.bulks.resume()  # those under way when the manager stopped go on
         log.info(
             "consuming replies on '%s' and triggers on '%s' (%d running jobs recovered, "
             "%d messages re-published, ready in %.2fs)",
@@ -203,6 +206,7 @@ class Orchestrator:
         if self._retention is not None:
             self._retention.cancel()
         self.schedules.close()
+        await self.bulks.stop()
         self.pipeline.close()
         await self.transport.stop_consuming()
         await self._work.idle()
@@ -301,6 +305,25 @@ class Orchestrator:
             source_id, step, input=input, definition=definition, children=children,
             job_id=job_id,
         )  # fmt: skip
+
+    async def bulk(
+        self,
+        action: str,
+        jobs: JobFilter,
+        params: dict[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> tuple[str | None, list[str]]:
+        """Journal a bulk action on the jobs `jobs` matches and carry it out in the background
+        (`ApiRequests.bulk`); returns its id (None for a dry run) and the jobs matched."""
+        bulk_id, matched = await self.requests.bulk(action, jobs, params, dry_run=dry_run)
+        if bulk_id is not None:
+            self.bulks.start(bulk_id)
+        return bulk_id, matched
+
+    async def bulk_status(self, bulk_id: str) -> dict[str, Any] | None:
+        """Where a bulk action stands (`ApiRequests.bulk_status`); None if there is none."""
+        return await self.requests.bulk_status(bulk_id)
 
     async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
         """Signal a waiting step: "completed" or "kept" (`ApiRequests.signal`)."""

@@ -78,6 +78,8 @@ class Recovery:
         ignored has no tree), so it must start again whatever pause the journal holds before
         it; one can, when another manager journaled it between our reading the schedule as
         running and our committing the firing."""
+        if self._ownership is None:  # bulk actions are a single manager's
+            roots = [*roots, *await self._journal.bulks_under_way()]
         rows = await self._journal.replay_rows(roots)
         journal_ids = [
             schedule_journal_id(wf.name, schedule.name)

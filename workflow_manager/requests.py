@@ -15,24 +15,25 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from workflow_manager.bulkactions import MAX_BULK_JOBS, JobFilter, matching_jobs
+from workflow_manager.bulkviews import bulk_view, bulk_view_of_rows
 from workflow_manager.config import Workflow
 from workflow_manager.config.schedules import Schedule
 from workflow_manager.engine import (
+    BulkRequested,
     CancelRequested,
     EngineState,
-    ForkSeed,
     Job,
     JobSubmitted,
     PauseRequested,
     RetryRequested,
-    ReusedChild,
     SchedulePaused,
     SignalReceived,
     StepStatus,
     canonical_uuid,
     replay,
 )
-from workflow_manager.engine.forking import payload_digest
+from workflow_manager.engine.bulk import bulk_journal_id
 from workflow_manager.engine.snapshot import restore
 from workflow_manager.errors import (
     DuplicateJob,
@@ -46,6 +47,7 @@ from workflow_manager.errors import (
     SubmitError,
     UnknownWorkflow,
 )
+from workflow_manager.forks import fork_submission
 from workflow_manager.journal import JobRow, Journal
 from workflow_manager.recorder import (
     duplicate_reason,
@@ -182,12 +184,9 @@ class ApiRequests:
                 f"job {source.id} is {source.status}; only a completed, failed or cancelled job "
                 "can be forked (once its on_error / on_cancel steps are done)"
             )
-        seed = await self._fork_seed(source, step, input, children)
-        pinned = source.workflow.content_hash if definition == "pinned" else None
-        submitted = JobSubmitted(
-            job_id or self._trees.new_job_id(), source.workflow.name, source.payload,
-            self._now(), definition=pinned, trace_id=new_trace_id(), priority=source.priority,
-            meta=source.meta, fork=seed,
+        submitted = await fork_submission(
+            self._journal, source, step, self._now(), input=input, definition=definition,
+            children=children, job_id=job_id or self._trees.new_job_id(),
         )  # fmt: skip
         submitted = await self._trees.placed(self._pipeline.pinned(submitted), job_id is not None)
         result, sending = await self._pipeline.process(submitted)
@@ -200,30 +199,50 @@ class ApiRequests:
         log.info("job %s forked from job %s at step %s", submitted.job_id, source.id, step)
         return submitted.job_id
 
-    async def _fork_seed(
-        self, source: Job, step: str, input: dict[str, Any] | None, children: str
-    ) -> ForkSeed:
-        """What the fork keeps of `source`: its finished main steps' outputs and, for a task
-        step with `children` "failed", its completed children (from the journal)."""
-        steps = {
-            name: (str(run.status), run.output)
-            for name, run in source.steps.items()
-            if name in source.flow.step_index and run.status.is_done
-        }
-        fork = source.fork
-        recorded = fork.input if fork is not None and fork.step == step else None
-        run = source.steps.get(step)
-        reused: list[ReusedChild] = []
-        if children == "failed" and run is not None and run.children:
-            outcomes = await self._journal.job_outcomes(run.children)
-            for index, child_id in enumerate(run.children):
-                outcome = outcomes.get(child_id)
-                if outcome is not None and outcome[0] == "completed":
-                    digest = payload_digest(outcome[1])
-                    reused.append(ReusedChild(index, child_id, digest, outcome[2]))
-        return ForkSeed(
-            source.id, step, str(source.status), steps, input, recorded, children, tuple(reused)
+    async def bulk(
+        self,
+        action: str,
+        jobs: JobFilter,
+        params: dict[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> tuple[str | None, list[str]]:
+        """Act on every top-level job `jobs` matches now (`action`: one of BULK_ACTIONS;
+        `params`: a fork's options): the matched ids are journaled as one bulk action, carried
+        out in the background (`BulkRunner`). Returns its id (None for a `dry_run`, which only
+        matches) and the ids matched. JobConflict with several managers (not supported yet) or
+        when the filter matches more than MAX_BULK_JOBS jobs."""
+        if self._ownership is not None:
+            raise JobConflict(
+                "bulk actions act on one manager's jobs; with --partitions, act on jobs one by "
+                "one (a later version acts across the cluster)"
+            )
+        matched = await matching_jobs(self._pipeline.state, self._journal, jobs)
+        if len(matched) > MAX_BULK_JOBS:
+            raise JobConflict(
+                f"the filter matches more than {MAX_BULK_JOBS:,} jobs; narrow it (by workflow, "
+                "status, time or id prefix) and act in several bulks"
+            )
+        if dry_run:
+            return None, matched
+        bulk_id = self._trees.new_job_id()
+        asked = BulkRequested(
+            bulk_id, action, tuple(matched), self._now(), params or None, jobs.as_json()
         )
+        result, sending = await self._pipeline.process(asked)
+        if result.refused is not None:
+            raise JobConflict(result.refused.reason)
+        await sending
+        log.info("bulk %s: %s %d jobs", bulk_id, action, len(matched))
+        return bulk_id, matched
+
+    async def bulk_status(self, bulk_id: str) -> dict[str, Any] | None:
+        """Where bulk `bulk_id` stands: from memory, else from its journal rows; None if none."""
+        run = self._pipeline.state.bulks.get(bulk_id)
+        if run is not None:
+            return bulk_view(run)
+        rows = await self._journal.events_of(bulk_journal_id(bulk_id))
+        return bulk_view_of_rows(bulk_id, rows)
 
     async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
         """Submit a schedule's firing as job `job_id`; False when it starts no job (it ran

@@ -42,7 +42,7 @@ class System:
     channel: aio_pika.abc.AbstractChannel
     http: httpx.AsyncClient
     config: Path
-    db: Path
+    db: Path | str  # a SQLite file, or a postgresql:// URL
     amqp_url: str
     manager_args: tuple[str, ...] = ()
     manager_env: dict[str, str] | None = None
@@ -143,10 +143,11 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
         log_level: str = "info",
         manager_args: tuple[str, ...] = (),
         manager_env: dict[str, str] | None = None,
+        db: Path | str | None = None,
     ) -> System:
         config = tmp_path / "workflows.yaml"
         config.write_text(yaml_text.replace("{p}", unique))
-        db = tmp_path / "wm.db"
+        db = db if db is not None else tmp_path / "wm.db"
         manager = await start_manager(
             config, f"{unique}.wm", amqp_url, db, log_level,
             extra_args=manager_args, env=manager_env,
@@ -160,7 +161,6 @@ async def system(amqp_url: str, unique: str, tmp_path: Path) -> AsyncIterator[Sy
             target = worker or "tests/integration/system/stepworkers.py:worker"
             workers.append(await start_worker(target, amqp_url, env))
         http = httpx.AsyncClient(base_url=manager.api_url, timeout=10)
-        db = tmp_path / "wm.db"
         system = System(
             unique, manager, workers, channel, http, config, db, amqp_url,
             manager_args, manager_env,

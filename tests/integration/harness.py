@@ -120,7 +120,7 @@ async def start_manager(
     config: Path,
     queue: str,
     amqp_url: str,
-    db: Path,
+    db: Path | str,
     log_level: str = "info",
     extra_args: Sequence[str] = (),
     env: dict[str, str] | None = None,

@@ -15,6 +15,7 @@ from fastapi.openapi.utils import get_openapi
 from workflow_manager import __version__
 from workflow_manager.api.access import ApiToken, document_access
 from workflow_manager.api.browse import router as browse_router
+from workflow_manager.api.bulk import router as bulk_router
 from workflow_manager.api.cluster import router as cluster_router
 from workflow_manager.api.deadletters import install_dead_letters
 from workflow_manager.api.docs import install_docs
@@ -116,6 +117,7 @@ def create_app(
     app.include_router(router)
     app.include_router(signals_router)
     app.include_router(forks_router)
+    app.include_router(bulk_router)
     app.include_router(schedules_router)
     app.include_router(cluster_router)
     app.include_router(browse_router)

@@ -2,7 +2,7 @@
 
 HTTPException (ours and Starlette's 404/405)  its status
 RequestValidationError (e.g. ?interval=abc)   400, not FastAPI's default 422
-UnknownWorkflow                               404
+UnknownWorkflow, InvalidFork (no such step)   404
 DuplicateJob                                  409
 other SubmitError (payload, job id)           400
 JobNotFound (cancel, retry)                   404
@@ -33,6 +33,7 @@ from workflow_manager.errors import (
     BrokerError,
     DuplicateJob,
     DuplicateKey,
+    InvalidFork,
     JobConflict,
     JobNotFound,
     MessageFailed,
@@ -57,6 +58,7 @@ E = TypeVar("E", bound=Exception)
 
 _SUBMIT_STATUS: dict[type[SubmitError], int] = {
     UnknownWorkflow: 404,
+    InvalidFork: 404,  # a fork from a step its workflow does not have
     DuplicateJob: 409,
     DuplicateKey: 409,
 }

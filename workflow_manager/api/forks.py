@@ -81,8 +81,8 @@ class ForkResponse(BaseModel):
 async def fork_job(job_id: JobIdPath, request: Request, service: Service) -> JSONResponse:
     """Fork a completed, failed or cancelled job from a step: the new job keeps the source's
     outputs of the steps before it and runs it (with `input`, if given) and what follows.
-    Works for jobs that have left memory too. 404 no such job, 409 one still running (or a
-    child job), 400 a step its workflow does not have."""
+    Works for jobs that have left memory too. 404 no such job or a step its workflow does not
+    have, 409 a job still running (or a child job), 400 a bad body."""
     source = parse_job_id(job_id, "job id")
     if not service.connected:
         raise HTTPException(

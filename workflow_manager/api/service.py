@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from workflow_manager.bulkactions import JobFilter
 from workflow_manager.cluster.directory import Directory
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine import EngineState, Job
@@ -104,6 +105,22 @@ class JobService(Protocol):
 
     async def pause(self, job_id: str, paused: bool) -> Job:
         """Pause a running job or resume a paused one; JobNotFound or JobConflict otherwise."""
+        ...
+
+    async def bulk(
+        self,
+        action: str,
+        jobs: JobFilter,
+        params: dict[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> tuple[str | None, list[str]]:
+        """Journal a bulk action on the jobs `jobs` matches (or, `dry_run`, only match them):
+        its id (None for a dry run) and the ids matched."""
+        ...
+
+    async def bulk_status(self, bulk_id: str) -> dict[str, Any] | None:
+        """Where a bulk action stands; None if there is none."""
         ...
 
     async def fork(

@@ -86,7 +86,13 @@ def carry_out(
     key = bulk_journal_id(event.bulk_id)
     commands: list[Command] = [Subject(key, key)]
     changed, refused, errors = 0, 0, []
+    ended = dict(event.ended)
     for one in event.events:
+        job_id = _job_of(one)
+        if job_id in ended and job_id not in state.jobs and not isinstance(one, JobSubmitted):
+            refused += 1
+            errors.append((job_id, _ended(job_id, ended[job_id], run.action)))
+            continue
         _, done = apply_one(state, one)
         first = done[0] if done else None
         if isinstance(first, Refused | JobRejected | JobDuplicate):
@@ -135,6 +141,16 @@ def _moved(
         run.bulk_id, run.action, start, count, run.next, run.total, changed, refused,
         tuple(errors[:MAX_ERRORS]), finished, at,
     )  # fmt: skip
+
+
+def _ended(job_id: str, status: str, action: str) -> str:
+    """Why a job that ended cannot have `action` (a retry: it is not failed)."""
+    if action == "retry":
+        return f"job {job_id} is {status}; only a failed job can be retried"
+    return f"job {job_id} is already {status}; only a running job can be {_DONE[action]}"
+
+
+_DONE = {"cancel": "cancelled", "pause": "paused", "resume": "resumed", "retry": "retried"}
 
 
 def _job_of(event: Event) -> str:

@@ -210,12 +210,15 @@ class BulkRequested:
 class BulkSlice:
     """The next jobs of bulk `bulk_id` from position `start`: each job's own event, in order
     (a cancel, retry, pause or resume request, or a fork's submission). Refused when `start`
-    is not where the bulk stands: that slice was carried out already (before a restart)."""
+    is not where the bulk stands: that slice was carried out already (before a restart).
+    `ended`: (job id, status) of those of its jobs that ended and left memory, as the journal
+    says, so a refusal can say how they ended."""
 
     bulk_id: str
     start: int
     events: tuple[CancelRequested | RetryRequested | PauseRequested | JobSubmitted, ...]
     at: float
+    ended: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from workflow_manager.engine.state import (
 __all__ = [
     "CHILDREN_MODES",
     "payload_digest",
+    "source_problem",
     "fork_problem",
     "downstream_of",
     "seed_job",
@@ -54,6 +55,7 @@ CHILDREN_MODES = ("failed", "all")
 # The statuses of a source step whose output a fork keeps. A compensated step was undone.
 _KEPT = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED, StepStatus.RECOVERED})
 _KEPT_NAMES = frozenset(str(status) for status in _KEPT)
+_ENDED_NAMES = frozenset(str(status) for status in ENDED_STATUSES)
 
 
 def payload_digest(payload: Any) -> str:
@@ -71,13 +73,18 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def fork_problem(workflow: Workflow, seed: ForkSeed) -> str | None:
-    """Why `seed` cannot make a job of `workflow` (the definition the fork runs), or None."""
-    if seed.status not in {str(status) for status in ENDED_STATUSES}:
+def source_problem(seed: ForkSeed) -> str | None:
+    """Why the job `seed` was taken from cannot be forked (it has not ended), or None."""
+    if seed.status not in _ENDED_NAMES:
         return (
             f"job {seed.source} is {seed.status}; only a completed, failed or cancelled job "
             "can be forked"
         )
+    return None
+
+
+def fork_problem(workflow: Workflow, seed: ForkSeed) -> str | None:
+    """Why `seed` cannot make a job of `workflow` (the definition the fork runs), or None."""
     if seed.step not in workflow.step_index:
         names = [step.name for step in workflow.steps]
         hint = difflib.get_close_matches(seed.step, names, n=1)

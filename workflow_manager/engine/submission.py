@@ -17,7 +17,7 @@ from workflow_manager.engine.commands import Ignored, JobRejected, NotifyOutcome
 from workflow_manager.engine.events import JobSubmitted
 from workflow_manager.engine.extension import Submission, Work
 from workflow_manager.engine.failures import outcome_body
-from workflow_manager.engine.forking import fork_problem, seed_job
+from workflow_manager.engine.forking import fork_problem, seed_job, source_problem
 from workflow_manager.engine.ids import canonical_uuid
 from workflow_manager.engine.jobs import create_job, start_job
 from workflow_manager.engine.jsontext import json_type
@@ -93,6 +93,8 @@ def _rejection(
     """(kind, reason) when the submission must be refused, else None."""
     if job_id is None:
         return "invalid-id", f"job id {event.job_id!r} is not a UUID"
+    if event.fork is not None and (problem := source_problem(event.fork)) is not None:
+        return "invalid-fork", problem
     if wf is None:
         return "unknown-workflow", _unknown_workflow(work, event)
     if not isinstance(event.payload, dict):

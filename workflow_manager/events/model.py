@@ -15,6 +15,7 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
     JobCompensating        job.compensating                 status compensating, reason
     JobPauseSet            job.paused|resumed               status paused, or running again
     JobForked              job.forked                       the fork; source, step, reused
+    BulkProgress           bulk.started|progress|finished   job: the bulk's id; done, total
     StepCompensation       step.compensating|compensated    the step being undone; status
                            step.compensation_failed         failed, reason: the message
 A compensation's own requests and attempts are steps too (step.dispatched, step.completed...),
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflow_manager.engine import (
+    BulkProgress,
     Command,
     Dispatch,
     JobCompensating,
@@ -67,6 +69,9 @@ EVENT_TYPES = (
     "job.paused",
     "job.resumed",
     "job.forked",
+    "bulk.started",
+    "bulk.progress",
+    "bulk.finished",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
 _COMPENSATION_TYPES = {
@@ -93,6 +98,8 @@ class RunEvent:
     parent: str | None = None
     start_at: float | None = None
     forked_from: str | None = None  # job.forked: the source job
+    done: int | None = None  # bulk.*: the jobs acted on so far, of `total`
+    total: int | None = None
     seq: int = 0
     id: str = ""
 
@@ -101,9 +108,9 @@ class RunEvent:
         return f"<RunEvent {self.id} {self.type} job={self.job}{where}>"
 
     @property
-    def is_job_event(self) -> bool:
-        """True for job.* events."""
-        return self.type.startswith("job.")
+    def is_step_event(self) -> bool:
+        """True for step.* events (not job.* nor bulk.*)."""
+        return self.type.startswith("step.")
 
     def to_json(self) -> dict[str, Any]:
         """The event as the stream and the exchange send it; keys that do not apply are left out."""
@@ -127,6 +134,8 @@ class RunEvent:
             body["start_at"] = self.start_at
         if self.forked_from is not None:
             body["forked_from"] = self.forked_from
+        if self.total is not None:
+            body["done"], body["total"] = self.done, self.total
         body["at"] = self.at
         return body
 
@@ -160,11 +169,31 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                     "running",
                 )  # fmt: skip
             )
+        elif isinstance(command, BulkProgress | JobForked):
+            out.append(_bulk_event(command) if isinstance(command, BulkProgress) else
+                       _forked_event(command))  # fmt: skip
         else:
             event = _run_event(command)
             if event is not None:
                 out.append(event)
     return out
+
+
+def _forked_event(command: JobForked) -> RunEvent:
+    return RunEvent(
+        "job.forked", command.job_id, command.job_id, command.workflow, command.at,
+        step=command.step, forked_from=command.source,
+    )  # fmt: skip
+
+
+def _bulk_event(command: BulkProgress) -> RunEvent:
+    """A bulk action's progress: `job` and `root` are its id, `reason` its action."""
+    kind = "finished" if command.finished else "progress" if command.count else "started"
+    return RunEvent(
+        f"bulk.{kind}", command.bulk_id, command.bulk_id, "", command.at,
+        status="finished" if command.finished else "running", reason=command.action,
+        done=command.done, total=command.total,
+    )  # fmt: skip
 
 
 def _run_event(command: Command) -> RunEvent | None:
@@ -243,11 +272,6 @@ def _run_event(command: Command) -> RunEvent | None:
                 command.at,
                 status=status,
                 parent=command.parent_id,
-            )  # fmt: skip
-        case JobForked():
-            return RunEvent(
-                "job.forked", command.job_id, command.job_id, command.workflow, command.at,
-                step=command.step, forked_from=command.source,
             )  # fmt: skip
         case JobPauseSet():
             return RunEvent(

@@ -70,7 +70,7 @@ class EventPublisher:
 
     def __call__(self, event: RunEvent) -> None:
         """Take an event from the hub (quick: it only queues it)."""
-        if not self._steps and (event.parent is not None or not event.is_job_event):
+        if not self._steps and (event.parent is not None or event.is_step_event):
             return
         if len(self._backlog) >= self._limit:
             if self.dropped == 0:

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from workflow_manager.errors import JournalError
-from workflow_manager.journal import history, queries, retention
+from workflow_manager.journal import bulkreads, history, queries, retention
 from workflow_manager.journal.failures import closed_error
 from workflow_manager.journal.queries import Reads
 from workflow_manager.journal.records import Batch, EventRow, JobRow
@@ -182,6 +182,31 @@ class BaseJournal:
         return await self._read(
             f"rows of job {job_id}", lambda c: queries.events_of(c, job_id, tree)
         )
+
+    async def ended_jobs(
+        self,
+        *,
+        workflow: str | None = None,
+        statuses: Sequence[str] = bulkreads.ENDED,
+        submitted_after: float | None = None,
+        submitted_before: float | None = None,
+        id_prefix: str | None = None,
+        with_meta: bool = False,
+        limit: int,
+    ) -> list[bulkreads.EndedJob]:
+        """The ended top-level jobs matching every filter given, oldest first (a bulk's)."""
+        return await self._read(
+            "jobs matching a bulk filter",
+            lambda c: bulkreads.ended_jobs(
+                c, workflow=workflow, statuses=statuses, submitted_after=submitted_after,
+                submitted_before=submitted_before, id_prefix=id_prefix, with_meta=with_meta,
+                limit=limit,
+            ),
+        )  # fmt: skip
+
+    async def bulks_under_way(self) -> list[str]:
+        """The journal ids (`bulk:<id>`) of the bulk actions not finished."""
+        return await self._read("bulks under way", bulkreads.bulks_under_way)
 
     async def job_outcomes(
         self, ids: Sequence[str]

@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Protocol
 
 from workflow_manager.errors import JournalError
+from workflow_manager.journal.bulkreads import ENDED, EndedJob
 from workflow_manager.journal.history import ChildRow, JobListing
 from workflow_manager.journal.records import Batch, EventRow, JobRow
 
@@ -97,6 +98,24 @@ class Journal(JobHistory, Protocol):
 
     async def running_roots(self) -> list[str]:
         """Ids of the running top-level jobs, oldest first."""
+        ...
+
+    async def ended_jobs(
+        self,
+        *,
+        workflow: str | None = None,
+        statuses: Sequence[str] = ENDED,
+        submitted_after: float | None = None,
+        submitted_before: float | None = None,
+        id_prefix: str | None = None,
+        with_meta: bool = False,
+        limit: int,
+    ) -> list[EndedJob]:
+        """The ended top-level jobs matching every filter given, oldest first (a bulk's)."""
+        ...
+
+    async def bulks_under_way(self) -> list[str]:
+        """The journal ids (`bulk:<id>`) of the bulk actions not finished."""
         ...
 
     async def replay_rows(self, root_ids: Sequence[str]) -> list[EventRow]:

@@ -161,7 +161,7 @@ async def test_a_fork_is_refused_with_why(system):
     await sys_.answer(await sys_.take("third"), b"{}")
     assert (await sys_.next_outcome(outcomes)).status == "completed"
     response = await sys_.http.post(f"/api/job/{source}/fork", json={"from": "secnd"})
-    assert response.status_code == 400
+    assert response.status_code == 404
     assert "has no step 'secnd'" in response.json()["error"]
     assert "did you mean 'second'?" in response.json()["error"]
     response = await sys_.http.post(f"/api/job/{source}/fork", json={"step": "second"})

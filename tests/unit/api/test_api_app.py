@@ -89,6 +89,8 @@ async def test_openapi_documents_every_route_without_422(client):
         "/api/job/{job_id}",
         "/api/job/{job_id}/retry",
         "/api/job/{job_id}/fork",
+        "/api/jobs/bulk",
+        "/api/bulk/{bulk_id}",
         "/api/job/{job_id}/pause",
         "/api/job/{job_id}/resume",
         "/api/schedules",

@@ -1,9 +1,11 @@
-// The overview: each workflow's counts over the last 24 h, and the latest jobs with filters.
-// It follows /api/events and re-reads both tables (at most every 500 ms), never the page.
+// The overview: each workflow's counts over the last 24 h, and the latest jobs with filters
+// and bulk actions (./bulk.js). It follows /api/events and re-reads both tables (at most every
+// 500 ms), never the page.
 
 import { debounce, follow, get, seg } from "../api.js";
 import { h, notice, replace, table } from "../dom.js";
 import { JOB_STATUSES, UUID, duration, shortId, startsAt, statusBadge, statusLabel, time } from "../format.js";
+import { bulkActions } from "./bulk.js";
 
 const WORKFLOW_COLUMNS = ["Workflow", "Running", "Completed (24 h)", "Failed (24 h)", "Cancelled (24 h)", "Median duration"];
 
@@ -17,8 +19,9 @@ function workflowRows(workflows) {
     h("td", { class: "num" }, wf.median_seconds === null || wf.median_seconds === undefined ? "–" : duration(wf.median_seconds))));
 }
 
-function jobRows(jobs) {
+function jobRows(jobs, bulk) {
   return jobs.map((job) => h("tr", { "data-job": job.uuid },
+    bulk.cell(job),
     h("td", {}, h("a", { href: `/ui/job/${seg(job.uuid)}` }, shortId(job.uuid))),
     h("td", {}, h("a", { href: `/ui/workflow/${seg(job.workflow)}` }, job.workflow)),
     h("td", {}, statusBadge(job.status)),
@@ -41,6 +44,7 @@ export function showOverview(main) {
   const older = h("button", { type: "button", "data-page": "older" }, "Older ›");
   const newer = h("button", { type: "button", "data-page": "newer" }, "‹ Newer");
   const since = h("span", { class: "muted" });
+  const bulk = bulkActions({ filter: () => ({ ...filters }), done: () => refresh() });
 
   replace(
     main,
@@ -49,6 +53,7 @@ export function showOverview(main) {
     h("section", { class: "card" },
       h("div", { class: "section-head" }, h("h2", {}, "Latest jobs"),
         h("form", { class: "filters", role: "search" }, workflowFilter, statusFilter, search)),
+      bulk.bar, bulk.status,
       jobBox,
       h("div", { class: "pager" }, newer, older)),
   );
@@ -66,12 +71,14 @@ export function showOverview(main) {
   const loadJobs = async () => {
     const before = pages[pages.length - 1];
     const answer = await get("/api/jobs/recent", { ...filters, before, limit: 50 });
+    const selectShown = bulk.head(answer.jobs); // before the rows: it keeps their selection
     replace(jobBox, answer.jobs.length
-      ? table(["Job", "Workflow", "Status", "Started", "Duration"], jobRows(answer.jobs), { class: "jobs" })
+      ? table([selectShown, "Job", "Workflow", "Status", "Started", "Duration"], jobRows(answer.jobs, bulk), { class: "jobs" })
       : h("p", { class: "muted" }, "No jobs match."));
     older.disabled = answer.next_before === null || answer.next_before === undefined;
     older.onclick = () => {
       pages.push(answer.next_before);
+      bulk.clear();
       loadJobs().catch(show);
     };
     newer.disabled = pages.length === 1;
@@ -88,10 +95,12 @@ export function showOverview(main) {
   };
   const restart = () => {
     pages.length = 1;
+    bulk.clear();
     loadJobs().catch(show);
   };
   newer.addEventListener("click", () => {
     pages.pop();
+    bulk.clear();
     loadJobs().catch(show);
   });
   workflowFilter.addEventListener("change", () => {

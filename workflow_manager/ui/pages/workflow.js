@@ -1,10 +1,11 @@
 // A workflow's page: its definition as a graph, each step's policies, its tasks, content hash,
-// YAML, and its recent jobs.
+// YAML, and its recent jobs with bulk actions (./bulk.js).
 
 import { debounce, follow, get, seg } from "../api.js";
 import { dag } from "../dag.js";
 import { facts, h, notice, replace, table } from "../dom.js";
 import { duration, shortId, startsAt, statusBadge, stepTarget, time } from "../format.js";
+import { bulkActions } from "./bulk.js";
 import { fillSchedules } from "./schedules.js";
 
 function backoff(b) {
@@ -40,14 +41,16 @@ function taskSection(step) {
     policies(task.steps));
 }
 
-function jobTable(recent) {
+function jobTable(recent, bulk) {
+  const selectShown = bulk.head(recent.jobs); // before the rows: it keeps their selection
   const rows = recent.jobs.map((job) => h("tr", { "data-job": job.uuid },
+    bulk.cell(job),
     h("td", {}, h("a", { href: `/ui/job/${seg(job.uuid)}` }, shortId(job.uuid))),
     h("td", {}, statusBadge(job.status)),
     h("td", {}, time(job.submitted_at), startsAt(job)),
     h("td", { class: "num" }, duration(job.elapsed))));
   return rows.length
-    ? h("div", { class: "table-scroll" }, table(["Job", "Status", "Started", "Duration"], rows, { class: "jobs" }))
+    ? h("div", { class: "table-scroll" }, table([selectShown, "Job", "Status", "Started", "Duration"], rows, { class: "jobs" }))
     : h("p", { class: "muted" }, "No jobs yet.");
 }
 
@@ -65,7 +68,16 @@ export async function showWorkflow(main, name) {
     replace(main, title(), notice(`Could not load it: ${error.message}`));
     return;
   }
-  const jobsBox = h("div", {}, jobTable(recent));
+  const jobsBox = h("div", {});
+  const refreshJobs = async () => {
+    try {
+      replace(jobsBox, jobTable(await recentJobs(), bulk));
+    } catch (error) {
+      replace(jobsBox, notice(`Could not refresh the jobs: ${error.message}`));
+    }
+  };
+  const bulk = bulkActions({ filter: () => ({ workflow: name }), done: refreshJobs });
+  replace(jobsBox, jobTable(recent, bulk));
   const schedulesBox = h("div", { id: "schedules" }, h("p", { class: "muted" }, "Loading…"));
   replace(
     main,
@@ -79,17 +91,11 @@ export async function showWorkflow(main, name) {
     h("section", { class: "card" }, h("h2", {}, "Policies"), h("div", { class: "table-scroll" }, policies(definition.steps))),
     definition.steps.filter((step) => step.task).map(taskSection),
     h("section", { class: "card" }, h("h2", {}, "Schedules"), schedulesBox),
-    h("section", { class: "card" }, h("h2", {}, "Recent jobs"), jobsBox),
+    h("section", { class: "card", "data-section": "recent-jobs" }, h("h2", {}, "Recent jobs"), bulk.bar, bulk.status, jobsBox),
     h("section", { class: "card" }, h("h2", {}, "YAML"), h("pre", { class: "yaml" }, definition.yaml)),
   );
   fillSchedules(schedulesBox, name);
-  const refresh = debounce(async () => {
-    try {
-      replace(jobsBox, jobTable(await recentJobs()));
-    } catch (error) {
-      replace(jobsBox, notice(`Could not refresh the jobs: ${error.message}`));
-    }
-  }, 500);
+  const refresh = debounce(refreshJobs, 500);
   follow({ workflow: name }, (event) => {
     if (event.type === "reset" || event.type.startsWith("job.")) refresh();
   });
