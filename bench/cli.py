@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.bulking import bulk
+from bench.forking import fork
 from bench.managers import managers
 from bench.pinning import Cores, PinError, Pinner, choose_cores, pinned
 from bench.procs import BenchError
@@ -28,7 +30,7 @@ EXIT_OK = 0  # every figure measured (a missed target does not fail the run)
 EXIT_ERROR = 1  # a job failed or timed out, or a process died: no figures
 EXIT_USAGE = 2
 EXIT_BROKER = 3  # RabbitMQ unreachable
-SCENARIOS = ("throughput", "latency", "linear", "fanout", "recovery", "managers")
+SCENARIOS = ("throughput", "latency", "linear", "fanout", "recovery", "managers", "fork", "bulk")
 
 EPILOG = """\
 examples:
@@ -38,6 +40,8 @@ examples:
   python -m bench --write-readme --profile bench/profile   # full run, results into README
   python -m bench --db postgresql://postgres@127.0.0.1/postgres   # journals in PostgreSQL
   python -m bench --db postgresql://postgres@127.0.0.1/postgres --only managers --partitions 4
+  python -m bench --only fork                  # fork a 10,000-children job from its task step
+  python -m bench --only bulk                  # cancel 100,000 running jobs in one bulk action
 
 exit codes: 0 measured (missed targets are reported, not failed), 1 a job failed or timed
 out, 2 bad arguments, 3 RabbitMQ unreachable
@@ -135,6 +139,15 @@ async def _profiled_throughput(run: ManagedRun, plan: Plan, directory: Path) -> 
     return read_profile(output)
 
 
+async def _managers(session: Session, plan: Plan, partitions: int, results: Results) -> None:
+    """The managers scenario; skipped without --db."""
+    if session.options.postgres_url is None:
+        print("managers: skipped (several managers share a PostgreSQL journal: give --db)")
+        return
+    async for figures in managers(session, plan, partitions):
+        results.add(figures)
+
+
 async def _run(
     plan: Plan,
     options: SessionOptions,
@@ -163,11 +176,12 @@ async def _run(
                 results.add(figures)
         if "recovery" in only:
             results.add(await recovery(session, plan.recovery_jobs))
-        if "managers" in only and options.postgres_url is not None:
-            async for figures in managers(session, plan, partitions):
-                results.add(figures)
-        elif "managers" in only:
-            print("managers: skipped (several managers share a PostgreSQL journal: give --db)")
+        if "managers" in only:
+            await _managers(session, plan, partitions, results)
+        if "fork" in only:
+            results.add(await fork(session, plan.fork_children, plan.timeout_s))
+        if "bulk" in only:
+            results.add(await bulk(session, plan.bulk_jobs, plan.timeout_s))
     return results
 
 

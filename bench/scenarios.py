@@ -32,6 +32,8 @@ class Plan:
     linear_jobs: int
     warmup_jobs: int
     timeout_s: float
+    fork_children: int = 10_000  # the fork scenario's source job: its children, 10 failed
+    bulk_jobs: int = 100_000  # the bulk scenario's running jobs, cancelled in one bulk action
 
 
 FULL = Plan(
@@ -55,6 +57,8 @@ QUICK = Plan(
     linear_jobs=20,
     warmup_jobs=10,
     timeout_s=60,
+    fork_children=2000,
+    bulk_jobs=5000,
 )
 
 

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -61,6 +62,7 @@ MAX_BULK_JOBS = 250_000
 _SLICE = {"cancel": 500, "pause": 500, "resume": 500, "retry": 100, "fork": 50}
 _ENDED = ("completed", "failed", "cancelled")
 _ATTEMPTS = 5  # a slice that fails this many times in a row stops the bulk until a restart
+_IN_FLIGHT = 2  # slices under way at once: one applied while the one before commits
 # The namespace of the ids of a bulk's forks: one id per (bulk, source), so a fork made twice
 # would be the same job.
 _FORKS = uuid.UUID("5c4f8f0e-3b53-4b8e-9a3c-1f0d2c7e6a41")
@@ -193,50 +195,81 @@ class BulkRunner:
         self._tasks.clear()
 
     async def _run(self, bulk_id: str) -> None:
+        """Carry bulk `bulk_id` out: up to `_IN_FLIGHT` slices at a time, so the next one is
+        applied while the journal commits the one before (they go in the engine's order).
+        Stopped, it lets the slices in flight end first."""
+        in_flight: deque[asyncio.Task[None]] = deque()
+        try:
+            await self._slices(bulk_id, in_flight)
+        finally:
+            if in_flight:
+                await asyncio.gather(*in_flight, return_exceptions=True)
+
+    async def _slices(self, bulk_id: str, in_flight: deque[asyncio.Task[None]]) -> None:
         failures = 0
+        planned = 0  # where the next slice starts: ahead of the bulk by the slices in flight
         while True:
             run = self._pipeline.state.bulks.get(bulk_id)
             if run is None:
                 return
-            if run.finished_at is not None:
+            planned = max(planned, run.next)
+            if run.job_ids is not None and planned < run.total and len(in_flight) < _IN_FLIGHT:
+                ids = run.job_ids[planned : planned + _SLICE.get(run.action, 100)]
+                # Prepared here, one after the other (reads of the journal, a retried job
+                # brought back), so the slices reach the engine in order.
+                sliced, revived = await self._prepare(run, planned, ids)
+                in_flight.append(asyncio.create_task(self._process(sliced, revived)))
+                planned += len(ids)
+                continue
+            if not in_flight:
+                if run.finished_at is None:
+                    planned = run.next  # a slice was refused: plan again from where it stands
+                    continue
                 log.info(
                     "bulk %s (%s) finished: %d changed, %d not", bulk_id, run.action,
                     run.changed, run.refused,
                 )  # fmt: skip
                 return
             try:
-                await self._next_slice(run)
+                await in_flight.popleft()
                 failures = 0
             except JournalError:
                 return  # the manager stops; a restart goes on from the journal
             except (MessageFailed, BrokerError) as exc:
                 # Memory was rebuilt from the journal (the bulk with it), or the broker is
-                # away: the same slice again, a few times.
+                # away: the slices after it are refused; from where the bulk stands, again.
                 failures += 1
+                for task in in_flight:
+                    with contextlib.suppress(Exception):
+                        await task
+                in_flight.clear()
+                planned = 0
                 if failures > _ATTEMPTS:
                     log.error("bulk %s stopped at job %d: %s", bulk_id, run.next, exc)
                     return
                 log.warning("bulk %s: a slice failed (%s); trying it again", bulk_id, exc)
                 await asyncio.sleep(0.5 * failures)  # a back-off before the same slice
 
-    async def _next_slice(self, run: BulkRun) -> None:
-        assert run.job_ids is not None
-        start = run.next
-        ids = run.job_ids[start : start + _SLICE.get(run.action, 100)]
+    async def _prepare(
+        self, run: BulkRun, start: int, ids: tuple[str, ...]
+    ) -> tuple[BulkSlice, list[str]]:
+        """The slice of the jobs `ids` (from `start`), and those of them a retry brought back."""
         at = self._now()
         revived = await self._bring_back(ids) if run.action == "retry" else []
         events = [await self._event(run, job_id, at) for job_id in ids]
         ended = await self._ended(ids) if run.action != "fork" else ()
-        result, sending = await self._pipeline.process(
-            BulkSlice(run.bulk_id, start, tuple(events), at, ended)
-        )
+        return BulkSlice(run.bulk_id, start, tuple(events), at, ended), revived
+
+    async def _process(self, sliced: BulkSlice, revived: list[str]) -> None:
+        """Run a slice through the pipeline (applied at once: nothing before it waits)."""
+        result, sending = await self._pipeline.process(sliced)
         await sending
         for job_id in revived:
             job = self._pipeline.state.jobs.get(job_id)
             if job is not None and not job.is_running:
                 await self._pipeline.let_go(job_id)  # brought back for a retry it did not get
         if result.refused is not None:
-            log.info("bulk %s: %s", run.bulk_id, result.refused.reason)
+            log.info("bulk %s: %s", sliced.bulk_id, result.refused.reason)
 
     async def _ended(self, ids: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         """(id, status) of the jobs of a slice that ended and left memory (the journal's)."""

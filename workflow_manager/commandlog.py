@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from workflow_manager.engine import Command, JobFinished, JobStarted, StartTimer
+from workflow_manager.engine import BulkProgress, Command, JobFinished, JobStarted, StartTimer
 from workflow_manager.engine import timers as timer_keys
 
 __all__ = ["log_command"]
@@ -13,10 +13,19 @@ __all__ = ["log_command"]
 log = logging.getLogger(__name__)
 
 
-def log_command(command: Command) -> None:
-    """Log `command` if it is one an operator follows (INFO for top-level jobs)."""
+def log_command(command: Command, quiet: bool = False) -> None:
+    """Log `command` if it is one an operator follows (INFO for top-level jobs, unless
+    `quiet`: one of the many jobs of a bulk action, whose progress has a line of its own)."""
+    if isinstance(command, BulkProgress):
+        log.info(
+            "bulk %s %s: %d of %d jobs done (this slice: %d changed, %d not)",
+            command.bulk_id, command.action, command.done, command.total, command.changed,
+            command.refused, extra={"bulk": command.bulk_id},
+        )  # fmt: skip
+        return
+    top = logging.DEBUG if quiet else logging.INFO
     if isinstance(command, JobStarted):
-        level = logging.INFO if command.parent_id is None else logging.DEBUG
+        level = top if command.parent_id is None else logging.DEBUG
         if not log.isEnabledFor(level):
             return  # a child job's line with DEBUG off: not even its fields are made
         log.log(
@@ -24,7 +33,7 @@ def log_command(command: Command) -> None:
             extra={"job": command.job_id, "workflow": command.workflow},
         )  # fmt: skip
     elif isinstance(command, JobFinished):
-        level = logging.INFO if command.parent_id is None else logging.DEBUG
+        level = top if command.parent_id is None else logging.DEBUG
         if not log.isEnabledFor(level):
             return
         detail = f" error={command.error}" if command.error else ""

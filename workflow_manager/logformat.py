@@ -15,7 +15,7 @@ from typing import Any, TextIO
 __all__ = ["CONTEXT_FIELDS", "LOG_FORMATS", "JsonFormatter", "configure_logging"]
 
 LOG_FORMATS = ("text", "json")
-CONTEXT_FIELDS = ("job", "workflow", "step", "attempt")
+CONTEXT_FIELDS = ("job", "workflow", "step", "attempt", "bulk")
 """Record attributes (set through `extra=`) copied into a JSON line when present."""
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -28,6 +28,7 @@ from collections.abc import Set as AbstractSet
 
 from workflow_manager.commandlog import log_command
 from workflow_manager.engine import (
+    BulkSlice,
     CancelTimer,
     Command,
     EngineState,
@@ -160,8 +161,9 @@ class Pipeline:
             for row in result.ended:
                 if self._ended.get(row.id) is row:
                     del self._ended[row.id]
+        quiet = isinstance(event, BulkSlice)  # its jobs' lines at DEBUG; one line per slice
         for command in commands:
-            self._carry_out(command)
+            self._carry_out(command, quiet)
         for observer in self._observers:
             observer.observe(commands)
         return result, sending if sending is not None else self.send(result.outbound)
@@ -173,9 +175,10 @@ class Pipeline:
             sending.add_done_callback(_publish_given_up)
         return sending
 
-    def _carry_out(self, command: Command) -> None:
-        """What a command asks of the manager itself, once its event is journaled."""
-        log_command(command)
+    def _carry_out(self, command: Command, quiet: bool = False) -> None:
+        """What a command asks of the manager itself, once its event is journaled (`quiet`:
+        its log line at DEBUG, for one of many jobs a bulk action changed)."""
+        log_command(command, quiet)
         if isinstance(command, Ignored):
             self._ignored.ignored(command.subject, command.reason)
         elif isinstance(command, StartTimer):

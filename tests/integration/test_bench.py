@@ -27,6 +27,15 @@ FIGURES = [
     r"13-step linear, [0-9,]+ jobs",
     r"recovery, [0-9,]+ running jobs: start until consuming",
 ]
+# The fork and bulk scenarios (issue 28): one line per figure, absolute (no baseline).
+FORK = [
+    rf"fork, [0-9,]+ children: {what}"
+    for what in ("POST until 201", "10th child request", "child requests sent")
+]
+BULK = [
+    rf"bulk cancel, [0-9,]+ running jobs: {what}"
+    for what in ("POST until 202", "until finished", "jobs cancelled", "manager peak RSS")
+]
 FAN_OUT = ["time", "manager peak RSS", "RSS growth per child", "journal size"]
 # The managers scenario (with --db): one line for jobs/s and one for CPU per step, each setup.
 MANAGERS = ["one manager, SQLite", "one manager, PostgreSQL P=2", "two managers, PostgreSQL P=2"]
@@ -57,7 +66,7 @@ def test_the_quick_benchmark_prints_every_figure_and_deletes_its_queues(amqp_url
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     lines = done.stdout.splitlines()
-    for pattern in FIGURES:
+    for pattern in FIGURES + FORK + BULK:
         matching = [line for line in lines if re.match(pattern + NUMBER, line)]
         assert len(matching) == 1, f"not one line for {pattern!r}:\n{output}"
     counts = {

@@ -322,7 +322,11 @@ class Broker:
 
     async def publish_unconfirmed(self, message: Outbound) -> None:
         """Publish to `message.exchange` without waiting for a confirm (run events)."""
-        await self._framed(self._event_channel, self._event_framer, message)
+        await self.send_unconfirmed(message)
+
+    def send_unconfirmed(self, message: Outbound) -> asyncio.Future[None]:
+        """Start publishing `message` unconfirmed; the future ends once it is written."""
+        return self._framed(self._event_channel, self._event_framer, message)
 
     def _framed(
         self, channel: AbstractChannel | None, framer: Framer, message: Outbound

@@ -108,6 +108,10 @@ class MemoryTransport:
         """`publish` in a task of its own."""
         return asyncio.ensure_future(self.publish(message))
 
+    def send_unconfirmed(self, message: Outbound) -> asyncio.Future[None]:
+        """`publish_unconfirmed`, its outcome in a future."""
+        return asyncio.ensure_future(self.publish_unconfirmed(message))
+
     async def publish_unconfirmed(self, message: Outbound) -> None:
         """Keep the message at once (no confirm to wait for); BrokerError when disconnected."""
         if not self.connected:

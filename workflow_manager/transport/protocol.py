@@ -68,6 +68,11 @@ class Transport(Protocol):
         """Publish to `message.exchange` without waiting for a confirm (best effort)."""
         ...
 
+    def send_unconfirmed(self, message: Outbound) -> asyncio.Future[None]:
+        """Start `publish_unconfirmed` with no task of its own: the messages started in one loop
+        tick go out as one write; the future ends once it is written (or with BrokerError)."""
+        ...
+
     async def dead_letter(self, delivery: Delivery, queue: str, reason: str) -> None:
         """Publish a copy of `delivery` to `queue` with why, and where it came from, in headers."""
         ...

@@ -35,6 +35,55 @@ _REPLY_TO = 1 << 9
 _MESSAGE_ID = 1 << 7
 
 
+# Encoded once: a manager publishes to a few exchanges and routing keys (its queues, reply
+# queues, `<workflow>.<event>`) and run events carry a one-entry headers table of a few kinds.
+# Bounded: past the bound, a new one is encoded each time, as any other.
+_CACHED = 4096
+_methods: dict[tuple[str, str, bool], bytes] = {}
+_tables: dict[tuple[str, Any], bytes] = {}
+_shorts: dict[str, bytes] = {}
+
+
+def _known(text: str) -> bytes:
+    """`_short(text)` for a string many publishes repeat (a content type, a reply queue)."""
+    data = _shorts.get(text)
+    if data is None:
+        data = _short(text)
+        if len(_shorts) < _CACHED:
+            _shorts[text] = data
+    return data
+
+
+def _method(exchange: str, routing_key: str, mandatory: bool) -> bytes:
+    """A publish method frame's payload."""
+    key = (exchange, routing_key, mandatory)
+    method = _methods.get(key)
+    if method is None:
+        method = (
+            _PUBLISH.pack(_BASIC, _PUBLISH_METHOD, 0)
+            + _short(exchange)
+            + _short(routing_key)
+            + (b"\x01" if mandatory else b"\x00")
+        )
+        if len(_methods) < _CACHED:
+            _methods[key] = method
+    return method
+
+
+def _table(headers: Mapping[str, Any]) -> bytes:
+    """A headers table; one of a single string entry (a run event's) is encoded once."""
+    if len(headers) == 1:
+        ((name, value),) = headers.items()
+        if isinstance(value, str):
+            table = _tables.get((name, value))
+            if table is None:
+                table = field_table({name: value})
+                if len(_tables) < _CACHED:
+                    _tables[name, value] = table
+            return table
+    return field_table(dict(headers))
+
+
 def _short(text: str) -> bytes:
     """An AMQP short string: a length octet and at most 255 bytes of UTF-8."""
     data = text.encode()
@@ -67,20 +116,15 @@ def publish_frames(
     size less a frame's 8 bytes of framing). Properties left None (or, for strings, empty) are
     not sent, as pamqp does.
     """
-    method = (
-        _PUBLISH.pack(_BASIC, _PUBLISH_METHOD, 0)
-        + _short(exchange)
-        + _short(routing_key)
-        + (b"\x01" if mandatory else b"\x00")
-    )
+    method = _method(exchange, routing_key, mandatory)
     flags = 0
     properties = []
     if content_type:
         flags |= _CONTENT_TYPE
-        properties.append(_short(content_type))
+        properties.append(_known(content_type))
     if headers is not None:
         flags |= _HEADERS
-        properties.append(field_table(dict(headers)))
+        properties.append(_table(headers))
     if delivery_mode is not None:
         flags |= _DELIVERY_MODE
         properties.append(bytes((delivery_mode,)))
@@ -92,7 +136,7 @@ def publish_frames(
         properties.append(_short(correlation_id))
     if reply_to:
         flags |= _REPLY_TO
-        properties.append(_short(reply_to))
+        properties.append(_known(reply_to))
     if message_id:
         flags |= _MESSAGE_ID
         properties.append(_short(message_id))
