@@ -174,9 +174,8 @@ class BulkRunner:
 
     def resume(self) -> None:
         """Carry on every bulk under way in memory (after recovery, or a rebuild)."""
-        for bulk_id, run in self._pipeline.state.bulks.items():
-            if run.finished_at is None:
-                self.start(bulk_id)
+        for bulk_id in self._pipeline.state.bulks:
+            self.start(bulk_id)
 
     def start(self, bulk_id: str) -> None:
         """Carry bulk `bulk_id` out, unless that is under way already."""
@@ -210,10 +209,12 @@ class BulkRunner:
         planned = 0  # where the next slice starts: ahead of the bulk by the slices in flight
         while True:
             run = self._pipeline.state.bulks.get(bulk_id)
-            if run is None:
+            if run is None and not in_flight:
+                log.info("bulk %s finished", bulk_id)  # it left memory: the journal has it
                 return
-            planned = max(planned, run.next)
-            if run.job_ids is not None and planned < run.total and len(in_flight) < _IN_FLIGHT:
+            if run is not None:
+                planned = max(planned, run.next)
+            if run is not None and planned < run.total and len(in_flight) < _IN_FLIGHT:
                 ids = run.job_ids[planned : planned + _SLICE.get(run.action, 100)]
                 # Prepared here, one after the other (reads of the journal, a retried job
                 # brought back), so the slices reach the engine in order.
@@ -222,14 +223,9 @@ class BulkRunner:
                 planned += len(ids)
                 continue
             if not in_flight:
-                if run.finished_at is None:
-                    planned = run.next  # a slice was refused: plan again from where it stands
-                    continue
-                log.info(
-                    "bulk %s (%s) finished: %d changed, %d not", bulk_id, run.action,
-                    run.changed, run.refused,
-                )  # fmt: skip
-                return
+                assert run is not None  # else it returned above
+                planned = run.next  # a slice was refused: plan again from where it stands
+                continue
             try:
                 await in_flight.popleft()
                 failures = 0
@@ -245,7 +241,7 @@ class BulkRunner:
                 in_flight.clear()
                 planned = 0
                 if failures > _ATTEMPTS:
-                    log.error("bulk %s stopped at job %d: %s", bulk_id, run.next, exc)
+                    log.error("bulk %s stopped until a restart: %s", bulk_id, exc)
                     return
                 log.warning("bulk %s: a slice failed (%s); trying it again", bulk_id, exc)
                 await asyncio.sleep(0.5 * failures)  # a back-off before the same slice

@@ -15,10 +15,10 @@ __all__ = ["bulk_view", "bulk_view_of_rows"]
 
 
 def bulk_view(run: BulkRun) -> dict[str, Any]:
-    """Where a bulk in memory stands."""
+    """Where a bulk under way (in memory) stands."""
     return _view(
         run.bulk_id, run.action, run.total, run.next, run.changed, run.refused, run.errors,
-        run.at, run.finished_at, run.filter, run.params,
+        run.at, None, run.filter, run.params,
     )  # fmt: skip
 
 

@@ -52,13 +52,12 @@ def request(state: EngineState, event: BulkRequested) -> list[Command]:
         reason = f"bulk action {event.bulk_id} exists already"
         return [Refused(event.bulk_id, "bulk", reason, "conflict")]
     total = len(event.job_ids)
-    run = BulkRun(
-        event.bulk_id, event.action, event.job_ids, total, event.at, event.params, event.filter
-    )
-    state.bulks[event.bulk_id] = run
     finished = total == 0
-    if finished:
-        run.finished_at, run.job_ids = event.at, None
+    if not finished:  # memory holds the bulks under way; the journal, every one
+        state.bulks[event.bulk_id] = BulkRun(
+            event.bulk_id, event.action, event.job_ids, total, event.at, event.params,
+            event.filter,
+        )  # fmt: skip
     key = bulk_journal_id(event.bulk_id)
     return [
         Subject(key, key),
@@ -74,11 +73,10 @@ def carry_out(
     """Apply a slice's events in order (`apply_one`: the engine's `apply`); refused unless it
     starts where the bulk stands."""
     run = state.bulks.get(event.bulk_id)
-    if run is None or run.finished_at is not None or event.start != run.next:
+    if run is None or event.start != run.next:
         where = "no bulk action" if run is None else f"bulk action at {run.next}"
         reason = f"slice from {event.start} of bulk {event.bulk_id}: {where}; carried out already"
         return [Refused(event.bulk_id, "bulk", reason, "conflict")]
-    assert run.job_ids is not None  # kept until it is finished
     expected = run.job_ids[event.start : event.start + len(event.events)]
     if [_job_of(one) for one in event.events] != list(expected):
         reason = f"slice from {event.start} of bulk {event.bulk_id} is not for its jobs"
@@ -103,18 +101,23 @@ def carry_out(
             first.event = one  # the journal's row of this job's event
         changed += 1
         commands.extend(done)
-    commands.append(_moved(run, event.start, len(event.events), changed, refused, errors, event.at))
+    moved = _moved(run, event.start, len(event.events), changed, refused, errors, event.at)
+    if moved.finished:
+        del state.bulks[event.bulk_id]  # done: the journal answers for it from now on
+    commands.append(moved)
     return commands
 
 
 def progressed(state: EngineState, event: BulkProgressed) -> list[Command]:
     """A journaled slice replayed: the bulk moves on (the jobs' own rows did the rest)."""
     run = state.bulks.get(event.bulk_id)
-    if run is not None and run.finished_at is None and event.start == run.next:
-        _moved(
+    if run is not None and event.start == run.next:
+        moved = _moved(
             run, event.start, event.count, event.changed, event.refused, list(event.errors),
             event.at,
         )  # fmt: skip
+        if moved.finished:
+            del state.bulks[event.bulk_id]
     return []
 
 
@@ -135,8 +138,6 @@ def _moved(
     if room > 0:
         run.errors.extend(errors[:room])
     finished = run.next >= run.total
-    if finished:
-        run.finished_at, run.job_ids = at, None
     return BulkProgress(
         run.bulk_id, run.action, start, count, run.next, run.total, changed, refused,
         tuple(errors[:MAX_ERRORS]), finished, at,

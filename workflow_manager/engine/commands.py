@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from workflow_manager.engine.events import Event
+
 __all__ = [
     "Command",
     "JobPauseSet",
@@ -55,7 +57,7 @@ class Subject:
     partition: int | None = None
     # A bulk slice does several jobs' events at once: each one's Subject names its event, for
     # the journal's row of it (None: the event applied).
-    event: Any = None
+    event: Event | None = None
 
 
 @dataclass(slots=True)

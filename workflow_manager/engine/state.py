@@ -184,15 +184,16 @@ class ForkedFrom:
 
 @dataclass(slots=True)
 class BulkRun:
-    """One bulk action under way (or done): the jobs it acts on, in order, and how far it got.
+    """One bulk action under way: the jobs it acts on, in order, and how far it got.
 
     `changed` counts the jobs the action changed, `refused` those it did not (with the first
-    reasons in `errors`, as (job id, reason)); `job_ids` is let go once it is finished.
+    reasons in `errors`, as (job id, reason)). A finished bulk leaves memory (its journal rows
+    answer for it).
     """
 
     bulk_id: str
     action: str
-    job_ids: tuple[str, ...] | None
+    job_ids: tuple[str, ...]
     total: int
     at: float
     params: dict[str, Any] | None = None
@@ -201,7 +202,6 @@ class BulkRun:
     changed: int = 0
     refused: int = 0
     errors: list[tuple[str, str]] = field(default_factory=list)
-    finished_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -380,8 +380,7 @@ class EngineState:
     # The correlation id of each compensation in flight -> the job compensating: its reply may
     # name a completed child that has left memory.
     compensating: dict[str, str] = field(default_factory=dict)
-    # Bulk actions by id (`workflow_manager.engine.bulk`): those under way, and those finished
-    # since the manager started (without their job ids).
+    # The bulk actions under way, by id (`workflow_manager.engine.bulk`).
     bulks: dict[str, BulkRun] = field(default_factory=dict)
 
     @classmethod

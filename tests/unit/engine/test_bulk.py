@@ -62,12 +62,14 @@ def test_a_bulk_cancels_its_jobs_slice_by_slice_and_a_slice_done_is_refused():
     _, wrong = apply(state, _slice(2, [JOBS[3]]))  # not the bulk's next job
     assert isinstance(wrong[0], Refused) and "not for its jobs" in wrong[0].reason
 
+    assert state.bulks[BULK].changed == 2
     _, commands = apply(state, _slice(2, [JOBS[2]]))
     (progress,) = of_type(commands, BulkProgress)
     assert (progress.done, progress.total, progress.finished) == (3, 3, True)
-    run = state.bulks[BULK]
-    assert (run.changed, run.refused, run.job_ids) == (3, 0, None)
+    assert BULK not in state.bulks  # finished: its journal rows answer for it
     assert state.jobs[JOBS[3]].is_running  # not matched: not touched
+    _, late = apply(state, _slice(2, [JOBS[2]]))
+    assert isinstance(late[0], Refused)
 
 
 def test_jobs_the_action_cannot_change_are_counted_with_why():
