@@ -10,6 +10,7 @@
 import { del, get, post, seg } from "../api.js";
 import { h, replace, visible } from "../dom.js";
 import { confirmAction, formDialog } from "../dialog.js";
+import { field, forkInput } from "./forkinput.js";
 
 // Each action: its button, its words, and the single-job route for a selected row.
 const ACTIONS = {
@@ -60,33 +61,6 @@ export function bulkFilter(filter) {
   return body;
 }
 
-function kindOf(value) {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return `a ${typeof value}`;
-}
-
-/** A fork's input from the textarea's text: undefined when empty (each step's recorded input),
- * else a JSON object; anything else throws a sentence saying what is wrong. */
-function forkInput(text) {
-  if (!text.trim()) return undefined;
-  let value;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new Error(`The input is not valid JSON: ${error.message}. Leave it empty to use each job's recorded input.`);
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new Error(`The input must be a JSON object such as {"key": "value"}, not ${kindOf(value)}.`);
-  }
-  return value;
-}
-
-/** A labelled control with what goes under it. */
-function field(label, control, ...below) {
-  return h("div", { class: "field", "data-field-box": control.id }, h("label", { for: control.id }, label), control, below);
-}
-
 /** An error line under a control, and the function that shows or clears it. */
 function fieldError(control, id) {
   const line = h("p", { id, class: "field-error", "data-error": control.id, role: "alert", hidden: true });
@@ -126,7 +100,7 @@ async function forkDialog(question, send) {
     }
     let value;
     try {
-      value = forkInput(input.value);
+      value = forkInput(input.value, "each job's");
     } catch (error) {
       showInputError(error.message);
       input.focus();

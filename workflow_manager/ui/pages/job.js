@@ -8,6 +8,7 @@ import { facts, h, jsonBlock, notice, replace, s, table, visible } from "../dom.
 import { UUID, duration, shortId, statusBadge, statusLabel, time } from "../format.js";
 import { timeline } from "../timeline.js";
 import { stepPanel } from "./steppanel.js";
+import { field, forkInput } from "./forkinput.js";
 
 function header(job, actions) {
   const parent = job.parent
@@ -99,33 +100,6 @@ function isTask(step) {
   return step.kind === "task" || Boolean(step.children);
 }
 
-function kindOf(value) {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return `a ${typeof value}`;
-}
-
-/** The input a fork gives its step from the textarea's text: undefined when empty (the step's
- * recorded input), else a JSON object; anything else throws a sentence saying what is wrong. */
-function forkInput(text) {
-  if (!text.trim()) return undefined;
-  let value;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new Error(`The input is not valid JSON: ${error.message}. Leave it empty to use the step's recorded input.`);
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new Error(`The input must be a JSON object such as {"key": "value"}, not ${kindOf(value)}.`);
-  }
-  return value;
-}
-
-/** A labelled control with a hint under it (the control's aria-describedby names the hint). */
-function field(label, control, ...below) {
-  return h("div", { class: "field", "data-field-box": control.id }, h("label", { for: control.id }, label), control, below);
-}
-
 /** Ask how to fork `job`; resolves the new job's id, or null when the user kept it as it is. */
 async function forkDialog(job) {
   const steps = job.steps.filter((step) => FORKABLE_KINDS.includes(step.kind || "step"));
@@ -175,7 +149,7 @@ async function forkDialog(job) {
   const submit = async () => {
     let value;
     try {
-      value = forkInput(input.value);
+      value = forkInput(input.value, "the step's");
     } catch (error) {
       showError(error.message);
       input.focus();
