@@ -2,8 +2,8 @@
 
 A tree goes as a whole: its top-level job, every job whose root_id is that job, and their event
 rows. A tree with an outbound row still pending (an outcome notice not yet confirmed) is kept
-until it is sent. Rows outside any tree (root_id NULL, e.g. replies for unknown jobs) are
-deleted by age.
+until it is sent. A bulk action's rows (its job ids, its slices) go once it finished before the
+cutoff. Rows outside any tree (root_id NULL, e.g. replies for unknown jobs) are deleted by age.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ __all__ = [
     "TREES_PER_TRANSACTION",
     "ORPHANS_PER_TRANSACTION",
     "SELECT_TREES",
+    "SELECT_BULKS",
+    "BULKS_FINISHED",
     "DELETE_ORPHANS",
 ]
 
@@ -34,6 +36,15 @@ WHERE parent_id IS NULL AND finished_at < ? AND status != 'running'
 ORDER BY finished_at
 LIMIT ?
 """
+
+# A bulk's rows are filed under `bulk:<id>` (a range on events_job, not LIKE); its last slice's
+# row says finished (`meta` is compact JSON: BULKS_FINISHED is a parameter of the LIKE).
+SELECT_BULKS = """
+SELECT root_id FROM events
+WHERE job_id >= 'bulk:' AND job_id < 'bulk;' AND kind = 'bulk-step' AND at < ? AND meta LIKE ?
+LIMIT ?
+"""
+BULKS_FINISHED = '%"finished":true%'
 
 DELETE_ORPHANS = """
 DELETE FROM events WHERE seq IN (
@@ -57,10 +68,12 @@ def delete_rows(roots: list[str]) -> list[tuple[str, list[str]]]:
 
 
 def delete_trees(conn: sqlite3.Connection, before: float, limit: int) -> int:
-    """Delete up to `limit` trees finished before `before` in one transaction; returns how many."""
+    """Delete up to `limit` trees finished before `before` in one transaction, then as many
+    bulk actions finished before it; returns how many trees."""
     conn.execute("BEGIN IMMEDIATE")
     roots = [id_ for (id_,) in conn.execute(SELECT_TREES, (before, limit))]
-    for sql, params in delete_rows(roots):
+    bulks = [id_ for (id_,) in conn.execute(SELECT_BULKS, (before, BULKS_FINISHED, limit))]
+    for sql, params in delete_rows(roots + bulks):
         conn.execute(sql, params)
     conn.execute("COMMIT")
     return len(roots)

@@ -104,3 +104,26 @@ async def test_appends_made_during_retention_are_all_committed(journal):
     assert deleted == TREES_PER_TRANSACTION * 3
     assert len(await journal.events_of("live")) == 200
     assert await journal.running_roots() == ["live"]
+
+
+def _bulk(key: str, finished: bool, at: float) -> Batch:
+    """A bulk action's rows: asked for, and one slice (the last one when `finished`)."""
+    return Batch(
+        events=[
+            event("bulk", key, body=b'["j1", "j2"]', meta={"id": key, "action": "cancel"}),
+            event("bulk-step", key, at=at, meta={"id": key, "done": 2, "finished": finished}),
+        ]
+    )
+
+
+async def test_bulk_actions_go_once_finished_before_the_cutoff(journal):
+    await journal.append(_bulk("bulk:old", True, T0 + 1))
+    await journal.append(_bulk("bulk:recent", True, T0 + 100))
+    await journal.append(_bulk("bulk:under-way", False, T0 + 1))
+
+    await journal.delete_finished(before=T0 + 50)
+
+    assert await journal.events_of("bulk:old") == []
+    assert len(await journal.events_of("bulk:recent")) == 2
+    assert len(await journal.events_of("bulk:under-way")) == 2
+    assert await journal.bulks_under_way() == ["bulk:under-way"]
