@@ -16,13 +16,6 @@ log = logging.getLogger(__name__)
 def log_command(command: Command, quiet: bool = False) -> None:
     """Log `command` if it is one an operator follows (INFO for top-level jobs, unless
     `quiet`: one of the many jobs of a bulk action, whose progress has a line of its own)."""
-    if isinstance(command, BulkProgress):
-        log.info(
-            "bulk %s %s: %d of %d jobs done (this slice: %d changed, %d not)",
-            command.bulk_id, command.action, command.done, command.total, command.changed,
-            command.refused, extra={"bulk": command.bulk_id},
-        )  # fmt: skip
-        return
     top = logging.DEBUG if quiet else logging.INFO
     if isinstance(command, JobStarted):
         level = top if command.parent_id is None else logging.DEBUG
@@ -54,3 +47,9 @@ def log_command(command: Command, quiet: bool = False) -> None:
                 key.job_id, key.step, key.attempt, command.due_at,
                 extra={"job": key.job_id, "step": key.step, "attempt": key.attempt},
             )  # fmt: skip
+    elif isinstance(command, BulkProgress):  # last: rare, and checked for every command
+        log.info(
+            "bulk %s %s: %d of %d jobs done (this slice: %d changed, %d not)",
+            command.bulk_id, command.action, command.done, command.total, command.changed,
+            command.refused, extra={"bulk": command.bulk_id},
+        )  # fmt: skip

@@ -143,6 +143,11 @@ class ApiRequests:
             )
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
+        await self._submitted(submitted)
+        return canonical or job_id
+
+    async def _submitted(self, submitted: JobSubmitted) -> None:
+        """Run a submission through the pipeline; a SubmitError if the engine refused it."""
         result, sending = await self._pipeline.process(submitted)
         if result.rejected is not None:
             rejected = result.rejected
@@ -150,7 +155,6 @@ class ApiRequests:
         if result.duplicate is not None:
             raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
         await sending
-        return canonical or job_id
 
     async def fork(
         self,
@@ -189,13 +193,7 @@ class ApiRequests:
             children=children, job_id=job_id or self._trees.new_job_id(),
         )  # fmt: skip
         submitted = await self._trees.placed(self._pipeline.pinned(submitted), job_id is not None)
-        result, sending = await self._pipeline.process(submitted)
-        if result.rejected is not None:
-            rejected = result.rejected
-            raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
-        if result.duplicate is not None:
-            raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
-        await sending
+        await self._submitted(submitted)
         log.info("job %s forked from job %s at step %s", submitted.job_id, source.id, step)
         return submitted.job_id
 

@@ -118,6 +118,18 @@ class System:
             assert time.monotonic() < end, f"{path} never answered 200: {response.text}"
             await asyncio.sleep(0.05)  # polling the API with a deadline
 
+    async def until(
+        self, path: str, check: Callable[[Any], bool], deadline_s: float = 60.0
+    ) -> Any:
+        """GET `path` until `check(body)` holds (the manager handles a reply a moment later)."""
+        end = time.monotonic() + deadline_s
+        while True:
+            body = (await self.http.get(path)).json()
+            if check(body):
+                return body
+            assert time.monotonic() < end, f"{path} never met the check: {body}"
+            await asyncio.sleep(0.02)  # polling the API with a deadline
+
     async def outcome_of(self, job_id: str, workflow: str) -> Outcome:
         """Wait for a job's end by sending a duplicate trigger with a reply_to (answered at end)."""
         queue = await self.reply_queue()

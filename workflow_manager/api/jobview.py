@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_manager.api.compensations import compensation_view
-from workflow_manager.api.views import forked_from, shown_status
+from workflow_manager.api.views import shown_status
 from workflow_manager.config.models import Step
 from workflow_manager.config.schemas import JsonSchema
 from workflow_manager.engine import Job, JobStatus, StepRun, StepStatus
 from workflow_manager.engine.replies import ReplyError, decode_output
+from workflow_manager.engine.snapshot import forked_from_json
 from workflow_manager.journal import EventKind, EventRow
 from workflow_manager.textline import iso_utc
 
@@ -263,7 +264,7 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     )
     body["can_fork"] = top_level and job.is_settled
     if job.fork is not None:
-        body["forked_from"] = forked_from(job.fork)
+        body["forked_from"] = forked_from_json(job.fork)
     return body
 
 

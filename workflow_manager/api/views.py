@@ -12,7 +12,8 @@ from typing import Any
 
 from workflow_manager.api.compensations import compensation_view
 from workflow_manager.config.models import Workflow
-from workflow_manager.engine import ForkedFrom, Job, JobStatus, StepRun, StepStatus
+from workflow_manager.engine import Job, JobStatus, StepRun, StepStatus
+from workflow_manager.engine.snapshot import forked_from_json
 from workflow_manager.journal import EventKind, EventRow
 from workflow_manager.textline import iso_utc
 
@@ -170,17 +171,7 @@ def _add_history(detail: dict[str, Any], job: Job) -> None:
     if (compensations := compensation_view(job)) is not None:
         detail["compensations"] = compensations
     if job.fork is not None:
-        detail["forked_from"] = forked_from(job.fork)
-
-
-def forked_from(fork: ForkedFrom) -> dict[str, Any]:
-    """What a forked job came from, as the API shows it."""
-    view: dict[str, Any] = {"job": fork.source, "step": fork.step, "reused": list(fork.reused)}
-    if fork.input is not None:
-        view["input"] = fork.input
-    if fork.children_reused:
-        view["children_reused"] = fork.children_reused
-    return view
+        detail["forked_from"] = forked_from_json(job.fork)
 
 
 def fork_entries(rows: Iterable[EventRow]) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from workflow_manager.engine.state import (
 )
 from workflow_manager.engine.traceids import derived_trace_id
 
-__all__ = ["root_of", "descendants", "forget", "snapshot", "restore"]
+__all__ = ["root_of", "descendants", "forget", "snapshot", "restore", "forked_from_json"]
 
 
 def root_of(state: EngineState, job: Job) -> str:
@@ -91,11 +91,12 @@ def snapshot(job: Job) -> dict[str, Any]:
         "priority": job.priority,
         "meta": job.meta,
         **({"compensation": _compensation(job.compensation)} if job.compensation else {}),
-        **({"forked_from": _forked_from(job.fork)} if job.fork is not None else {}),
+        **({"forked_from": forked_from_json(job.fork)} if job.fork is not None else {}),
     }
 
 
-def _forked_from(fork: ForkedFrom) -> dict[str, Any]:
+def forked_from_json(fork: ForkedFrom) -> dict[str, Any]:
+    """What a fork came from, as its snapshot keeps it (and the API shows it)."""
     data: dict[str, Any] = {"job": fork.source, "step": fork.step, "reused": list(fork.reused)}
     if fork.input is not None:
         data["input"] = fork.input

@@ -24,17 +24,6 @@ workflows:
 """
 
 
-async def _until(sys_, path: str, check, deadline_s: float = 60.0) -> dict:
-    """GET `path` until `check(body)` holds."""
-    end = time.monotonic() + deadline_s
-    while True:
-        body = (await sys_.http.get(path)).json()
-        if check(body):
-            return body
-        assert time.monotonic() < end, f"{path} never met the check: {body}"
-        await asyncio.sleep(0.02)  # polling the API with a deadline
-
-
 async def _start(sys_, workflow: str, count: int, meta: dict | None = None) -> list[str]:
     """Start `count` jobs over HTTP, 20 requests at a time; each
     waits for its first step's reply."""
@@ -55,7 +44,7 @@ async def _bulk(sys_, body: dict) -> dict:
     response = await sys_.http.post("/api/jobs/bulk", json=body)
     assert response.status_code == 202, response.text
     bulk_id = response.json()["id"]
-    return await _until(sys_, f"/api/bulk/{bulk_id}", lambda b: b["status"] == "finished")
+    return await sys_.until(f"/api/bulk/{bulk_id}", lambda b: b["status"] == "finished")
 
 
 async def _status(sys_, job_id: str) -> str:
@@ -78,7 +67,7 @@ async def test_a_bulk_cancel_acts_on_exactly_the_jobs_its_filter_matched(system)
     assert response.status_code == 202, response.text
     later = await _start(sys_, "chain", 1, {"tenant": "a"})  # matches only after the fact
     path = f"/api/bulk/{response.json()['id']}"
-    done = await _until(sys_, path, lambda b: b["status"] == "finished")
+    done = await sys_.until(path, lambda b: b["status"] == "finished")
     assert (done["total"], done["done"], done["changed"], done["refused"]) == (6, 6, 6, 0)
     assert done["filter"] == {"workflow": "chain", "meta": {"tenant": "a"}}
     assert {await _status(sys_, job) for job in tenant_a} == {"cancelled"}
@@ -101,7 +90,7 @@ async def test_bulk_pause_resume_retry_and_fork(system):
         await sys_.answer(request, b'{"n": 2}')
     for job in jobs:
         path = f"/api/job/{job}/steps"
-        await _until(sys_, path, lambda b: b["steps"][0]["status"] == "completed")
+        await sys_.until(path, lambda b: b["steps"][0]["status"] == "completed")
         assert (await _status(sys_, job)) == "paused"
     resumed = await _bulk(sys_, {"action": "resume", "filter": {"status": "paused"}})
     assert resumed["changed"] == 4
@@ -109,7 +98,7 @@ async def test_bulk_pause_resume_retry_and_fork(system):
     for request in seconds:
         await sys_.answer(request, b"", **{"x-error": "broken"})
     for job in jobs:
-        await _until(sys_, f"/api/job/{job}", lambda b: b["status"] == "failed")
+        await sys_.until(f"/api/job/{job}", lambda b: b["status"] == "failed")
     assert await sys_.restart() == 0  # the failed jobs leave memory: retried from the journal
 
     retried = await _bulk(sys_, {"action": "retry", "filter": {"status": "failed"}})
@@ -134,9 +123,9 @@ async def test_a_bulk_cut_by_a_kill_goes_on_after_the_restart_and_does_no_job_tw
     assert response.status_code == 202, response.text
     bulk_id = response.json()["id"]
     path = f"/api/bulk/{bulk_id}"
-    middle = await _until(sys_, path, lambda b: b["done"] > 0)
+    middle = await sys_.until(path, lambda b: b["done"] > 0)
     assert await sys_.restart(signal.SIGKILL) == -signal.SIGKILL
-    done = await _until(sys_, path, lambda b: b["status"] == "finished")
+    done = await sys_.until(path, lambda b: b["status"] == "finished")
     assert (done["total"], done["done"], done["changed"], done["refused"]) == (2000, 2000, 2000, 0)
     print(f"killed at {middle['done']} of 2000")  # how far it was, for the log
 

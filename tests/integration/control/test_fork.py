@@ -4,10 +4,8 @@ and after a kill -9 in the middle of the fork; a task step runs only its failed 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
-import time
 import uuid
 
 WORKFLOWS = """
@@ -28,17 +26,6 @@ workflows:
         steps:
           - {name: square, queue: "{p}.square"}
 """
-
-
-async def _until(sys_, path: str, check, deadline_s: float = 15.0) -> dict:
-    """GET `path` until `check(body)` holds (the manager handles a reply a moment later)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        body = (await sys_.http.get(path)).json()
-        if check(body):
-            return body
-        assert time.monotonic() < end, f"{path} never met the check: {body}"
-        await asyncio.sleep(0.05)  # polling the API with a deadline
 
 
 async def _empty(sys_, queue: str) -> bool:
@@ -79,7 +66,7 @@ async def test_a_fork_keeps_the_steps_before_and_runs_the_rest_with_an_edited_in
     await sys_.answer(third, b'{"n": 22}')
     assert await _empty(sys_, "first")  # kept, not run again
 
-    page = await _until(sys_, f"/api/job/{fork}/steps", lambda b: b["status"] == "completed")
+    page = await sys_.until(f"/api/job/{fork}/steps", lambda b: b["status"] == "completed")
     assert page["forked_from"] == {
         "job": source, "step": "second", "input": {"n": 20}, "reused": ["first"],
     }  # fmt: skip
@@ -103,7 +90,7 @@ async def test_a_fork_outlives_a_kill_and_keeps_its_kept_steps(system):
     # Replayed from its journaled submission: `first` stays kept, `second` waits for its reply.
     await sys_.answer(second, b'{"n": 3}')
     await sys_.answer(await sys_.take("third"), b'{"n": 4}')
-    page = await _until(sys_, f"/api/job/{fork}/steps", lambda b: b["status"] == "completed")
+    page = await sys_.until(f"/api/job/{fork}/steps", lambda b: b["status"] == "completed")
     assert page["result"] == {"n": 4}
     assert await _empty(sys_, "first")
 
@@ -120,8 +107,8 @@ async def test_a_fork_from_a_task_step_runs_only_the_children_that_did_not_compl
         requests[json.loads(request.body)["item"]] = request
     for item in (1, 2):
         await sys_.answer(requests[item], json.dumps({"item": item * item}).encode())
-    await _until(
-        sys_, f"/api/job/{source}/steps",
+    await sys_.until(
+        f"/api/job/{source}/steps",
         lambda b: b["steps"][1].get("children", {}).get("completed") == 2,
     )  # fmt: skip
     await sys_.answer(requests[3], b"", **{"x-error": "no"})  # fails the job; 4 is cancelled
@@ -139,7 +126,7 @@ async def test_a_fork_from_a_task_step_runs_only_the_children_that_did_not_compl
     assert json.loads(total.body)["items"] == [1, 4, 9, 16]  # in element order
     assert await _empty(sys_, "square") and await _empty(sys_, "prepare")
     await sys_.answer(total, b'{"sum": 30}')
-    page = await _until(sys_, f"/api/job/{fork}/steps", lambda b: b["status"] == "completed")
+    page = await sys_.until(f"/api/job/{fork}/steps", lambda b: b["status"] == "completed")
     assert page["forked_from"]["children_reused"] == 2
     assert page["steps"][1]["children"]["completed"] == 4
 

@@ -4,9 +4,7 @@ element's result in element order. (How soon: `python -m bench --only fork` meas
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 import uuid
 
 from .forkworkers import CHILDREN, FAILING
@@ -26,17 +24,6 @@ workflows:
           - {name: leaf, queue: "{p}.leaf"}
 """
 WORKER = "tests/integration/control/forkworkers.py:worker"
-
-
-async def _until(sys_, path: str, check, deadline_s: float = 30.0) -> dict:
-    """GET `path` until `check(body)` holds (the manager handles a reply a moment later)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        body = (await sys_.http.get(path)).json()
-        if check(body):
-            return body
-        assert time.monotonic() < end, f"{path} never met the check: {body}"
-        await asyncio.sleep(0.05)  # polling the API with a deadline
 
 
 async def _empty(sys_, queue: str) -> bool:
@@ -78,7 +65,7 @@ async def test_a_fork_of_10000_children_sends_only_the_10_failed_ones(system):
     assert total.correlation_id == f"{fork}:total"
     assert json.loads(total.body)["items"] == list(range(CHILDREN))  # in element order
     await sys_.answer(total, json.dumps({"done": CHILDREN}).encode())
-    page = await _until(sys_, f"/api/job/{fork}/steps", lambda b: b["status"] == "completed")
+    page = await sys_.until(f"/api/job/{fork}/steps", lambda b: b["status"] == "completed")
     assert page["result"] == {"done": CHILDREN}
     assert page["forked_from"]["children_reused"] == CHILDREN - len(FAILING)
     assert page["forked_from"]["reused"] == ["split"]

@@ -8,7 +8,7 @@ import json
 import signal
 import uuid
 
-from tests.integration.control.test_bulk import _start, _until
+from tests.integration.control.test_bulk import _start
 from tests.pgdatabase import fresh_database
 
 WORKFLOWS = """
@@ -50,7 +50,7 @@ async def test_a_fork_and_a_bulk_on_postgresql(system):
         again = await sys_.take("square")
         assert json.loads(again.body)["item"] == 2  # only the failed child runs again
         await sys_.answer(again, b'{"item": 20}')
-        done = await _until(sys_, f"/api/job/{fork}", lambda b: b["status"] == "completed")
+        done = await sys_.until(f"/api/job/{fork}", lambda b: b["status"] == "completed")
         assert done["result"]["items"] == [10, 20, 30]
 
         jobs = await _start(sys_, "hold", 1200)
@@ -59,9 +59,9 @@ async def test_a_fork_and_a_bulk_on_postgresql(system):
         )
         assert response.status_code == 202, response.text
         path = f"/api/bulk/{response.json()['id']}"
-        await _until(sys_, path, lambda b: b["done"] > 0)
+        await sys_.until(path, lambda b: b["done"] > 0)
         assert await sys_.restart(signal.SIGKILL) == -signal.SIGKILL
-        finished = await _until(sys_, path, lambda b: b["status"] == "finished")
+        finished = await sys_.until(path, lambda b: b["status"] == "finished")
         assert (finished["changed"], finished["refused"]) == (len(jobs), 0)
         statuses = {
             (await sys_.http.get(f"/api/job/{job}")).json()["status"] for job in jobs[::100]

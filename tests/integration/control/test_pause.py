@@ -3,10 +3,8 @@ sent, the pause outlives a kill -9 (it is journaled), and resume carries on."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
-import time
 import uuid
 
 WORKFLOWS = """
@@ -16,17 +14,6 @@ workflows:
       - {name: first, queue: "{p}.first"}
       - {name: second, queue: "{p}.second", depends: [first]}
 """
-
-
-async def _until(sys_, path: str, check, deadline_s: float = 15.0) -> dict:
-    """GET `path` until `check(body)` holds (the manager handles a reply a moment later)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        body = (await sys_.http.get(path)).json()
-        if check(body):
-            return body
-        assert time.monotonic() < end, f"{path} never met the check: {body}"
-        await asyncio.sleep(0.05)  # polling the API with a deadline
 
 
 async def test_a_paused_job_stays_paused_across_a_kill_and_resumes(system):
@@ -40,7 +27,7 @@ async def test_a_paused_job_stays_paused_across_a_kill_and_resumes(system):
 
     await sys_.answer(first, b'{"n": 2}')  # in flight when paused: its result is kept
     steps = f"/api/job/{job_id}/steps"
-    done = await _until(sys_, steps, lambda b: b["steps"][0]["status"] == "completed")
+    done = await sys_.until(steps, lambda b: b["steps"][0]["status"] == "completed")
     assert done["status"] == "paused" and done["steps"][1]["status"] == "pending"
 
     assert await sys_.restart(signal.SIGKILL) == -signal.SIGKILL

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
+from ..control.test_fork import _failed_chain
 from ..harness import cli
 
 CHAIN = """
@@ -15,17 +16,6 @@ workflows:
       - {name: second, queue: "{p}.second", depends: [first]}
       - {name: third, queue: "{p}.third", depends: [second]}
 """
-
-
-async def _failed_chain(sys_) -> str:
-    """A chain job that failed at `second`, after `first` answered {"n": 2}."""
-    job_id = str(uuid.uuid4())
-    outcomes = await sys_.reply_queue()
-    await sys_.trigger("chain", {"n": 1}, job_id, outcomes.name)
-    await sys_.answer(await sys_.take("first"), b'{"n": 2}')
-    await sys_.answer(await sys_.take("second"), b"", **{"x-error": "bad input"})
-    assert (await sys_.next_outcome(outcomes)).status == "failed"
-    return job_id
 
 
 async def test_fork_prints_the_new_job_whose_step_runs_with_the_given_input(system):
