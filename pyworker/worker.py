@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import enum
 import functools
 import logging
 import os
-import signal
 import socket
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +34,7 @@ from pyworker.settings import (
     resolve_amqp_url,
     resolve_queue_prefix,
 )
+from pyworker.signals import stopping_on_signals
 from pyworker.tracing import HandlerSpans
 
 __all__ = ["Worker"]
@@ -355,11 +356,13 @@ class Worker:
             on_start: Called once the worker consumes its queues (e.g. to announce readiness).
         """
         self._stop_requested = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
-        for signum in signals:  # before start(): a signal during start-up stops right after it
-            loop.add_signal_handler(signum, self._on_signal, signum)
-        try:
+        # Installed before start(): a signal during start-up stops right after it.
+        signals = (
+            stopping_on_signals(self._stop_requested, self._in_flight.cancel)
+            if handle_signals
+            else contextlib.nullcontext()
+        )
+        with signals:
             await self.start()
             try:
                 if on_start is not None:
@@ -367,18 +370,6 @@ class Worker:
                 await self._stop_requested.wait()
             finally:
                 await self.stop()
-        finally:
-            for signum in signals:
-                loop.remove_signal_handler(signum)
-
-    def _on_signal(self, signum: int) -> None:
-        name = signal.Signals(signum).name
-        if not self._stop_requested.is_set():
-            log.info("%s received: stopping after in-flight requests (again to abort)", name)
-            self._stop_requested.set()
-        else:
-            log.warning("%s received again: cancelling in-flight requests", name)
-            self._in_flight.cancel()
 
     def run(self) -> None:
         """Serve until SIGINT or SIGTERM, then stop gracefully; blocks the calling thread.

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import sys
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,9 +18,10 @@ from workflow_manager.cliparser import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_UNAVAILABLE,
-    EXIT_USAGE,
     build_parser,
+    usage_error,
 )
+from workflow_manager.clisubmit import payload_object, submit_command
 from workflow_manager.conformance.command import run_conformance_command
 from workflow_manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
 from workflow_manager.limitoptions import LimitError, limits_from_args
@@ -63,13 +62,13 @@ def _serve(args: argparse.Namespace) -> int:
     from workflow_manager.server import run, serve
 
     if args.log_format not in LOG_FORMATS:  # argparse checks only what is typed, not the env
-        return _usage(f"WM_LOG_FORMAT must be text or json, got {args.log_format!r}")
+        return usage_error(f"WM_LOG_FORMAT must be text or json, got {args.log_format!r}")
     if args.api_token == "":  # the env's empty value is None: this one was typed
-        return _usage("--api-token is empty; give the token, or leave the option out")
+        return usage_error("--api-token is empty; give the token, or leave the option out")
     max_running_jobs = args.max_running_jobs
     if max_running_jobs is not None:
         if not str(max_running_jobs).strip().isdigit() or int(max_running_jobs) < 1:
-            return _usage(
+            return usage_error(
                 "--max-running-jobs (or WM_MAX_RUNNING_JOBS) must be a whole number of jobs "
                 f"above 0, got {max_running_jobs!r}"
             )
@@ -77,24 +76,26 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         limits, http = limits_from_args(args)
     except LimitError as exc:
-        return _usage(str(exc))
+        return usage_error(str(exc))
     configure_logging(args.log_level, args.log_format)
     try:
         api_token = ApiToken(args.api_token) if args.api_token else None
     except ValueError as exc:  # too short, non-ASCII: said without quoting the token
-        return _usage(f"--api-token (or WM_API_TOKEN): {exc}")
+        return usage_error(f"--api-token (or WM_API_TOKEN): {exc}")
     workflows = load_workflows(args.config)
     if args.retention <= 0:
-        return _usage(f"--retention must be a number of days above 0, got {args.retention}")
+        return usage_error(f"--retention must be a number of days above 0, got {args.retention}")
     if args.events not in ("jobs", "steps", "off"):
-        return _usage(f"--events (or WM_EVENTS) must be jobs, steps or off, got {args.events!r}")
+        return usage_error(
+            f"--events (or WM_EVENTS) must be jobs, steps or off, got {args.events!r}"
+        )
     if args.partitions is not None and not 1 <= args.partitions <= 1024:
-        return _usage(f"--partitions must be 1 to 1024, got {args.partitions}")
+        return usage_error(f"--partitions must be 1 to 1024, got {args.partitions}")
     from workflow_manager.settings import advertised_url
 
     advertise_url = args.advertise_url or advertised_url(args.host, args.port)
     if not advertise_url.startswith(("http://", "https://")):
-        return _usage(
+        return usage_error(
             f"--advertise-url (or WM_ADVERTISE_URL) must be an http:// or https:// URL, "
             f"got {advertise_url!r}"
         )
@@ -115,117 +116,6 @@ def _validate(path: str) -> int:
     print(describe_workflows(workflows))
     print(f"{path}: OK, {len(workflows)} workflow(s)")
     return EXIT_OK
-
-
-def _usage(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
-
-def _submit(args: argparse.Namespace) -> int:
-    from workflow_manager.client import fetch_job, follow_job, progress_line, submit_job
-
-    payload = _json_object(args.payload)
-    if isinstance(payload, str):
-        return _usage(payload)
-    job_id = args.job_id or str(uuid.uuid4())
-    last_line = ""
-
-    async def show_progress() -> None:
-        nonlocal last_line
-        try:
-            line = progress_line(await fetch_job(args.api_url, job_id, args.api_token))
-        except ManagerError:
-            return  # progress is a courtesy; the outcome message is what counts
-        if line != last_line and sys.stderr.isatty():
-            print(f"\r{line}   ", end="", file=sys.stderr, flush=True)
-        elif line != last_line:
-            print(line, file=sys.stderr, flush=True)
-        last_line = line
-
-    if _over_api(args):
-        return _submit_over_api(args, payload, job_id)
-
-    async def submit() -> Any:
-        # Progress follows the job's event stream; the outcome message says how it ended.
-        sending = submit_job(
-            args.amqp_url, args.workflow, payload, job_id, queue=args.queue, wait=args.wait,
-            priority=args.priority,
-            delay_s=args.delay,
-            meta=args.meta,
-        )  # fmt: skip
-        if not args.wait:
-            return await sending
-        opened = asyncio.Event()
-        follower = asyncio.create_task(
-            follow_job(args.api_url, job_id, show_progress, opened, api_token=args.api_token)
-        )
-        try:
-            # Trigger once the stream is open, so no event of the job falls before it.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(opened.wait(), 5.0)
-            return await sending
-        finally:
-            follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await follower
-
-    outcome = asyncio.run(submit())
-    if outcome is None:
-        print(job_id)
-        return EXIT_OK
-    if sys.stderr.isatty() and last_line:
-        print(file=sys.stderr)
-    print(
-        json.dumps(
-            {
-                "id": job_id,
-                "status": outcome.status,
-                **_outcome_fields(outcome.body, outcome.status),
-            },
-            indent=2,
-        )
-    )
-    return EXIT_OK if outcome.status == "completed" else EXIT_FAILED
-
-
-def _over_api(args: argparse.Namespace) -> bool:
-    """Submit over HTTP when the manager was named by its API URL (--api-url, or WM_API_URL)
-    and not by its broker (--amqp-url or --queue on the command line): a trigger published to
-    the default queue would reach no manager started with another --queue."""
-    return bool(args.api_url_given) and not (args.amqp_url_given or args.queue_given)
-
-
-def _submit_over_api(args: argparse.Namespace, payload: dict[str, Any], job_id: str) -> int:
-    from workflow_manager.client import progress_line, submit_over_api
-
-    async def show(job: dict[str, Any]) -> None:
-        print(progress_line(job), file=sys.stderr, flush=True)
-
-    outcome = asyncio.run(
-        submit_over_api(
-            args.api_url,
-            args.workflow,
-            payload,
-            job_id,
-            wait=args.wait,
-            on_progress=show if args.wait else None,
-            priority=args.priority,
-            delay_s=args.delay,
-            meta=args.meta,
-            api_token=args.api_token,
-        )  # fmt: skip
-    )
-    if outcome is None:
-        print(job_id)
-        return EXIT_OK
-    fields = _outcome_fields(outcome.body, outcome.status)
-    print(json.dumps({"id": job_id, "status": outcome.status, **fields}, indent=2))
-    return EXIT_OK if outcome.status == "completed" else EXIT_FAILED
-
-
-def _outcome_fields(body: dict[str, Any], status: str) -> dict[str, Any]:
-    return {"result": body} if status == "completed" else {"error": body.get("error", body)}
 
 
 def _control(args: argparse.Namespace) -> int:
@@ -262,7 +152,7 @@ def _schedules(args: argparse.Namespace) -> int:
     from workflow_manager.textline import iso_utc
 
     if args.action != "list" and "/" not in args.target:
-        return _usage(f"{args.action} needs WORKFLOW/SCHEDULE, e.g. refresh-account/nightly")
+        return usage_error(f"{args.action} needs WORKFLOW/SCHEDULE, e.g. refresh-account/nightly")
     found = asyncio.run(schedules(args.api_url, args.action, args.target, args.api_token))
     if args.json:
         print(json.dumps(found, indent=2))
@@ -279,24 +169,13 @@ def _schedules(args: argparse.Namespace) -> int:
 def _signal(args: argparse.Namespace) -> int:
     from workflow_manager.client import signal_step
 
-    payload = _json_object(args.payload)
+    payload = payload_object(args.payload)
     if isinstance(payload, str):
-        return _usage(payload)
+        return usage_error(payload)
     answer = asyncio.run(signal_step(args.api_url, args.job_id, args.step, payload, args.api_token))
     said = "kept until the step is reached" if answer.get("status") == "kept" else "completed"
     print(f"job {args.job_id} step {args.step}: {said}")
     return EXIT_OK
-
-
-def _json_object(text: str) -> dict[str, Any] | str:
-    """`--payload` as a JSON object, or the usage error saying why it is not one."""
-    try:
-        payload = json.loads(text)
-    except ValueError as exc:
-        return f"--payload is not valid JSON: {exc}"
-    if not isinstance(payload, dict):
-        return f"--payload must be a JSON object, got {type(payload).__name__}"
-    return payload
 
 
 def _journal(args: argparse.Namespace) -> int:
@@ -306,7 +185,7 @@ def _journal(args: argparse.Namespace) -> int:
     job_id = args.job_id
     postgres = is_postgres_url(args.db)
     if not postgres and not os.path.exists(args.db):
-        return _usage(f"no journal at {args.db} (use --db)")
+        return usage_error(f"no journal at {args.db} (use --db)")
 
     async def read() -> str:
         # A database with no journal yet is left as it is: reading creates nothing.
@@ -350,7 +229,7 @@ def _dead_letters(args: argparse.Namespace) -> int:
             )
         return EXIT_OK
     if args.limit < 1:
-        return _usage(f"--limit must be at least 1, got {args.limit}")
+        return usage_error(f"--limit must be at least 1, got {args.limit}")
     letters = asyncio.run(list_dead_letters(args.amqp_url, args.queue, args.limit))
     if args.json:
         print(json.dumps([letter.to_json() for letter in letters], indent=2))
@@ -409,7 +288,7 @@ def render_job(job: dict[str, Any]) -> str:
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": _serve,
     "validate": lambda args: _validate(args.file),
-    "submit": _submit,
+    "submit": submit_command,
     "journal": _journal,
     "cancel": _control,
     "retry": _control,

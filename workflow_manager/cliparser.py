@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -20,7 +21,9 @@ from workflow_manager.logformat import LOG_FORMATS
 from workflow_manager.starttimes import MAX_DELAY_S
 from workflow_manager.testing.command import add_testing_parsers
 
-__all__ = ["build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_UNAVAILABLE"]
+__all__ = [
+    "build_parser", "usage_error", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_UNAVAILABLE"
+]  # fmt: skip
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the job failed, or the workflow file is invalid
@@ -30,6 +33,13 @@ EXIT_UNAVAILABLE = 3  # RabbitMQ or the manager's API cannot be reached
 DEFAULT_AMQP_URL = "amqp://guest:guest@localhost:5672/"
 DEFAULT_API_URL = "http://127.0.0.1:8080"
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+
+
+def usage_error(message: str) -> int:
+    """Say what is wrong with the command line; the exit code for it."""
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
 
 EPILOG = """\
 examples:

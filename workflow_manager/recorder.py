@@ -50,6 +50,7 @@ from workflow_manager.engine import (
 )
 from workflow_manager.engine.bulk import bulk_journal_id
 from workflow_manager.engine.traceids import step_span_id, traceparent
+from workflow_manager.jobrows import job_rows
 from workflow_manager.journal import Batch, EventKind, EventRow, JobRow
 
 # Rows back into what they record; here too, for the stages that read both ways.
@@ -127,7 +128,7 @@ def record(event: Event, commands: Iterable[Command], reply_queue: ReplyQueue) -
             events.append(row)
             outbound.append(message)
         elif isinstance(command, JobStarted | JobScheduled | JobQueued | JobFinished | StepWaiting):
-            _job_rows(command, result)
+            job_rows(command, result.batch, result.ended)
         elif isinstance(command, Ignored):
             meta = {"subject": command.subject, "reason": command.reason}
             events.append(EventRow(at=at, kind=EventKind.IGNORED, meta=meta))
@@ -374,99 +375,6 @@ def _stored(message: Outbound) -> dict[str, Any]:
     if message.priority:
         meta["priority"] = message.priority
     return meta
-
-
-def _started(command: JobStarted, batch: Batch) -> None:
-    if command.parent_id is not None:
-        # A child job is written once, when it ends: a fan-out of N children would otherwise
-        # cost 3N more rows. Its messages (dispatched, replied) are journaled as any step's,
-        # and while it runs it is in memory, where the API reads it.
-        return
-    batch.jobs.append(_open_row(command, command.root_id, "running", batch.partition))
-    _job_event(batch, command, EventKind.STARTED, {"flow": command.flow})
-
-
-def _job_rows(
-    command: JobStarted | JobScheduled | JobQueued | JobFinished | StepWaiting, result: Record
-) -> None:
-    """The rows saying where a job is: started, waiting to start, waiting for a signal, ended."""
-    if isinstance(command, JobStarted):
-        _started(command, result.batch)
-    elif isinstance(command, StepWaiting):
-        if command.job_id != command.root_id:
-            result.batch.events.append(_child_waiting(command))
-    elif isinstance(command, JobFinished):
-        result.ended.append(_finished(command, result.batch))
-    else:
-        _waiting(command, result.batch)
-
-
-def _child_waiting(command: StepWaiting) -> EventRow:
-    """The row of a child job's step that waits for a signal. The signal may reach any manager,
-    which finds the child's partition from this row when the child has journaled nothing else."""
-    return EventRow(
-        at=command.at, kind=EventKind.WAITING, job_id=command.job_id, root_id=command.root_id,
-        step=command.step,
-    )  # fmt: skip
-
-
-def _waiting(command: JobScheduled | JobQueued, batch: Batch) -> None:
-    """The row of a job waiting to start (scheduled or queued: recovery brings it back), and
-    its event: when it starts, or which concurrency limits it waits for."""
-    if isinstance(command, JobScheduled):
-        batch.jobs.append(_open_row(command, command.job_id, "scheduled", batch.partition))
-        _job_event(batch, command, EventKind.SCHEDULED, {"start_at": command.start_at})
-        return
-    batch.jobs.append(_open_row(command, command.job_id, "queued", batch.partition))
-    meta = {"scopes": list(command.scopes), "priority": command.priority}
-    _job_event(batch, command, EventKind.QUEUED, meta)
-
-
-def _job_event(
-    batch: Batch, command: JobStarted | JobScheduled | JobQueued, kind: str, meta: dict[str, Any]
-) -> None:
-    """A top-level job's journal row saying what happened to it (read, never replayed)."""
-    batch.events.append(
-        EventRow(at=command.at, kind=kind, job_id=command.job_id, root_id=command.job_id, meta=meta)
-    )
-
-
-def _open_row(
-    command: JobStarted | JobScheduled | JobQueued, root_id: str, status: str, partition: int | None
-) -> JobRow:
-    """The row of a top-level job that has not ended (it is replaced when it ends)."""
-    return JobRow(
-        id=command.job_id, root_id=root_id, parent_id=None, workflow=command.workflow,
-        definition=command.definition, flow=command.flow, status=status,
-        submitted_at=command.submitted_at, finished_at=None, payload=command.payload,
-        partition=partition,
-    )  # fmt: skip
-
-
-def _finished(command: JobFinished, batch: Batch) -> JobRow:
-    snapshot = command.snapshot
-    row = JobRow(
-        id=command.job_id, root_id=command.root_id, parent_id=command.parent_id,
-        workflow=command.workflow, definition=command.definition, flow=command.flow,
-        status=str(command.status), submitted_at=command.submitted_at,
-        finished_at=snapshot["finished_at"], payload=command.payload, result=command.result,
-        error=command.error, snapshot=snapshot, partition=batch.partition,
-    )  # fmt: skip
-    batch.jobs.append(row)
-    if command.parent_id is None:
-        meta: dict[str, Any] = {"status": str(command.status)}
-        if command.error:
-            meta["error"] = command.error
-        batch.events.append(
-            EventRow(
-                at=command.at,
-                kind=EventKind.FINISHED,
-                job_id=command.job_id,
-                root_id=command.root_id,
-                meta=meta,
-            )  # fmt: skip
-        )
-    return row
 
 
 _ROWS = _rows()
