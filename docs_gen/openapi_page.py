@@ -21,6 +21,7 @@ def api_document() -> JsonObject:
     """The OpenAPI document of an app with every optional route installed."""
     from workflow_manager.api import create_app
     from workflow_manager.api.token import ApiToken
+    from workflow_manager.api.webhooks import Webhooks
     from workflow_manager.deadletters import DeadLetterQueue
     from workflow_manager.events.hub import EventHub
     from workflow_manager.metrics import Metrics
@@ -31,6 +32,7 @@ def api_document() -> JsonObject:
         events=EventHub(),
         dead_letters=DeadLetterQueue("amqp://guest:guest@localhost:5672/"),
         metrics=Metrics({}),
+        webhooks=Webhooks(),
     )
     return app.openapi()
 

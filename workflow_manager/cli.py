@@ -57,6 +57,7 @@ def _run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from workflow_manager.api import ApiToken
     from workflow_manager.config import load_workflows
+    from workflow_manager.config.webhooks import load_webhooks
     from workflow_manager.logformat import configure_logging
     from workflow_manager.orchestrator import ManagerSettings
     from workflow_manager.server import run, serve
@@ -83,6 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:  # too short, non-ASCII: said without quoting the token
         return usage_error(f"--api-token (or WM_API_TOKEN): {exc}")
     workflows = load_workflows(args.config)
+    webhooks = load_webhooks(args.config)  # their secrets are read by serve(), from the env
     if args.retention <= 0:
         return usage_error(f"--retention must be a number of days above 0, got {args.retention}")
     if args.events not in ("jobs", "steps", "off"):
@@ -104,16 +106,27 @@ def _serve(args: argparse.Namespace) -> int:
         events=args.events, max_running_jobs=max_running_jobs,
         partitions=args.partitions, advertise_url=advertise_url.rstrip("/"), **limits,
     )  # fmt: skip
-    main = serve(workflows, settings, args.db, args.host, args.port, api_token=api_token, http=http)
+    main = serve(
+        workflows, settings, args.db, args.host, args.port, api_token=api_token, http=http,
+        webhooks=webhooks,
+    )  # fmt: skip
     run(main, args.loop)
     return EXIT_OK
 
 
 def _validate(path: str) -> int:
     from workflow_manager.config import describe_workflows, load_workflows
+    from workflow_manager.config.webhooks import load_webhooks
 
     workflows = load_workflows(path)
     print(describe_workflows(workflows))
+    for hook in load_webhooks(path):  # the file is valid without them; serve needs them
+        if not os.environ.get(hook.secret_env):
+            print(
+                f"warning: webhook {hook.name!r}: {hook.secret_env} is not set here; "
+                "`serve` refuses to start without the secret",
+                file=sys.stderr,
+            )
     print(f"{path}: OK, {len(workflows)} workflow(s)")
     return EXIT_OK
 

@@ -7,7 +7,8 @@
     │   ├── InvalidPayload     the payload is not a JSON object
     │   ├── InvalidJobId       the job id is not a UUID
     │   ├── DuplicateJob       a job with that id already exists
-    │   └── DuplicateKey       an unfinished job of the workflow has the same unique key
+    │   ├── DuplicateKey       an unfinished job of the workflow has the same unique key
+    │   └── Debounced          not an error: the trigger joined a debounce window's job
     ├── JobNotFound            no job (or no such step) has the given id (cancel, retry, signal)
     ├── JobConflict            the job is not in a state that allows the request (cancel,
     │                          retry, signal)
@@ -38,6 +39,7 @@ __all__ = [
     "InvalidJobId",
     "DuplicateJob",
     "DuplicateKey",
+    "Debounced",
     "JobNotFound",
     "JobConflict",
     "NotOwner",
@@ -89,6 +91,15 @@ class DuplicateJob(SubmitError):
 
 class DuplicateKey(SubmitError):
     """An unfinished job of the workflow (`job_id`) has the submission's unique key."""
+
+    def __init__(self, message: str, job_id: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+
+
+class Debounced(SubmitError):
+    """The submission joined an open debounce window: job `job_id` does its work (the HTTP
+    API answers it as a success, naming that job)."""
 
     def __init__(self, message: str, job_id: str) -> None:
         super().__init__(message)

@@ -31,6 +31,8 @@ from workflow_manager.engine import (
     Command,
     Dispatch,
     Job,
+    JobDebounced,
+    JobDuplicate,
     JobFinished,
     JobForked,
     JobQueued,
@@ -71,6 +73,8 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}jobs_queued": "gauge",
     f"{_P}schedule_firings_total": "counter",
     f"{_P}jobs_forked_total": "counter",
+    f"{_P}duplicate_triggers_total": "counter",
+    f"{_P}triggers_debounced_total": "counter",
     f"{_P}bulk_jobs_total": "counter",
     f"{_P}jobs_scheduled": "gauge",
     f"{_P}steps_waiting": "gauge",
@@ -88,6 +92,7 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}partitions_owned": "gauge",
     f"{_P}lease_renewal_seconds": "gauge",
     f"{_P}rejoins_total": "counter",
+    f"{_P}webhook_requests_total": "counter",
 }
 """Every metric /metrics exposes, by its exposed name, with its type (for docs and tests)."""
 
@@ -129,6 +134,7 @@ class _WorkflowSeries:
     duration: Any
     queued: Any
     scheduled: Any
+    duplicates: Any
 
 
 class Metrics:
@@ -167,6 +173,15 @@ class Metrics:
         self._jobs_forked = Counter(
             f"{_P}jobs_forked", "Jobs made as forks of another job (POST /api/job/{id}/fork).",
             wf, registry=r,
+        )  # fmt: skip
+        self._duplicate_triggers = Counter(
+            f"{_P}duplicate_triggers", "Submissions (AMQP triggers, POST /api/job) answered as "
+            "duplicates: an unfinished job of the workflow holds their unique key.", wf,
+            registry=r,
+        )  # fmt: skip
+        self._triggers_debounced = Counter(
+            f"{_P}triggers_debounced", "Triggers (AMQP, POST /api/workflow) answered debounced: "
+            "they joined the open debounce window of a job of the workflow.", wf, registry=r,
         )  # fmt: skip
         self._bulk_jobs = Counter(
             f"{_P}bulk_jobs", "Jobs bulk actions acted on, by action and outcome (changed, "
@@ -236,6 +251,12 @@ class Metrics:
             "as a standby: cause lease (taken over, or not renewed in time) or database.",
             ["cause"], registry=r,
         )  # fmt: skip
+        self._webhook_requests = Counter(
+            f"{_P}webhook_requests", "Requests to POST /hooks/<webhook>, by outcome (accepted, "
+            "duplicate, debounced, no_match, refused, bad_signature, stale, invalid_body, "
+            "unavailable).",
+            ["webhook", "outcome"], registry=r,
+        )  # fmt: skip
         self._workflows: dict[str, _WorkflowSeries] = {}
         self._requests = _Children(self._step_requests)
         self._durations = _Children(self._step_duration)
@@ -246,6 +267,7 @@ class Metrics:
         self._waits = _Children(self._steps_waiting)
         self._firings = _Children(self._schedule_firings)
         self._forks = _Children(self._jobs_forked)
+        self._debounced = _Children(self._triggers_debounced)
         # Each job's steps waiting for a signal: the gauge goes down when one ends, or its job.
         self._waiting: dict[str, set[str]] = {}
         self._finished = _Children(self._jobs_finished)
@@ -259,6 +281,8 @@ class Metrics:
             JobQueued: self._job_queued,
             ScheduleFired: self._schedule_fired,
             JobForked: self._job_forked,
+            JobDuplicate: self._job_duplicate,
+            JobDebounced: self._job_debounced,
             BulkProgress: self._bulk_progress,
             StepWaiting: self._step_waiting,
             Dispatch: self._dispatched,
@@ -287,6 +311,10 @@ class Metrics:
         """This manager stopped running its partitions and rejoins as a standby (`cause`:
         lease or database)."""
         self._rejoins.labels(cause=cause).inc()
+
+    def webhook_request(self, webhook: str, outcome: str) -> None:
+        """A request to a declared webhook source ended with `outcome` (api.webhooks.OUTCOMES)."""
+        self._webhook_requests.labels(webhook=webhook, outcome=outcome).inc()
 
     def render(self) -> bytes:
         """The metrics in the Prometheus text format (served as `content_type`)."""
@@ -396,6 +424,12 @@ class Metrics:
     def _job_forked(self, command: JobForked) -> None:
         self._forks(command.workflow).inc()
 
+    def _job_duplicate(self, command: JobDuplicate) -> None:
+        self._workflow(command.workflow).duplicates.inc()
+
+    def _job_debounced(self, command: JobDebounced) -> None:
+        self._debounced(command.workflow).inc()
+
     def _job_queued(self, command: JobQueued) -> None:
         self._join_unstarted(command.job_id, self._workflow(command.workflow).queued)
 
@@ -450,6 +484,7 @@ class Metrics:
                 self._job_duration.labels(name),
                 self._jobs_queued.labels(name),
                 self._jobs_scheduled.labels(name),
+                self._duplicate_triggers.labels(name),
             )
         return series
 

@@ -120,7 +120,7 @@ class Orchestrator:
             self.pipeline, trees, self.requests, settings, journal, transport, self._outbox,
             clock, observers, partitioned=ownership is not None,
         )  # fmt: skip
-        self.schedules = Scheduler(self.requests, clock)
+        self.schedules = Scheduler(self.requests.schedules, clock)
         self.partitions = PartitionRuns(
             self.pipeline, self._recovery, self.deliveries, self._work, settings, journal,
             transport, self._outbox, self.schedules, clock, ownership,
@@ -330,16 +330,16 @@ class Orchestrator:
         return await self.requests.signal(job_id, step, payload)
 
     async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
-        """Submit a schedule's firing as job `job_id` (`ApiRequests.fire_schedule`)."""
-        return await self.requests.fire_schedule(workflow, schedule, job_id)
+        """Submit a schedule's firing as job `job_id` (`ScheduleRequests.fire_schedule`)."""
+        return await self.requests.schedules.fire_schedule(workflow, schedule, job_id)
 
     async def pause_schedule(self, workflow: str, schedule: str, paused: bool) -> None:
-        """Pause or resume a schedule, journaled (`ApiRequests.pause_schedule`)."""
-        await self.requests.pause_schedule(workflow, schedule, paused)
+        """Pause or resume a schedule, journaled (`ScheduleRequests.pause_schedule`)."""
+        await self.requests.schedules.pause_schedule(workflow, schedule, paused)
 
     async def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
         """Whether a schedule is paused, and the job it last started."""
-        return await self.requests.schedule_status(workflow, schedule)
+        return await self.requests.schedules.schedule_status(workflow, schedule)
 
     async def cluster(self) -> dict[str, Any]:
         """The partitions, their leases and the managers running them (GET /api/cluster)."""

@@ -146,6 +146,9 @@ class Pipeline:
         _, commands = apply(self._state, event)
         result = record(event, commands, self._reply_queue)
         if result.rejected is not None or result.refused is not None or result.duplicate:
+            if result.duplicate is not None:  # answered now, nothing to journal: counted
+                for observer in self._observers:
+                    observer.observe(commands)
             return result, self.send(result.outbound)  # nothing to journal
         committed = self._journal.append(result.batch)
         for row in result.ended:

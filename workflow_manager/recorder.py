@@ -25,6 +25,7 @@ from workflow_manager.engine import (
     Event,
     ForkSeed,
     Ignored,
+    JobDebounced,
     JobDuplicate,
     JobFinished,
     JobForked,
@@ -38,6 +39,7 @@ from workflow_manager.engine import (
     Refused,
     RetryRequested,
     ScheduleFired,
+    ScheduleKnown,
     SchedulePauseSet,
     SignalReceived,
     StepReplied,
@@ -57,6 +59,7 @@ from workflow_manager.journal import Batch, EventKind, EventRow, JobRow
 from workflow_manager.recovered import pending_message, to_event
 from workflow_manager.transport.message import (
     Outbound,
+    debounced_notice,
     duplicate_notice,
     outcome_notice,
     step_request,
@@ -70,8 +73,10 @@ __all__ = [
     "finished_notice",
     "rejection_notice",
     "duplicate_reason",
+    "debounced_reason",
     "schedule_journal_id",
     "fired_journal_id",
+    "since_journal_id",
     "ReplyQueue",
     "fork_json",
     "forks_journal_id",
@@ -89,6 +94,7 @@ class Record:
     `rejected` / `refused` hold the engine's refusal, if it refused the event: then nothing is
     journaled. `ended` holds the rows of jobs that ended, to serve reads until they are committed.
     `fired`: the job a schedule's firing started, if it started one.
+    `debounced`: the debounce window a trigger joined (it is journaled, under that job).
     """
 
     batch: Batch = field(default_factory=Batch)
@@ -96,6 +102,7 @@ class Record:
     rejected: JobRejected | None = None
     refused: Refused | None = None
     duplicate: JobDuplicate | None = None
+    debounced: JobDebounced | None = None  # journaled: the trigger joined a debounce window
     ended: list[JobRow] = field(default_factory=list)
     fired: ScheduleFired | None = None
 
@@ -137,14 +144,17 @@ def record(event: Event, commands: Iterable[Command], reply_queue: ReplyQueue) -
         elif isinstance(command, ScheduleFired):
             result.fired = command
             events.append(_fired_row(command))
-        elif isinstance(command, JobRejected | Refused | JobDuplicate):
+        elif isinstance(command, JobRejected | Refused | JobDuplicate | JobDebounced):
             _refusal(command, result)
     return result
 
 
 def _rows() -> dict[type, Callable[[Any], EventRow]]:
     """The commands that each write one row of their own, and how."""
-    return {SchedulePauseSet: _schedule_row, JobForked: _forked_row, BulkProgress: _bulk_row}
+    return {
+        SchedulePauseSet: _schedule_row, ScheduleKnown: _known_row, JobForked: _forked_row,
+        BulkProgress: _bulk_row,
+    }  # fmt: skip
 
 
 def schedule_journal_id(workflow: str, schedule: str) -> str:
@@ -164,6 +174,19 @@ def _fired_row(command: ScheduleFired) -> EventRow:
     return EventRow(at=command.at, kind=EventKind.FIRED, job_id=job_id, meta=meta)
 
 
+def since_journal_id(workflow: str, schedule: str) -> str:
+    """Where the row saying since when a schedule exists is filed (its job_id)."""
+    return f"{schedule_journal_id(workflow, schedule)}:since"
+
+
+def _known_row(command: ScheduleKnown) -> EventRow:
+    """The replayed row of a schedule served for the first time (kind `schedule`, so that
+    retention keeps it; filed apart from the pause rows)."""
+    meta = {"workflow": command.workflow, "schedule": command.schedule, "since": True}
+    job_id = since_journal_id(command.workflow, command.schedule)
+    return EventRow(at=command.at, kind=EventKind.SCHEDULE, job_id=job_id, meta=meta)
+
+
 def _schedule_row(command: SchedulePauseSet) -> EventRow:
     """The replayed row of a schedule paused or resumed."""
     meta = {"workflow": command.workflow, "schedule": command.schedule, "paused": command.paused}
@@ -171,8 +194,14 @@ def _schedule_row(command: SchedulePauseSet) -> EventRow:
     return EventRow(at=command.at, kind=EventKind.SCHEDULE, job_id=job_id, meta=meta)
 
 
-def _refusal(command: JobRejected | Refused | JobDuplicate, result: Record) -> None:
-    """An event the engine did not take: nothing is journaled; a trigger's sender is told."""
+def _refusal(command: JobRejected | Refused | JobDuplicate | JobDebounced, result: Record) -> None:
+    """An event the engine did not take (nothing is journaled), or a trigger it answered
+    debounced (journaled, under the window's job); a trigger's sender is told."""
+    if isinstance(command, JobDebounced):
+        result.debounced = command
+        if command.reply_to:
+            result.outbound.append(_debounced(command, command.reply_to))
+        return
     if isinstance(command, JobRejected):
         result.rejected = command
         if command.reply_to:
@@ -198,6 +227,22 @@ def _duplicate(command: JobDuplicate, reply_to: str) -> Outbound:
     """The `duplicate` answer to a trigger: the reason, and the job that has the key."""
     body = jsontext.dumps({"error": duplicate_reason(command), "job": command.existing})
     return duplicate_notice(reply_to, command.job_id, command.existing, body)
+
+
+def debounced_reason(command: JobDebounced) -> str:
+    """Why a trigger started no job of its own: the debounce window it joined."""
+    start = " (it starts when the window closes, with the last trigger's payload)"
+    return (
+        f"job {command.existing} of workflow '{command.workflow}' was made for the debounce "
+        f"key {command.key} less than its period ago{start if command.mode == 'trailing' else ''}; "
+        "this trigger joined it"
+    )
+
+
+def _debounced(command: JobDebounced, reply_to: str) -> Outbound:
+    """The `debounced` answer to a trigger: the reason, and the job that does its work."""
+    body = jsontext.dumps({"reason": debounced_reason(command), "job": command.existing})
+    return debounced_notice(reply_to, command.job_id, command.existing, body)
 
 
 def rejection_notice(reply_to: str, job_id: str | None, reason: str) -> Outbound:

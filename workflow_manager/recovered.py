@@ -20,6 +20,7 @@ from workflow_manager.engine import (
     RetryRequested,
     ReusedChild,
     SchedulePaused,
+    ScheduleSeen,
     SignalReceived,
     StepReplied,
     TimerFired,
@@ -115,6 +116,8 @@ def to_event(row: EventRow) -> Event:
     if row.kind == EventKind.SIGNAL and row.step:
         payload = jsontext.loads(row.body or b"{}")
         return SignalReceived(job_id=meta["id"], step=row.step, payload=payload, at=row.at)
+    if row.kind == EventKind.SCHEDULE and meta.get("since"):
+        return ScheduleSeen(workflow=meta["workflow"], schedule=meta["schedule"], at=row.at)
     if row.kind == EventKind.SCHEDULE and row.job_id:
         # Rows from before they named their schedule in meta: the job_id does.
         workflow, _, schedule = row.job_id.removeprefix("schedule:").partition("/")

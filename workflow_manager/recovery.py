@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 from workflow_manager.config import Workflow
 from workflow_manager.engine import EngineState, replay
 from workflow_manager.journal import EventRow, Journal
-from workflow_manager.recorder import pending_message, schedule_journal_id, to_event
+from workflow_manager.recorder import (
+    pending_message,
+    schedule_journal_id,
+    since_journal_id,
+    to_event,
+)
 from workflow_manager.transport import Outbound
 
 if TYPE_CHECKING:
@@ -72,7 +77,7 @@ class Recovery:
 
     async def rows_to_replay(self, roots: list[str]) -> list[EventRow]:
         """The replayed rows of the trees under `roots`, then each schedule's latest pause or
-        resume row.
+        resume row and the row saying since when it exists.
 
         Trees first: each firing among them started its job when applied (a firing the engine
         ignored has no tree), so it must start again whatever pause the journal holds before
@@ -82,9 +87,10 @@ class Recovery:
             roots = [*roots, *await self._journal.bulks_under_way()]
         rows = await self._journal.replay_rows(roots)
         journal_ids = [
-            schedule_journal_id(wf.name, schedule.name)
+            journal_id(wf.name, schedule.name)
             for wf in self._workflows.values()
             for schedule in wf.schedules
+            for journal_id in (schedule_journal_id, since_journal_id)  # since: when it began
         ]
         if not journal_ids:
             return rows

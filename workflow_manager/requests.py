@@ -1,7 +1,8 @@
 """The requests of the HTTP API and the CLI (and the scheduler's firings) to the orchestrator.
 
-`ApiRequests`: submit a job, fire, pause or ask about a schedule, find a job (in memory, ended in
-the journal, or run by another manager), cancel, retry or signal one. Each request becomes an
+`ApiRequests`: submit a job, find a job (in memory, ended in the journal, or run by another
+manager), cancel, retry or signal one; its `schedules` (`ScheduleRequests`) fire, pause and
+tell about a schedule. Each request becomes an
 engine event run through the same pipeline as a delivery (`Pipeline.process`); the few changes
 of memory a request makes outside it are the pipeline's named ones (`Pipeline.replay_for_retry`,
 `let_go`, `catch_up`). The errors it raises are the API's (`SubmitError`s, `JobNotFound`,
@@ -10,7 +11,6 @@ of memory a request makes outside it are the pipeline's named ones (`Pipeline.re
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from workflow_manager.bulkactions import MAX_BULK_JOBS, JobFilter, matching_jobs
 from workflow_manager.bulkviews import bulk_view, bulk_view_of_rows
 from workflow_manager.config import Workflow
-from workflow_manager.config.schedules import Schedule
 from workflow_manager.engine import (
     BulkRequested,
     CancelRequested,
@@ -27,7 +26,6 @@ from workflow_manager.engine import (
     JobSubmitted,
     PauseRequested,
     RetryRequested,
-    SchedulePaused,
     SignalReceived,
     StepStatus,
     canonical_uuid,
@@ -35,7 +33,9 @@ from workflow_manager.engine import (
 )
 from workflow_manager.engine.bulk import bulk_journal_id
 from workflow_manager.engine.snapshot import restore
+from workflow_manager.engine.uniqueness import key_taken
 from workflow_manager.errors import (
+    Debounced,
     DuplicateJob,
     DuplicateKey,
     InvalidFork,
@@ -50,11 +50,11 @@ from workflow_manager.errors import (
 from workflow_manager.forks import fork_submission
 from workflow_manager.journal import JobRow, Journal
 from workflow_manager.recorder import (
+    debounced_reason,
     duplicate_reason,
-    fired_journal_id,
-    schedule_journal_id,
     to_event,
 )
+from workflow_manager.schedulerequests import ScheduleRequests
 from workflow_manager.traces import TraceParent, new_trace_id
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ _REJECTIONS: dict[str, type[SubmitError]] = {
 
 class ApiRequests:
     """The API's requests of the orchestrator: jobs submitted, found, cancelled, retried and
-    signalled; schedules fired, paused and asked about."""
+    signalled; schedules fired, paused and asked about (`schedules`)."""
 
     def __init__(
         self,
@@ -96,6 +96,9 @@ class ApiRequests:
         self._journal = journal
         self._now = clock
         self._ownership = ownership
+        self.schedules = ScheduleRequests(
+            pipeline, trees, workflows, journal, clock, self.finished_row, ownership
+        )
 
     def __repr__(self) -> str:
         return f"<ApiRequests workflows={len(self.workflows)}>"
@@ -154,6 +157,9 @@ class ApiRequests:
             raise _REJECTIONS.get(rejected.kind, SubmitError)(rejected.reason)
         if result.duplicate is not None:
             raise DuplicateKey(duplicate_reason(result.duplicate), result.duplicate.existing)
+        if result.debounced is not None:  # journaled: the window's job does its work
+            await sending
+            raise Debounced(debounced_reason(result.debounced), result.debounced.existing)
         await sending
 
     async def fork(
@@ -241,60 +247,6 @@ class ApiRequests:
             return bulk_view(run)
         rows = await self._journal.events_of(bulk_journal_id(bulk_id))
         return bulk_view_of_rows(bulk_id, rows)
-
-    async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
-        """Submit a schedule's firing as job `job_id`; False when it starts no job (it ran
-        already, or its previous job still runs and the schedule skips overlaps)."""
-        submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self._now())
-        event = dataclasses.replace(self._pipeline.pinned(submitted), schedule=schedule.name)
-        event = await self._trees.placed(event, named=True)
-        if not self._trees.owns(job_id, event.partition):
-            return False  # partitioned: the manager holding this firing's partition fires it
-        if job_id in self._pipeline.state.jobs or await self.finished_row(job_id) is not None:
-            return False
-        await self._catch_up_pause(workflow, schedule.name)
-        result, sending = await self._pipeline.process(event)
-        await sending
-        return result.fired is not None and result.fired.job_id == job_id
-
-    async def _catch_up_pause(self, workflow: str, schedule: str) -> None:
-        """Partitioned: another manager may have paused or resumed the schedule since we
-        replayed its rows; replay its latest pause or resume row into our engine too (it is
-        committed: not journaled again), so our firing meets the state the journal has."""
-        if self._ownership is None:
-            return
-        row = await self._journal.latest_row(schedule_journal_id(workflow, schedule))
-        if row is None:
-            return
-        event = to_event(row)
-        paused = f"{workflow}/{schedule}" in self._pipeline.state.schedules_paused
-        if isinstance(event, SchedulePaused) and event.paused != paused:
-            await self._pipeline.catch_up(event, f"schedule {workflow}/{schedule}")
-
-    async def pause_schedule(self, workflow: str, schedule: str, paused: bool) -> None:
-        """Pause (`paused`) or resume a schedule, journaled; JobNotFound for an unknown one.
-
-        Partitioned, a manager running no partition (a standby) cannot commit: NotOwner.
-        """
-        if self._ownership is not None and not self._trees.runs_now():
-            home = self._ownership.partitioning.of(schedule_journal_id(workflow, schedule))
-            raise NotOwner(
-                "this manager runs no partition now (a standby); ask one that does", home
-            )
-        event = SchedulePaused(workflow, schedule, paused, self._now())
-        result, sending = await self._pipeline.process(event)
-        if result.refused is not None:
-            raise JobNotFound(result.refused.reason)
-        await sending
-        log.info("schedule %s/%s %s", workflow, schedule, "paused" if paused else "resumed")
-
-    async def schedule_status(self, workflow: str, schedule: str) -> tuple[bool, str | None]:
-        """Whether a schedule is paused, and the job it last started: the journal's latest
-        `fired` row (committed with its firing), so it survives a restart."""
-        row = await self._journal.latest_row(fired_journal_id(workflow, schedule))
-        last_job = row.meta.get("job") if row is not None else None
-        await self._catch_up_pause(workflow, schedule)
-        return f"{workflow}/{schedule}" in self._pipeline.state.schedules_paused, last_job
 
     async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
         """A job in memory, or a finished one restored from its journal snapshot.
@@ -385,11 +337,22 @@ class ApiRequests:
         await self._require_owner_of(canonical)
         row = await self.finished_row(canonical)
         if row is not None and row.root_id not in self._pipeline.state.jobs:
+            # Its submission would replay as a duplicate while another job holds its key.
+            self._require_key_free(row)
             # It has left memory: replay its journal to bring it back, then retry it.
             rows = await self._journal.replay_rows([row.root_id])
             if row.root_id not in self._pipeline.state.jobs:
                 await self._pipeline.replay_for_retry(rows, canonical)
         return await self._control(RetryRequested(canonical, self._now()))
+
+    def _require_key_free(self, row: JobRow) -> None:
+        """JobConflict when another unfinished job holds the unique key of job `row` (a
+        top-level job that left memory), as the engine refuses a retry of one in memory."""
+        key = (row.snapshot or {}).get("unique_key") if row.parent_id is None else None
+        if isinstance(key, str):
+            reason = key_taken(self._pipeline.state, row.workflow, key, row.id)
+            if reason is not None:
+                raise JobConflict(reason)
 
     async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
         """Signal a waiting step; returns "completed" (it was waiting) or "kept" (it will be,

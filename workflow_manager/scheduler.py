@@ -4,11 +4,12 @@ derived from the workflow, the schedule and the fire time (`schedule_job_id`).
 So a firing seen twice (a restart, a catch-up of a firing that did run) is a duplicate the
 orchestrator recognises, and the engine decides the overlap rule
 (`workflow_manager.engine.scheduling`). At start the latest fire time of each schedule with
-`catch_up` runs once, unless its job
-exists already. Only the clock side is here (as `workflow_manager.timekeeper` is for timers):
-whether
-a schedule is paused is the engine's (journaled `SchedulePaused` events), so every firing,
-a catch-up too, goes in and the engine decides whether it starts a job.
+`catch_up` runs once, unless its job exists already, or the schedule did not exist then: a
+schedule exists from the first start that served it (journaled through the engine), so a new
+schedule, or a fresh journal, catches nothing up. Only the clock side is here (as
+`workflow_manager.timekeeper` is for timers): whether a schedule is paused is the engine's
+(journaled `SchedulePaused` events), so every firing, a catch-up too, goes in and the engine
+decides whether it starts a job.
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ class Firings(Protocol):
         """Whether a schedule is paused, and the job it last started."""
         ...
 
+    async def schedule_since(self, workflow: str, schedule: str) -> float:
+        """Since when a schedule exists (journaled by the first start that served it)."""
+        ...
+
 
 class Scheduler:
     """One task per schedule: sleep until the next fire time, then submit its job."""
@@ -81,11 +86,13 @@ class Scheduler:
         return [(wf, schedule) for wf in workflows for schedule in wf.schedules]
 
     async def start(self) -> None:
-        """Catch up what was missed (the engine skips a paused schedule's firing), and start
-        each schedule's task."""
+        """Catch up what was missed since each schedule exists (the engine skips a paused
+        schedule's firing), and start each schedule's task."""
         for wf, schedule in self._schedules():
-            if schedule.catch_up:
-                await self._fire(wf, schedule, schedule.last_fire(self._now()))
+            since = await self._orchestrator.schedule_since(wf.name, schedule.name)
+            missed = schedule.missed_fire(self._now(), since) if schedule.catch_up else None
+            if missed is not None:
+                await self._fire(wf, schedule, missed)
             task = asyncio.create_task(self._run(wf, schedule), name=f"schedule {schedule.name}")
             self._tasks.append(task)
 

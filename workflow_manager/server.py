@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -18,7 +18,9 @@ import uvicorn
 from workflow_manager.api import ApiToken, create_app
 from workflow_manager.api.connections import limited_protocol
 from workflow_manager.api.forwarding import Forwarder
+from workflow_manager.api.webhooks import Webhooks
 from workflow_manager.config import Workflow
+from workflow_manager.config.webhooks import Webhook
 from workflow_manager.deadletters import DeadLetterQueue
 from workflow_manager.errors import ManagerError
 from workflow_manager.events import EventHub
@@ -27,6 +29,7 @@ from workflow_manager.observers import Observer
 from workflow_manager.orchestrator import ManagerSettings
 from workflow_manager.settings import HttpSettings, advertised_url
 from workflow_manager.term import Term, TermParts, rejoin, rejoin_cause, start_term
+from workflow_manager.webhooks import resolve_secrets
 
 if TYPE_CHECKING:
     from workflow_manager.traces.export import SpanRecorder
@@ -121,18 +124,23 @@ async def serve(
     api_token: ApiToken | None = None,
     environ: Mapping[str, str] | None = None,
     http: HttpSettings | None = None,
+    webhooks: Sequence[Webhook] = (),
 ) -> None:
     """Run until SIGINT/SIGTERM (or `stop` is set): stop consuming, finish in hand, close.
 
     With `api_token`, the HTTP API asks every client but the probes for it. `http`: the HTTP
     server's limits and browser-session settings (defaults: `HttpSettings()`). With
     OTEL_EXPORTER_OTLP_ENDPOINT in `environ` (default: the process's), it exports spans.
+    `webhooks`: the sources `POST /hooks/{name}` serves, their secrets read from `environ`
+    now (WebhookConfigError, before anything starts, when one is not set).
 
     Raises the journal's error if the journal fails while running (after a clean stop).
     """
     stop = stop or asyncio.Event()
     http = http or HttpSettings()
-    spans = _span_recorder(os.environ if environ is None else environ)
+    environ = os.environ if environ is None else environ
+    sources = resolve_secrets(webhooks, environ)  # a missing secret stops the start here
+    spans = _span_recorder(environ)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
@@ -169,6 +177,7 @@ async def serve(
         max_json_depth=settings.max_json_depth,
         bind_host=host,  # the Host headers answered (workflow_manager.api.hosts)
         advertise_url=api_url,
+        webhooks=Webhooks(sources, metrics.webhook_request) if sources else None,
     )
     config = uvicorn.Config(
         app,

@@ -31,6 +31,9 @@ class Orchestrator:
         self.fired: list[str] = []
         self.done = asyncio.Event()
 
+    async def schedule_since(self, workflow: str, schedule: str) -> float:
+        return 0.0
+
     async def fire_schedule(self, workflow: str, schedule: Schedule, job_id: str) -> bool:
         self.fired.append(job_id)
         self.now += self.slow.get(len(self.fired), 1.0)  # the next is due at once: no wait

@@ -5,10 +5,11 @@ UI's session cookie that `POST /ui/login` sets once it was shown the token (a br
 add a header to a link; the cookie is a signed, expiring session, never the token: see
 workflow_manager.api.sessions). The gate is ASGI middleware, so routes added later (UI pages,
 streams) are covered without naming them; only `PUBLIC_PATHS` and the UI's static assets
-(`PUBLIC_PREFIXES`: no data in them) are open. A browser asking for a UI page without the
-token is sent to the login page (303) rather than shown the API's 401. Tokens are compared in
-constant time and never appear in a repr, a log line or an error. The login's routes are in
-workflow_manager.api.login.
+(`PUBLIC_PREFIXES`: no data in them) are open, and webhooks (`SIGNED_PREFIXES`: their
+route checks a signature instead, workflow_manager.api.webhooks). A browser asking for a UI
+page without the token is sent to the login page (303) rather than shown the API's 401.
+Tokens are compared in constant time and never appear in a repr, a log line or an error. The
+login's routes are in workflow_manager.api.login.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from workflow_manager.api.origin import SAFE_METHODS
+from workflow_manager.api.origin import SAFE_METHODS, SIGNED_PREFIXES
 from workflow_manager.api.sessions import COOKIE_NAME, SECURE_COOKIE_NAME, Sessions
 from workflow_manager.api.token import ApiToken
 from workflow_manager.api.ui import is_ui_path
@@ -135,7 +136,8 @@ class TokenGate:
             await refused.response()(scope, receive, send)
 
     def _is_public(self, path: str) -> bool:
-        return path.rstrip("/") in self.public or path.startswith(PUBLIC_PREFIXES)
+        # Webhooks (SIGNED_PREFIXES) show a signature instead, which their route checks.
+        return path.rstrip("/") in self.public or path.startswith(PUBLIC_PREFIXES + SIGNED_PREFIXES)
 
 
 def _is_page_request(scope: Scope) -> bool:
@@ -176,7 +178,7 @@ def document_access(schema: dict[str, Any], token_set: bool) -> None:
             if path == LOGIN_PATH:
                 if method == "post":  # the login page (GET) is answered to anyone
                     responses["401"] = _unauthorized_doc("The token is not this manager's.")
-            elif path not in PUBLIC_PATHS:
+            elif path not in PUBLIC_PATHS and not path.startswith(SIGNED_PREFIXES):
                 responses["401"] = _unauthorized_doc("The API token is missing or wrong.")
     schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
     schemes["bearer"] = {"type": "http", "scheme": "bearer", "description": "--api-token"}
@@ -188,7 +190,8 @@ def document_access(schema: dict[str, Any], token_set: bool) -> None:
         "over HTTPS).",
     }
     schema["security"] = [{"bearer": []}, {"cookie": []}]
-    for path in PUBLIC_PATHS & set(schema.get("paths", {})):
+    open_paths = {p for p in schema.get("paths", {}) if p.startswith(SIGNED_PREFIXES)}
+    for path in (PUBLIC_PATHS & set(schema.get("paths", {}))) | open_paths:
         for operation in schema["paths"][path].values():
             operation["security"] = []
 
@@ -205,7 +208,7 @@ def _document_same_origin(schema: dict[str, Any]) -> None:
     """The 403 and 415 answers of every state-changing operation (the login's form: no 415)."""
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
-            if method.upper() in SAFE_METHODS:
+            if method.upper() in SAFE_METHODS or path.startswith(SIGNED_PREFIXES):
                 continue
             responses: dict[str, Any] = operation.setdefault("responses", {})
             for status, description in _GUARD_DOCS.items():

@@ -35,6 +35,8 @@ from workflow_manager.api.service import Clock, JobService
 from workflow_manager.api.signals import router as signals_router
 from workflow_manager.api.ui import UiHeaders
 from workflow_manager.api.ui import router as ui_router
+from workflow_manager.api.webhooks import Webhooks
+from workflow_manager.api.webhooks import router as webhooks_router
 from workflow_manager.deadletters import DeadLetterQueue
 from workflow_manager.events import EventHub
 from workflow_manager.limits import DEFAULT_JSON_DEPTH
@@ -48,8 +50,9 @@ Start jobs of the workflows the manager serves, and watch them run.
 * `POST /api/workflow/{name}` starts a job; the JSON body is its payload.
 * `GET /api/job/{id}` shows a job's steps, result or error; child jobs of task steps too.
 * Every error answers `{"error": "..."}` with a 4xx status (5xx only for a manager bug).
-* When the manager runs with `--api-token`, every route but `/healthz`, `/readyz` and
-  `/metrics` needs `Authorization: Bearer <token>` (or the cookie `POST /ui/login` sets).
+* When the manager runs with `--api-token`, every route but `/healthz`, `/readyz`,
+  `/metrics` and the webhooks (`POST /hooks/{name}`: signed instead) needs
+  `Authorization: Bearer <token>` (or the cookie `POST /ui/login` sets).
   The web UI's login page and its static assets (scripts, styles, icon) need none: they hold
   no data, and the login page must load before the token is known.
 
@@ -64,6 +67,7 @@ _TAGS = [
     {"name": "cluster", "description": "Several managers: partitions, leases, owners."},
     {"name": "dead letters", "description": "Messages the manager could not process, and replay."},
     {"name": "access", "description": "The web UI's login, when the manager has an API token."},
+    {"name": "webhooks", "description": "Signed requests from webhook senders: start jobs."},
     {
         "name": "health",
         "description": "Broker connection (`/healthz`), readiness to take work (`/readyz`) "
@@ -85,6 +89,7 @@ def create_app(
     max_json_depth: int = DEFAULT_JSON_DEPTH,
     bind_host: str | None = None,
     advertise_url: str | None = None,
+    webhooks: Webhooks | None = None,
 ) -> FastAPI:
     """The HTTP API over `service`; `clock` gives "now" for elapsed times and `?interval=`.
 
@@ -96,7 +101,8 @@ def create_app(
     browser-session settings (docs/security.md); `max_json_depth`: the deepest JSON a
     request body may hold. `bind_host` (the address serve() listens on) and `advertise_url`
     name the Host headers it answers, with `http.allowed_hosts` (workflow_manager.api.hosts);
-    without `bind_host` (an app served by someone else) every Host is answered.
+    without `bind_host` (an app served by someone else) every Host is answered. `webhooks`:
+    the sources `POST /hooks/{name}` serves (without: no such route).
     """
     app = FastAPI(
         title="workflow-manager",
@@ -129,6 +135,9 @@ def create_app(
         install_events(app, events)
     if dead_letters is not None:
         install_dead_letters(app, dead_letters)
+    if webhooks is not None:
+        app.state.webhooks = webhooks
+        app.include_router(webhooks_router)
     if api_token is not None:  # without a token there is nothing to log in to
         install_access(app, api_token, app.state.http)
     # Middleware, the last added outermost: Host check, same origin, request limits, UI

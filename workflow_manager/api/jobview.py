@@ -17,6 +17,7 @@ from workflow_manager.api.views import shown_status
 from workflow_manager.config.models import Step
 from workflow_manager.config.schemas import JsonSchema
 from workflow_manager.engine import Job, JobStatus, StepRun, StepStatus
+from workflow_manager.engine.fairness import NO_SHARE
 from workflow_manager.engine.replies import ReplyError, decode_output
 from workflow_manager.engine.snapshot import forked_from_json
 from workflow_manager.journal import EventKind, EventRow
@@ -219,6 +220,18 @@ class _Context:
     now: float
 
 
+def _keys(job: Job) -> dict[str, Any]:
+    """The keys the job was placed under by its workflow's rules (unique, debounce, fairness)."""
+    keys: dict[str, Any] = {}
+    if job.unique_key is not None:
+        keys["unique_key"] = job.unique_key
+    if job.debounce_key is not None:
+        keys["debounce_key"] = job.debounce_key
+    if job.share is not NO_SHARE:
+        keys["fair_share"] = {"key": job.share.group, "weight": job.share.weight}
+    return keys
+
+
 def _header(job: Job, now: float) -> dict[str, Any]:
     body: dict[str, Any] = {"uuid": job.id, "workflow": job.workflow.name}
     if job.parent is not None:
@@ -233,8 +246,7 @@ def _header(job: Job, now: float) -> dict[str, Any]:
         body["queued_at"] = iso_utc(job.queued_at)
     if job.start_at is not None:
         body["start_at"] = iso_utc(job.start_at)
-    if job.unique_key is not None:
-        body["unique_key"] = job.unique_key
+    body.update(_keys(job))
     if job.finished_at is not None:
         body["finished_at"] = iso_utc(job.finished_at)
     body["elapsed"] = _seconds(job.submitted_at, job.finished_at or now)

@@ -61,10 +61,26 @@ class WorkflowSummary(BaseModel):
     job_count: int = Field(description="Top-level jobs of this workflow now running.")
 
 
+class FairShareView(BaseModel):
+    """The fairness key a job's waiting work takes turns under, and its weight."""
+
+    key: str = Field(examples=['"tenant-b"'])
+    weight: float = Field(examples=[1.0])
+
+
 class SubmitResponse(BaseModel):
-    """The id of the job just started."""
+    """The id of the job just started (or scheduled, or queued); with `status` `debounced`,
+    the id of the job whose debounce window the trigger joined."""
 
     id: str = Field(examples=["3f2a6c1e-0b7d-4c44-9a55-2f1f0c1d2e3f"])
+    status: Literal["debounced"] | None = Field(
+        default=None,
+        description=(
+            "`debounced` when the workflow's `debounce` window for the trigger's key was open: "
+            "no job of its own started, job `id` does the work (in trailing mode with this "
+            "trigger's payload, if no later one comes). Absent otherwise."
+        ),
+    )
 
 
 class WorkflowJobs(BaseModel):
@@ -73,6 +89,10 @@ class WorkflowJobs(BaseModel):
     running: list[str]
     queued: list[str] = Field(
         default_factory=list, description="Extra: waiting under a concurrency limit."
+    )
+    scheduled: list[str] = Field(
+        default_factory=list,
+        description="Extra: made with a delayed start (delay, not_before), waiting for it.",
     )
     completed: list[str] = Field(description="Finished with status completed.")
     failed: list[str] = Field(description="Extra: finished with status failed or cancelled.")
@@ -353,6 +373,21 @@ class JobPage(BaseModel):
     unique_key: str | None = Field(
         default=None,
         description="Workflows with `unique` only: the job's key (JSON), held until it ends.",
+    )
+    debounce_key: str | None = Field(
+        default=None,
+        description=(
+            "Workflows with `debounce` only, while the job is in memory: the key (JSON) of the "
+            "debounce window it was made for (triggers with this key until the window closes "
+            "join it)."
+        ),
+    )
+    fair_share: FairShareView | None = Field(
+        default=None,
+        description=(
+            "Workflows with `fairness` only, while the job is in memory: the key (JSON) its "
+            "waiting work takes turns under, and its weight (turns per round)."
+        ),
     )
     finished_at: str | None = None
     elapsed: float

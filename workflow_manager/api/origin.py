@@ -16,6 +16,11 @@ OPTIONS and TRACE), with or without an API token:
   forged, and a browser's would carry its `Origin`.
 
 The login (`POST /ui/login`) takes a form, so only its origin is checked.
+
+Webhooks (`POST /hooks/...`, `SIGNED_PREFIXES`) are not checked at all: their senders are
+servers (no Origin, and GitHub may send a form), and each request must carry an HMAC
+signature under a secret no page can know (workflow_manager.webhooks), checked before anything
+is done. A page that forges the request cannot forge that, so the guard has nothing to add.
 """
 
 from __future__ import annotations
@@ -27,9 +32,18 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["SAFE_METHODS", "SameOrigin", "Endpoint", "endpoint_of", "request_endpoint"]
+__all__ = [
+    "SAFE_METHODS",
+    "SIGNED_PREFIXES",
+    "SameOrigin",
+    "Endpoint",
+    "endpoint_of",
+    "request_endpoint",
+]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+SIGNED_PREFIXES = ("/hooks/",)
+"""Paths whose requests carry a signature the route checks (webhooks): no token, no guard here."""
 _JSON = "application/json"
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _PROXY_HINT = (
@@ -88,7 +102,13 @@ class SameOrigin:
         self.form_paths = form_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method", "GET") in SAFE_METHODS:
+        if (
+            scope["type"] != "http"
+            or scope.get("method", "GET") in SAFE_METHODS
+            # Safe only because the webhook route refuses any request whose signature does
+            # not hold (401) before it reads the body as anything (module docstring).
+            or str(scope.get("path", "")).startswith(SIGNED_PREFIXES)
+        ):
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)

@@ -36,6 +36,7 @@ from workflow_manager.api.models import (
 from workflow_manager.api.service import Clock, JobService
 from workflow_manager.engine import Job
 from workflow_manager.engine.state import MAX_PRIORITY
+from workflow_manager.errors import Debounced
 from workflow_manager.recorder import forks_journal_id
 from workflow_manager.starttimes import MAX_DELAY_S, MAX_UNIX_S
 from workflow_manager.traces import submitter_trace
@@ -176,6 +177,7 @@ def _summaries(body: bytes) -> list[dict[str, Any]]:
     "/api/workflow/{name}",
     tags=["workflows"],
     response_model=SubmitResponse,
+    response_model_exclude_none=True,
     responses={**_errors(400, 404, 503), 409: {"model": DuplicateBody}},
     openapi_extra=_PAYLOAD_DOC,
 )
@@ -207,10 +209,14 @@ async def submit_job(
     job_meta = parse_meta(meta, x_meta, depth)
     trace = submitter_trace(traceparent, "POST /api/workflow")
     chosen_id = resolve_job_id(job_id, payload)
-    new_id = await service.submit(
-        name, payload, chosen_id, trace, priority=priority, not_before=start_at,
-        **({"meta": job_meta} if job_meta is not None else {}),
-    )  # fmt: skip
+    try:
+        new_id = await service.submit(
+            name, payload, chosen_id, trace, priority=priority, not_before=start_at,
+            **({"meta": job_meta} if job_meta is not None else {}),
+        )  # fmt: skip
+    except Debounced as exc:
+        # Not a failure: the job of the debounce window this trigger joined does its work.
+        return {"id": exc.job_id, "status": "debounced"}
     return {"id": new_id}
 
 
@@ -233,7 +239,8 @@ async def workflow_jobs(
         ),
     ] = DEFAULT_INTERVAL_MIN,
 ) -> dict[str, Any]:
-    """Top-level jobs of workflow `name`: running, and finished within `interval` minutes."""
+    """Top-level jobs of workflow `name`: running, waiting to start (queued, scheduled), and
+    finished within `interval` minutes."""
     found = await service.workflow_jobs(name, finished_since=now() - interval * 60)
     # A workflow dropped on reload stays visible while the journal still holds its jobs.
     if name not in service.workflows and not any(found.values()):
@@ -241,6 +248,7 @@ async def workflow_jobs(
     return {
         "running": found.get("running", []),
         "queued": found.get("queued", []),
+        "scheduled": found.get("scheduled", []),
         "completed": found.get("completed", []),
         "failed": found.get("failed", []) + found.get("cancelled", []),
     }

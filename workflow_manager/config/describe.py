@@ -21,6 +21,7 @@ def describe_workflows(workflows: dict[str, Workflow]) -> str:
             lines.append(f"  timeout: {number_text(workflow.timeout)}s for the whole job")
         if workflow.unique is not None:
             lines.append(f"  unique: one unfinished job per key {quote(workflow.unique.key)}")
+        lines += _describe_debounce(workflow)
         if workflow.payload_schema is not None:
             lines.append(f"  payload checked against {_schema_text(workflow.payload_schema)}")
         lines += _describe_starts(workflow)
@@ -36,6 +37,22 @@ def describe_workflows(workflows: dict[str, Workflow]) -> str:
             lines += _describe_steps(workflow, branch, "    ", terminals=False)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _describe_debounce(workflow: Workflow) -> list[str]:
+    """The workflow's debounce, if it has one: the key, the period, and which trigger runs."""
+    debounce = workflow.debounce
+    if debounce is None:
+        return []
+    starts = {
+        "leading": "the first starts it at once",
+        "trailing": "it starts when the period ends, with the last payload",
+    }[debounce.mode]
+    return [
+        f"  debounce: triggers with the same key {quote(debounce.key)} within "
+        f"{number_text(debounce.period)}s of the first make one job ({debounce.mode}: "
+        f"{starts}); the others are answered debounced"
+    ]
 
 
 def _describe_starts(workflow: Workflow) -> list[str]:

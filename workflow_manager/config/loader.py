@@ -1,7 +1,7 @@
 """Load workflow files into frozen models, or fail with a ConfigError listing every problem.
 
 Each problem is one line naming its place: `file:line: workflow 'w', step 's': message`
-(or `task 't', step 's'`, or `on_error step 's'`).
+(or `task 't', step 's'`, `on_error step 's'`, or `schedule 'n'`).
 The pipeline: YAML with line numbers (`yamlsource`), structural checks on the raw data
 (`checks`), model validation with pydantic's errors translated, then derived facts.
 """
@@ -19,6 +19,8 @@ from pydantic_core import ErrorDetails
 from workflow_manager.config.checks import check_document, number_text, quote, suggest
 from workflow_manager.config.models import (
     Backoff,
+    Concurrency,
+    Debounce,
     HandlerStep,
     HttpCall,
     Policy,
@@ -28,7 +30,10 @@ from workflow_manager.config.models import (
     Workflow,
     WorkflowFile,
 )
+from workflow_manager.config.schedules import Schedule
 from workflow_manager.config.schemas import JsonSchema, resolve_schema_files
+from workflow_manager.config.webhookchecks import check_triggers
+from workflow_manager.config.webhooks import Trigger, Webhook
 from workflow_manager.config.yamlsource import Document, Path, Problem, read_yaml
 from workflow_manager.errors import ConfigError
 
@@ -40,6 +45,8 @@ _KINDS = {
     "steps": "step",
     "on_error": "on_error step",
     "on_cancel": "on_cancel step",
+    "schedules": "schedule",
+    "webhooks": "webhook",
 }
 _MODELS: dict[str, type[BaseModel]] = {
     "workflows": Workflow,
@@ -53,6 +60,11 @@ _MODELS: dict[str, type[BaseModel]] = {
     "fallback": HandlerStep,
     "compensate": HandlerStep,
     "unique": UniqueKey,
+    "debounce": Debounce,
+    "concurrency": Concurrency,  # a step's is a number: only a workflow's has fields
+    "schedules": Schedule,
+    "webhooks": Webhook,
+    "triggers": Trigger,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -70,8 +82,11 @@ _BOUNDS = {
     "greater_than": "more than",
     "less_than_equal": "at most",
 }
-_NUMBER_FIELDS = {"retries", "timeout", "initial", "multiplier", "max", "max_failed_items"}
-_SECONDS = {"initial", "max", "timeout", "http timeout"}  # the number fields given in seconds
+_NUMBER_FIELDS = {
+    "retries", "timeout", "initial", "multiplier", "max", "max_failed_items", "tolerance_s",
+}  # fmt: skip
+# The number fields given in seconds.
+_SECONDS = {"initial", "max", "timeout", "http timeout", "tolerance_s"}
 _RANGE_NOTES = {
     "retries": "; retries counts the attempts after the first",
     "multiplier": "; 1 keeps every wait the same",
@@ -96,6 +111,7 @@ def parse_workflows(
     if doc is None:
         raise ConfigError(_report(problems, None, source))
     problems += check_document(doc.data, doc.lines)
+    problems += check_triggers(doc.data)
     problems += resolve_schema_files(doc.data, base_dir or FilePath("."))
     try:
         parsed = WorkflowFile.model_validate(doc.data, by_alias=True, by_name=False)

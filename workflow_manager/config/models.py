@@ -27,6 +27,7 @@ from pydantic import (
 from workflow_manager.config.expressions import Expression, ExpressionError, compile_expression
 from workflow_manager.config.schedules import Schedule
 from workflow_manager.config.schemas import JsonSchema
+from workflow_manager.config.webhooks import Trigger, Webhook
 
 __all__ = [
     "NAME_PATTERN",
@@ -42,6 +43,10 @@ __all__ = [
     "Flow",
     "Task",
     "UniqueKey",
+    "Debounce",
+    "Fairness",
+    "MAX_FAIR_WEIGHT",
+    "MAX_DEBOUNCE_PERIOD_S",
     "Workflow",
     "WorkflowFile",
     "singular",
@@ -321,6 +326,50 @@ class UniqueKey(_Model):
         return compile_expression(self.key)
 
 
+MAX_FAIR_WEIGHT = 1000.0
+"""The largest `fairness.weight` a job may have (turns per round against a weight-1 key)."""
+
+
+class Fairness(_Model):
+    """`fairness: {key, weight}`: the workflow's jobs' work that waits for a limit goes
+    round-robin across the values of `key` (a JMESPath expression over the payload, with
+    `meta.<field>` for metadata), each value taking `weight` turns per round: an expression
+    giving a number from 0.001 to 1000 (default 1). A job's children count under its key."""
+
+    key: KeyText
+    weight: ExpressionText | None = None
+
+    @cached_property
+    def expression(self) -> Expression:
+        """`key`, compiled once."""
+        return compile_expression(self.key)
+
+    @cached_property
+    def weight_expression(self) -> Expression | None:
+        """`weight`, compiled once."""
+        return compile_expression(self.weight) if self.weight is not None else None
+
+
+MAX_DEBOUNCE_PERIOD_S = 86_400.0
+"""The longest debounce window (`debounce.period`): one day."""
+
+
+class Debounce(_Model):
+    """`debounce: {key, period, mode}`: triggers of the workflow with the same value of `key` (a
+    JMESPath expression over the payload, or `meta.<field>`) within `period` seconds of the first
+    make one job. `leading`: the first starts it at once; `trailing`: it starts when the period
+    ends, with the last trigger's payload. The others are answered `debounced`."""
+
+    key: KeyText
+    period: float = Field(gt=0, le=MAX_DEBOUNCE_PERIOD_S, allow_inf_nan=False, strict=True)
+    mode: Literal["leading", "trailing"] = "leading"
+
+    @cached_property
+    def expression(self) -> Expression:
+        """`key`, compiled once."""
+        return compile_expression(self.key)
+
+
 class Workflow(Flow):
     """A named workflow: top-level steps plus the tasks its task steps refer to."""
 
@@ -333,6 +382,9 @@ class Workflow(Flow):
     unique: UniqueKey | None = None  # refuse a job whose key an unfinished job already has
     concurrency: Concurrency | None = None
     schedules: tuple[Schedule, ...] = ()
+    debounce: Debounce | None = None  # triggers with one key within a period make one job
+    fairness: Fairness | None = None  # waiting work released round-robin across keys
+    triggers: tuple[Trigger, ...] = ()  # webhooks whose requests start a job
 
     @field_validator("schedules")
     @classmethod
@@ -425,6 +477,7 @@ def _effective(
 
 
 class WorkflowFile(_Model):
-    """The whole YAML document: a list of workflows."""
+    """The whole YAML document: a list of workflows, and the webhook sources that trigger them."""
 
     workflows: tuple[Workflow, ...] = ()
+    webhooks: tuple[Webhook, ...] = ()

@@ -1,7 +1,8 @@
 """A workflow's schedules: `cron` (five fields, in a timezone) or `every` N seconds.
 
-Fire times are computed here, purely: `Schedule.next_fire(after)` and `Schedule.last_fire(at)`
-take Unix seconds and give Unix seconds, so the scheduler and the tests share one rule.
+Fire times are computed here, purely: `Schedule.next_fire(after)`, `Schedule.last_fire(at)` and
+`Schedule.missed_fire(now, since)` take Unix seconds and give Unix seconds, so the scheduler
+and the tests share one rule.
 A cron schedule's times are wall-clock times in its timezone (croniter), DST included.
 """
 
@@ -72,11 +73,9 @@ class Schedule(BaseModel):
     @model_validator(mode="after")
     def _one_kind(self) -> Schedule:
         if (self.cron is None) == (self.every is None):
-            raise ValueError(
-                f'schedule {self.name!r}: give either cron ("0 2 * * *") or every (seconds)'
-            )
+            raise ValueError('give either cron ("0 2 * * *") or every (seconds)')
         if self.every is not None and self.timezone != "UTC":
-            raise ValueError(f"schedule {self.name!r}: a timezone applies to cron only")
+            raise ValueError("a timezone applies to cron only; leave it out with every")
         return self
 
     @cached_property
@@ -93,6 +92,12 @@ class Schedule(BaseModel):
         assert self.cron is not None  # _one_kind: a schedule without `every` has `cron`
         start = datetime.fromtimestamp(after, UTC).astimezone(self.zone)
         return float(croniter(self.cron, start).get_next(float))
+
+    def missed_fire(self, now: float, since: float) -> float | None:
+        """The firing a start catches up: the latest fire time at or before `now`, if the
+        schedule existed then (at or after `since`); None when there is none to catch up."""
+        latest = self.last_fire(now)
+        return latest if latest >= since else None
 
     def last_fire(self, at: float) -> float:
         """The latest fire time at or before `at` (Unix seconds)."""

@@ -6,7 +6,7 @@ Where to read: `engine.apply` hands each event to the core (`transition.Transiti
 `submission`, `answers`, `children` and `failures`); the core calls the rules at the
 extension points declared in `extension` (`Part`, `Work`); the rules are the parts registered
 in `registry.PARTS`, one module each (`conditions`, `contracts`, `metadata`, `scheduling`,
-`uniqueness`, `compensation`, `delays`, `admission`, `gates`, `waiting`, `fallbacks`,
+`debouncing`, `uniqueness`, `compensation`, `delays`, `admission`, `gates`, `waiting`, `fallbacks`,
 `deadlines`); `control` answers cancel and retry requests, `handover` lets job trees go.
 Timers are the typed union of `timers`, kept as text in the state and the journal.
 """
@@ -18,6 +18,7 @@ from workflow_manager.engine.commands import (
     Dispatch,
     Ignored,
     JobCompensating,
+    JobDebounced,
     JobDuplicate,
     JobFinished,
     JobForked,
@@ -30,6 +31,7 @@ from workflow_manager.engine.commands import (
     NotifyOutcome,
     Refused,
     ScheduleFired,
+    ScheduleKnown,
     SchedulePauseSet,
     StartTimer,
     StepCompensation,
@@ -54,6 +56,7 @@ from workflow_manager.engine.events import (
     RetryRequested,
     ReusedChild,
     SchedulePaused,
+    ScheduleSeen,
     SignalReceived,
     StepReplied,
     TimerFired,
@@ -98,6 +101,7 @@ __all__ = [
     "JobsReleased",
     "JobCompensating",
     "JobDuplicate",
+    "JobDebounced",
     "JobFinished",
     "JobPauseSet",
     "JobForked",
@@ -115,6 +119,8 @@ __all__ = [
     "ScheduleFired",
     "SchedulePauseSet",
     "SchedulePaused",
+    "ScheduleKnown",
+    "ScheduleSeen",
     "SignalReceived",
     "StartTimer",
     "StepCompensation",

@@ -17,7 +17,7 @@ from typing import Any
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine.commands import JobQueued
 from workflow_manager.engine.extension import Part, Submission, Work
-from workflow_manager.engine.jobs import start_job
+from workflow_manager.engine.jobs import cancel_unstarted, start_job
 from workflow_manager.engine.metadata import key_data
 from workflow_manager.engine.state import EngineState, Job, JobStatus, Rank, Slots
 from workflow_manager.engine.timers import JobAdmit, Timer
@@ -81,13 +81,12 @@ class Admission(Part):
             _fill(work, scope)
 
     def cancel_held(self, work: Work, job: Job) -> bool:
-        """Cancel a job that never started: no on_cancel steps, nothing to stop."""
+        """Cancel a job that never started: it leaves the queue (or gives back the slots
+        reserved for it) now, and its on_cancel steps run, counting against no limit."""
         if job.status is not JobStatus.QUEUED:
             return False
-        job.status = JobStatus.CANCELLED
-        job.error = {"step": None, "message": "cancelled on request while queued"}
-        job.finished_at = work.at
-        work.settle(job)
+        self.job_settled(work, job)
+        cancel_unstarted(work, job, "cancelled on request while queued")
         return True
 
     def retry_refusal(self, work: Work, job: Job) -> str | None:
@@ -147,27 +146,27 @@ def enqueue(work: Work, job: Job) -> None:
         )  # fmt: skip
     )
     for scope in job.scopes:
-        work.state.scopes[scope].wait(_rank(job))
+        work.state.scopes[scope].wait(_rank(job), job.share)
     _fill(work, job.scopes[0])
 
 
 def _fill(work: Work, scope: str) -> None:
-    """Reserve free slots of `scope` for its best waiting jobs that fit all their limits."""
+    """Reserve free slots of `scope` for its waiting jobs, in turn, that fit all their limits."""
     slots = work.state.scopes[scope]
-    index = 0
-    while slots.free > 0 and index < len(slots.waiting):
-        job = work.state.jobs[slots.waiting[index][2]]
+    cannot: set[Rank] = set()  # full under another of their limits
+    while slots.free > 0 and (turn := slots.waiting.next(cannot)) is not None:
+        job = work.state.jobs[turn[2]]
         if all(work.state.scopes[s].free > 0 for s in job.scopes):
             _reserve(work, job)
         else:
-            index += 1
+            cannot.add(turn)
 
 
 def _reserve(work: Work, job: Job) -> None:
     rank = _rank(job)
     for scope in job.scopes:
         slots = work.state.scopes[scope]
-        slots.leave(rank)
+        slots.release(rank)
         slots.holders.add(job.id)
     work.start_timer(JobAdmit(job.id), work.at)
 
@@ -178,7 +177,7 @@ def _start_due(work: Work, job: Job) -> None:
     for scope in job.scopes:
         slots = work.state.scopes[scope]
         if job.id not in slots.holders:
-            slots.leave(rank)
+            slots.release(rank)
             slots.holders.add(job.id)
             _make_room(work, scope, job.id)
     job.status = JobStatus.RUNNING
@@ -200,7 +199,7 @@ def _make_room(work: Work, scope: str, keep: str) -> None:
         work.cancel_timer(JobAdmit(worst.id))
         for other in worst.scopes:
             work.state.scopes[other].holders.discard(worst.id)
-            work.state.scopes[other].wait(_rank(worst))
+            work.state.scopes[other].wait(_rank(worst), worst.share)
         for other in worst.scopes:
             if other != scope:
                 _fill(work, other)

@@ -28,12 +28,14 @@ __all__ = [
     "JobQueued",
     "ScheduleFired",
     "SchedulePauseSet",
+    "ScheduleKnown",
     "StepWaiting",
     "StepSignalled",
     "JobFinished",
     "NotifyOutcome",
     "JobRejected",
     "JobDuplicate",
+    "JobDebounced",
     "Ignored",
     "StartTimer",
     "CancelTimer",
@@ -219,6 +221,16 @@ class SchedulePauseSet:
 
 
 @dataclass(slots=True)
+class ScheduleKnown:
+    """Schedule `schedule` of `workflow` exists from `at` (the first start that served it):
+    journaled, so a later start catches up only the firings missed since then."""
+
+    workflow: str
+    schedule: str
+    at: float
+
+
+@dataclass(slots=True)
 class JobFinished:
     """A job ended; `status` is completed, failed or cancelled. `snapshot` is its final state."""
 
@@ -274,6 +286,23 @@ class JobDuplicate:
     existing: str
     key: str
     reply_to: str | None
+
+
+@dataclass(slots=True)
+class JobDebounced:
+    """Trigger `job_id` joined an open debounce window (`workflow_manager.engine.debouncing`):
+    `existing`, the top-level job the window's triggers make, does its work (in `trailing`
+    mode with this trigger's payload, from `ends_at`). Journaled under `existing`;
+    `reply_to` is told `debounced`."""
+
+    job_id: str
+    workflow: str
+    existing: str
+    key: str
+    reply_to: str | None
+    mode: str
+    ends_at: float
+    at: float
 
 
 @dataclass(slots=True)
@@ -407,6 +436,7 @@ Command = (
     | JobScheduled
     | JobQueued
     | ScheduleFired
+    | ScheduleKnown
     | SchedulePauseSet
     | StepWaiting
     | StepSignalled
@@ -414,6 +444,7 @@ Command = (
     | NotifyOutcome
     | JobRejected
     | JobDuplicate
+    | JobDebounced
     | Ignored
     | StartTimer
     | CancelTimer

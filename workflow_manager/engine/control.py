@@ -36,7 +36,8 @@ def control_target(work: Work, job_id: str, action: str) -> Job | None:
 
 
 def cancel(work: Work, job_id: str) -> None:
-    """Stop a running job and its children (its on_cancel steps run), or one not started."""
+    """Stop a running job and its children, or one not started yet (scheduled, queued):
+    either way its on_cancel steps run."""
     job = control_target(work, job_id, "cancel")
     if job is None:
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 from workflow_manager.engine.admission import enqueue
 from workflow_manager.engine.commands import JobScheduled
 from workflow_manager.engine.extension import Part, Submission, Work
-from workflow_manager.engine.jobs import start_job
+from workflow_manager.engine.jobs import cancel_unstarted, start_job
 from workflow_manager.engine.state import Job, JobStatus
 from workflow_manager.engine.timers import JobStart, Timer
 
@@ -23,9 +23,10 @@ class DelayedStarts(Part):
     timers = (JobStart,)
 
     def submission_prepared(self, work: Work, sub: Submission) -> None:
-        """A `not_before` in the future: the job starts then."""
+        """A `not_before` in the future: the job starts then (or later, when a part set a
+        later start: a trailing debounce window's end)."""
         not_before = sub.event.not_before
-        if not_before is not None and not_before > work.at:
+        if not_before is not None and not_before > (sub.start_at or work.at):
             sub.start_at = not_before
 
     def start_held(self, work: Work, job: Job, sub: Submission) -> bool:
@@ -44,14 +45,11 @@ class DelayedStarts(Part):
                 pass
 
     def cancel_held(self, work: Work, job: Job) -> bool:
-        """Cancel a job before it started: it never runs, and no on_cancel step runs either."""
+        """Cancel a job before its start time: it never runs; its on_cancel steps do."""
         if job.status is not JobStatus.SCHEDULED:
             return False
         work.cancel_timer(JobStart(job.id))
-        job.status = JobStatus.CANCELLED
-        job.error = {"step": None, "message": "cancelled before it started"}
-        job.finished_at = work.at
-        work.settle(job)
+        cancel_unstarted(work, job, "cancelled before it started")
         return True
 
     def _schedule(self, work: Work, job: Job, start_at: float) -> None:

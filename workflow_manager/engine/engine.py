@@ -25,13 +25,14 @@ from workflow_manager.engine.events import (
     PauseRequested,
     RetryRequested,
     SchedulePaused,
+    ScheduleSeen,
     SignalReceived,
     StepReplied,
     TimerFired,
 )
 from workflow_manager.engine.handover import hand_over
 from workflow_manager.engine.pausing import pause
-from workflow_manager.engine.scheduling import pause_schedule
+from workflow_manager.engine.scheduling import pause_schedule, schedule_seen
 from workflow_manager.engine.state import EngineState
 from workflow_manager.engine.submission import submit
 from workflow_manager.engine.transition import Transition
@@ -47,6 +48,7 @@ _EVENTS = (
     RetryRequested,
     PauseRequested,
     SchedulePaused,
+    ScheduleSeen,
     SignalReceived,
     JobArchived,
     JobsHandedOver,
@@ -62,6 +64,13 @@ _WHOLE: dict[type, Callable[[EngineState, Any], list[Command]]] = {
     BulkRequested: bulk.request,
     BulkSlice: lambda state, event: bulk.carry_out(state, event, apply),
     BulkProgressed: bulk.progressed,
+}
+
+
+# The events about a schedule, not a job: no subject, nothing to drain.
+_SCHEDULES: dict[type, Callable[[Transition, Any], None]] = {
+    SchedulePaused: pause_schedule,
+    ScheduleSeen: schedule_seen,
 }
 
 
@@ -90,8 +99,8 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
         pause(transition, event)
     elif isinstance(event, SignalReceived):
         signal(transition, event)
-    elif isinstance(event, SchedulePaused):
-        pause_schedule(transition, event)
+    elif (of_schedule := _SCHEDULES.get(type(event))) is not None:
+        of_schedule(transition, event)
         return state, transition.commands
     else:
         assert isinstance(event, JobArchived)  # the others are _WHOLE's

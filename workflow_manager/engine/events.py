@@ -18,6 +18,7 @@ __all__ = [
     "SignalReceived",
     "JobArchived",
     "SchedulePaused",
+    "ScheduleSeen",
     "BULK_ACTIONS",
     "BulkRequested",
     "BulkSlice",
@@ -193,6 +194,16 @@ class SchedulePaused:
 
 
 @dataclass(frozen=True, slots=True)
+class ScheduleSeen:
+    """A manager started serving schedule `schedule` of `workflow` at `at`: journaled the
+    first time (the schedule exists from then: nothing before it is caught up)."""
+
+    workflow: str
+    schedule: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class BulkRequested:
     """Someone asked for one action (`BULK_ACTIONS`) on many top-level jobs: those a filter
     matched when asked (`filter`, kept to show it), in order; a job that matches later is not
@@ -246,6 +257,7 @@ Event = (
     | JobArchived
     | JobsHandedOver
     | SchedulePaused
+    | ScheduleSeen
     | BulkRequested
     | BulkSlice
     | BulkProgressed

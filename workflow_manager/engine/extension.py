@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol
 from workflow_manager.config.models import Step, Task, Workflow
 from workflow_manager.engine.commands import Command, JobFinished, JobStarted
 from workflow_manager.engine.events import JobSubmitted, StepReplied
+from workflow_manager.engine.fairness import NO_SHARE, FairShare
 from workflow_manager.engine.state import EngineState, Job, StepRun, StepStatus
 from workflow_manager.engine.timers import Timer
 
@@ -135,6 +136,8 @@ class Submission:
     unique_key: str | None = None  # the key it will hold (uniqueness)
     start_at: float | None = None  # a start later than now (delays)
     scopes: tuple[str, ...] = ()  # the concurrency limits it counts against (admission)
+    debounce_key: str | None = None  # the debounce window it opens (debouncing)
+    share: FairShare = NO_SHARE  # the fairness group its waiting work joins (fair shares)
 
 
 class Part:

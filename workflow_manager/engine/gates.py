@@ -1,7 +1,8 @@
 """Step concurrency: at most `concurrency` requests of a step outstanding, all jobs and their
 children together. A dispatch over the limit waits in the manager (step status `queued`); as
-requests end, the best waiting one (highest priority, then oldest) gets the slot reserved and a
-release timer due at once, which dispatches it when it fires.
+requests end, the waiting one whose turn it is (highest priority, then oldest; with
+`fairness`, round-robin across keys) gets the slot reserved and a release timer due at once,
+which dispatches it when it fires.
 
 As for queued jobs (`workflow_manager.engine.admission`), the release is journaled under the job it
 dispatches and obeyed as it comes, so a replay of only the running jobs follows the live run.
@@ -46,9 +47,10 @@ class StepGates(Part):
         slots.limit = run.spec.concurrency  # a new definition's limit counts now
         if slots.free > 0:
             slots.holders.add(_holder(job, run))
+            slots.waiting.took_turn(job.share)
             work.start_timer(StepRelease(job.id, run.name, run.attempt + 1), work.at)
         else:
-            slots.wait(_rank(job, run))
+            slots.wait(_rank(job, run), job.share)
         return True
 
     def timer_fired(self, work: Work, key: str, timer: Timer, job: Job | None) -> None:
@@ -76,8 +78,9 @@ class StepGates(Part):
         if holder not in slots.holders:
             return
         slots.holders.discard(holder)
-        while slots.free > 0 and slots.waiting:
-            _, _, next_holder = slots.waiting.pop(0)
+        while slots.free > 0 and (turn := slots.waiting.next()) is not None:
+            slots.release(turn)
+            next_holder = turn[2]
             job_id, _, step = next_holder.partition(":")
             waiting = work.state.jobs[job_id]
             slots.holders.add(next_holder)
@@ -98,7 +101,7 @@ def _release_due(work: Work, job: Job, run: StepRun) -> None:
     slots = _gate(work.state, job, run)
     holder = _holder(job, run)
     if holder not in slots.holders:
-        slots.leave(_rank(job, run))
+        slots.release(_rank(job, run))
         slots.holders.add(holder)
         _take_back(work, slots, holder)
     work.dispatch(job, run, released=True)
@@ -118,4 +121,4 @@ def _take_back(work: Work, slots: Slots, keep: str) -> None:
         rank, job, run = max(reserved, key=lambda entry: entry[0])
         work.cancel_timer(StepRelease(job.id, run.name, run.attempt + 1))
         slots.holders.discard(_holder(job, run))
-        slots.wait(rank)
+        slots.wait(rank, job.share)

@@ -27,7 +27,7 @@ def _job_of(holder: str) -> str:
 def _let_go(slots: Slots, doomed: set[str]) -> None:
     """Remove the doomed jobs' holds and places from one concurrency limit."""
     slots.holders = {h for h in slots.holders if _job_of(h) not in doomed}
-    slots.waiting = [rank for rank in slots.waiting if _job_of(rank[2]) not in doomed]
+    slots.waiting.keep_only(lambda rank: _job_of(rank[2]) not in doomed)
 
 
 def hand_over(state: EngineState, roots: Iterable[str]) -> list[Command]:

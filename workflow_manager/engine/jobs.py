@@ -1,4 +1,5 @@
-"""Making a job: a top-level job for a submission, or a child of a task step."""
+"""Making a job: a top-level job for a submission, or a child of a task step; cancelling a
+top-level job that has not started yet (scheduled or queued)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from typing import Any
 
 from workflow_manager.config.models import Flow, Workflow
 from workflow_manager.engine.extension import Work
-from workflow_manager.engine.state import Job, ParentLink, StepRun
+from workflow_manager.engine.state import Job, JobStatus, ParentLink, StepRun
 
-__all__ = ["create_job", "start_job"]
+__all__ = ["cancel_unstarted", "create_job", "start_job"]
 
 
 def create_job(
@@ -35,7 +36,7 @@ def create_job(
     job = Job(job_id, workflow, flow, payload, work.at, steps, len(steps), parent)
     if parent is not None:
         above = work.state.jobs[parent.job_id]
-        job.root_id, job.priority = above.root_id, above.priority
+        job.root_id, job.priority, job.share = above.root_id, above.priority, above.share
         job.partition = above.partition
     else:
         job.root_id, job.priority, job.partition = job_id, priority, partition
@@ -54,3 +55,13 @@ def start_job(work: Work, job: Job) -> None:
     """A job starts: reported, and its steps with nothing to wait for are ready."""
     work.commands.append(work.started(job))
     work.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)
+
+
+def cancel_unstarted(work: Work, job: Job, message: str) -> None:
+    """Cancel a top-level job before it started (`message` says why): no step of it ran, so
+    nothing is stopped or undone, and its on_cancel steps run as a running job's do (with the
+    same input: `cancelled` and the payload); it settles once they end, or now without any."""
+    job.status = JobStatus.CANCELLED
+    job.error = {"step": None, "message": message}
+    job.finished_at = work.at
+    work.start_branch(job, "on_cancel", {"cancelled": True, **job.payload})

@@ -2,9 +2,10 @@
 
 At each extension point (`workflow_manager.engine.extension.Part`) the core calls the parts
 that override it, in the order of `PARTS`: a submission is checked against its payload
-contract, then its schedule, then its unique key; a ready step's `when` is read before its
-input contract; and so on. Adding a rule: write a `Part` that overrides the points it needs,
-and add it here. The comment beside each part names the points it takes part in.
+contract, then its schedule, then its debounce window, then its unique key; a ready step's
+`when` is read before its input contract; and so on. Adding a rule: write a `Part` that
+overrides the points it needs, and add it here. The comment beside each part names the points
+it takes part in.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from workflow_manager.engine.compensation import Compensations
 from workflow_manager.engine.conditions import Conditions
 from workflow_manager.engine.contracts import Contracts
 from workflow_manager.engine.deadlines import JobDeadlines, Retries
+from workflow_manager.engine.debouncing import Debouncing
 from workflow_manager.engine.delays import DelayedStarts
 from workflow_manager.engine.extension import Parts
+from workflow_manager.engine.fairshares import FairShares
 from workflow_manager.engine.fallbacks import Fallbacks
 from workflow_manager.engine.gates import StepGates
 from workflow_manager.engine.metadata import Metadata
@@ -40,8 +43,15 @@ PARTS = Parts(
         Metadata(),
         # paused schedules, overlap: skip: submission_refused, job_created
         Schedules(),
-        # unique: submission_refused, job_created, job_revived, job_settled
+        # debounce (before unique and admission: a trigger of an open window is answered
+        # first): submission_refused, submission_prepared, job_created, job_running,
+        # job_settled
+        Debouncing(),
+        # unique: submission_refused, job_created, retry_refusal, job_revived, job_settled
         UniqueJobs(),
+        # fairness (the group a job's held-back work waits in, for admission and step
+        # concurrency): submission_refused, job_created
+        FairShares(),
         # compensate: claims_reply, step_completed, child_settled, wind_down_held,
         # retry_refusal, timers CompensationTimeout and CompensationRetry
         Compensations(),

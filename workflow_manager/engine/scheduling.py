@@ -3,20 +3,29 @@ with `overlap: skip` starts no job while that schedule's previous job has not en
 is a journaled `JobSubmitted` naming its schedule (its job id derived from the workflow, the
 schedule and the fire time), so a firing seen twice is a duplicate submission, and a replay
 decides the same. Pausing and resuming are journaled `SchedulePaused` events, so a replay
-rebuilds the paused set too.
+rebuilds the paused set too. A schedule exists from the first start that served it
+(`ScheduleSeen`, journaled once: `ScheduleKnown`), so a start catches up only the firings
+missed since then, never those from before the schedule was there.
 
-A part (`workflow_manager.engine.extension.Part`); `pause_schedule` answers `SchedulePaused`.
+A part (`workflow_manager.engine.extension.Part`); `pause_schedule` answers `SchedulePaused`,
+`schedule_seen` answers `ScheduleSeen`.
 """
 
 from __future__ import annotations
 
 from workflow_manager.config.models import Workflow
-from workflow_manager.engine.commands import Ignored, Refused, ScheduleFired, SchedulePauseSet
-from workflow_manager.engine.events import JobSubmitted, SchedulePaused
+from workflow_manager.engine.commands import (
+    Ignored,
+    Refused,
+    ScheduleFired,
+    ScheduleKnown,
+    SchedulePauseSet,
+)
+from workflow_manager.engine.events import JobSubmitted, SchedulePaused, ScheduleSeen
 from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.state import Job
 
-__all__ = ["Schedules", "pause_schedule"]
+__all__ = ["Schedules", "pause_schedule", "schedule_seen"]
 
 
 class Schedules(Part):
@@ -76,3 +85,13 @@ def pause_schedule(work: Work, event: SchedulePaused) -> None:
     else:
         work.state.schedules_paused.discard(key)
     work.commands.append(SchedulePauseSet(event.workflow, event.schedule, event.paused, event.at))
+
+
+def schedule_seen(work: Work, event: ScheduleSeen) -> None:
+    """A start served a schedule: the first time, it exists from now (`ScheduleKnown`,
+    journaled); later, and for a second row of the same schedule replayed, nothing changes."""
+    key = f"{event.workflow}/{event.schedule}"
+    if key in work.state.schedules_since:
+        return
+    work.state.schedules_since[key] = event.at
+    work.commands.append(ScheduleKnown(event.workflow, event.schedule, event.at))

@@ -6,13 +6,13 @@ rather than a copy of the world. Two states built from the same events compare e
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from workflow_manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
+from workflow_manager.engine.fairness import NO_SHARE, FairShare, Rank, WaitingLine
 from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "ParentLink",
     "ForkedFrom",
     "BulkRun",
+    "DebounceWindow",
     "CompensationRun",
     "Compensation",
     "Job",
@@ -83,36 +84,46 @@ _DONE = frozenset(
 )
 
 
-Rank = tuple[int, float, str]
-"""The order held-back work starts in: higher priority first, then oldest, then by id."""
-
-
 @dataclass(slots=True)
 class Slots:
-    """One concurrency limit: who holds its slots, and who waits for one, best first.
+    """One concurrency limit: who holds its slots, and who waits for one, in turn.
 
     A holder is a job id (job limits) or `<job id>:<step>` (step limits); a holder still
-    queued has a slot reserved and its start timer running.
+    queued has a slot reserved and its start timer running. The waiting go in rank order
+    (highest priority, then oldest), or round-robin across fairness keys
+    (`workflow_manager.engine.fairness`).
     """
 
     limit: int
     holders: set[str] = field(default_factory=set)
-    waiting: list[Rank] = field(default_factory=list)
+    waiting: WaitingLine = field(default_factory=WaitingLine)
 
     @property
     def free(self) -> int:
         """Slots neither held nor reserved."""
         return self.limit - len(self.holders)
 
-    def wait(self, rank: Rank) -> None:
-        """Join the waiting list in rank order."""
-        bisect.insort(self.waiting, rank)
+    def wait(self, rank: Rank, share: FairShare = NO_SHARE) -> None:
+        """Join the waiting line (in `share`'s group)."""
+        self.waiting.wait(rank, share)
 
     def leave(self, rank: Rank) -> None:
-        """Leave the waiting list, if on it."""
-        index = bisect.bisect_left(self.waiting, rank)
-        if index < len(self.waiting) and self.waiting[index] == rank:
-            del self.waiting[index]
+        """Leave the waiting line without a slot, if on it."""
+        self.waiting.leave(rank)
+
+    def release(self, rank: Rank) -> None:
+        """Leave the waiting line for a slot (its group's turn), if on it."""
+        self.waiting.release(rank)
+
+
+@dataclass(slots=True)
+class DebounceWindow:
+    """One open debounce window (`workflow_manager.engine.debouncing`): the job its triggers
+    make, when the window closes, and how many triggers it answered `debounced`."""
+
+    job_id: str
+    ends_at: float
+    debounced: int = 0
 
 
 @dataclass(slots=True)
@@ -302,6 +313,9 @@ class Job:
     # since when it has been queued for them.
     scopes: tuple[str, ...] = ()
     queued_at: float | None = None
+    # Workflows with `fairness`: the key group (and weight) its held-back work waits in; a
+    # child's is its top-level job's.
+    share: FairShare = NO_SHARE
     # The job's metadata (a top-level job's: its children read it from there), or None.
     meta: dict[str, Any] | None = None
     # A paused top-level job (`workflow_manager.engine.pausing`): the requests of its tree held
@@ -318,6 +332,8 @@ class Job:
     partition: int | None = None
     # A fork of another job (`workflow_manager.engine.forking`): what it came from.
     fork: ForkedFrom | None = None
+    # Workflows with `debounce`: the key of the window this top-level job was made for.
+    debounce_key: str | None = None
 
     @property
     def is_running(self) -> bool:
@@ -375,6 +391,8 @@ class EngineState:
     schedule_runs: dict[str, str] = field(default_factory=dict)
     # `<workflow>/<schedule>` of each paused schedule: its firings start no job.
     schedules_paused: set[str] = field(default_factory=set)
+    # `<workflow>/<schedule>` -> since when it exists (the first start that served it).
+    schedules_since: dict[str, float] = field(default_factory=dict)
     # The paused top-level jobs: checked first (empty: nothing is paused, nothing more to do).
     paused: set[str] = field(default_factory=set)
     # The correlation id of each compensation in flight -> the job compensating: its reply may
@@ -382,6 +400,8 @@ class EngineState:
     compensating: dict[str, str] = field(default_factory=dict)
     # The bulk actions under way, by id (`workflow_manager.engine.bulk`).
     bulks: dict[str, BulkRun] = field(default_factory=dict)
+    # Workflows with `debounce`: workflow name -> key -> its open window, oldest first.
+    debounce: dict[str, dict[str, DebounceWindow]] = field(default_factory=dict)
 
     @classmethod
     def from_workflows(

@@ -17,9 +17,9 @@ from workflow_manager.engine.commands import JobDuplicate, JobRejected
 from workflow_manager.engine.events import JobSubmitted
 from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.metadata import key_data
-from workflow_manager.engine.state import Job
+from workflow_manager.engine.state import EngineState, Job
 
-__all__ = ["UniqueJobs", "unique_key"]
+__all__ = ["UniqueJobs", "key_taken", "unique_key"]
 
 
 def unique_key(workflow: Workflow, payload: dict[str, Any]) -> str:
@@ -27,6 +27,18 @@ def unique_key(workflow: Workflow, payload: dict[str, Any]) -> str:
     assert workflow.unique is not None  # only asked of workflows with `unique`
     value = workflow.unique.expression.search(payload)
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def key_taken(state: EngineState, workflow: str, key: str, job_id: str) -> str | None:
+    """Why job `job_id` of `workflow` cannot take its unique `key` again (a retry): another
+    unfinished job holds it; None when it is free."""
+    holder = state.unique.get((workflow, key))
+    if holder is None or holder == job_id:
+        return None
+    return (
+        f"job {holder} has the unique key {key} of workflow '{workflow}' and has not ended;"
+        f" retry job {job_id} once it has"
+    )
 
 
 class UniqueJobs(Part):
@@ -49,8 +61,14 @@ class UniqueJobs(Part):
         if sub.unique_key is not None:
             self._hold_key(work, job, sub.unique_key)
 
+    def retry_refusal(self, work: Work, job: Job) -> str | None:
+        """Why a failed job may not run again now: another job holds its key."""
+        if job.unique_key is None:
+            return None
+        return key_taken(work.state, job.workflow.name, job.unique_key, job.id)
+
     def job_revived(self, work: Work, job: Job) -> None:
-        """A retried job takes its key again, if it is free."""
+        """A retried job takes its key again (free: `retry_refusal`)."""
         if job.unique_key is not None:
             self._hold_key(work, job, job.unique_key)
 

@@ -3,6 +3,9 @@
 Each committed event's commands become zero or more `RunEvent`s, in the engine's order:
 
     JobScheduled           job.scheduled                    status scheduled, start_at
+    JobDebounced           job.debounced                    a trigger joined the job's debounce
+                                                            window: reason names it; start_at
+                                                            (trailing) when the job starts
     JobQueued              job.queued                       status queued (a concurrency limit)
     StepWaiting            step.waiting                     status waiting
     StepSignalled          step.signalled                   status completed, or kept (early)
@@ -18,6 +21,8 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
     BulkProgress           bulk.started|progress|finished   job: the bulk's id; done, total
     StepCompensation       step.compensating|compensated    the step being undone; status
                            step.compensation_failed         failed, reason: the message
+    SchedulePauseSet       schedule.paused|resumed          job: `<workflow>/<schedule>`;
+                                                            schedule, status paused or running
 A compensation's own requests and attempts are steps too (step.dispatched, step.completed...),
 named by the compensation's name.
 """
@@ -33,12 +38,14 @@ from workflow_manager.engine import (
     Command,
     Dispatch,
     JobCompensating,
+    JobDebounced,
     JobFinished,
     JobForked,
     JobPauseSet,
     JobQueued,
     JobScheduled,
     JobStarted,
+    SchedulePauseSet,
     StepCompensation,
     StepFinished,
     StepSignalled,
@@ -49,6 +56,7 @@ __all__ = ["RunEvent", "EVENT_TYPES", "run_events"]
 
 EVENT_TYPES = (
     "job.scheduled",
+    "job.debounced",
     "job.queued",
     "job.started",
     "job.completed",
@@ -72,6 +80,8 @@ EVENT_TYPES = (
     "bulk.started",
     "bulk.progress",
     "bulk.finished",
+    "schedule.paused",
+    "schedule.resumed",
 )
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
 _COMPENSATION_TYPES = {
@@ -100,6 +110,7 @@ class RunEvent:
     forked_from: str | None = None  # job.forked: the source job
     done: int | None = None  # bulk.*: the jobs acted on so far, of `total`
     total: int | None = None
+    schedule: str | None = None  # schedule.*: the schedule's name (`job` is `<workflow>/<name>`)
     seq: int = 0
     id: str = ""
 
@@ -109,7 +120,7 @@ class RunEvent:
 
     @property
     def is_step_event(self) -> bool:
-        """True for step.* events (not job.* nor bulk.*)."""
+        """True for step.* events (not job.*, bulk.* nor schedule.*)."""
         return self.type.startswith("step.")
 
     def to_json(self) -> dict[str, Any]:
@@ -136,6 +147,8 @@ class RunEvent:
             body["forked_from"] = self.forked_from
         if self.total is not None:
             body["done"], body["total"] = self.done, self.total
+        if self.schedule is not None:
+            body["schedule"] = self.schedule
         body["at"] = self.at
         return body
 
@@ -169,6 +182,8 @@ def run_events(commands: Sequence[Command], now: float) -> list[RunEvent]:
                     "running",
                 )  # fmt: skip
             )
+        elif isinstance(command, JobDebounced):
+            out.append(_debounced_event(command))
         elif isinstance(command, BulkProgress | JobForked):
             out.append(_bulk_event(command) if isinstance(command, BulkProgress) else
                        _forked_event(command))  # fmt: skip
@@ -279,4 +294,28 @@ def _run_event(command: Command) -> RunEvent | None:
                 command.root_id, command.workflow, command.at,
                 status="paused" if command.paused else "running",
             )  # fmt: skip
+        case SchedulePauseSet():
+            return _schedule_event(command)
     return None
+
+
+def _schedule_event(command: SchedulePauseSet) -> RunEvent:
+    """A schedule paused or resumed: `job` and `root` are `<workflow>/<schedule>` (no job)."""
+    subject = f"{command.workflow}/{command.schedule}"
+    return RunEvent(
+        "schedule.paused" if command.paused else "schedule.resumed", subject, subject,
+        command.workflow, command.at, status="paused" if command.paused else "running",
+        schedule=command.schedule,
+    )  # fmt: skip
+
+
+def _debounced_event(command: JobDebounced) -> RunEvent:
+    """A trigger joined job `existing`'s debounce window: `reason` names the trigger and key;
+    a trailing window's `start_at` is when the job starts."""
+    trailing = command.mode == "trailing"
+    return RunEvent(
+        "job.debounced", command.existing, command.existing, command.workflow, command.at,
+        status="scheduled" if trailing else None,
+        reason=f"trigger {command.job_id} with debounce key {command.key} ({command.mode})",
+        start_at=command.ends_at if trailing else None,
+    )  # fmt: skip

@@ -31,6 +31,7 @@ from workflow_manager.engine import (
     EngineState,
     Event,
     Ignored,
+    JobDebounced,
     JobDuplicate,
     JobRejected,
     JobSubmitted,
@@ -158,7 +159,8 @@ class Simulation:
         priority: int = 0,
     ) -> str:
         """Submit a job (as a trigger would) and return its id; it runs on the next
-        `run_until_idle` or `advance`.
+        `run_until_idle` or `advance`. A trigger that joins an open `debounce` window returns
+        the id of the window's job.
 
         Raises:
             SimulationError: The submission was rejected (an unknown workflow, a payload that
@@ -178,6 +180,8 @@ class Simulation:
                 raise SimulationError(
                     f"job {job} not started: job {command.existing} has its unique key"
                 )
+            if isinstance(command, JobDebounced):
+                return command.existing
         return job
 
     async def signal(self, job_id: str, step: str, payload: dict[str, Any] | None = None) -> None:

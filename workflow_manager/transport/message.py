@@ -23,6 +23,7 @@ from workflow_manager.transport.naming import (
 
 __all__ = [
     "duplicate_notice",
+    "debounced_notice",
     "Delivery",
     "Outbound",
     "step_request",
@@ -110,6 +111,13 @@ def outcome_notice(
 def duplicate_notice(reply_to: str, job_id: str, existing: str, body: bytes) -> Outbound:
     """A trigger that started no job, for its `reply_to`: `existing` has its unique key."""
     headers = {HEADER_STATUS: "duplicate", HEADER_JOB_ID: existing}
+    return Outbound(reply_to, body, job_id or None, None, headers, None)
+
+
+def debounced_notice(reply_to: str, job_id: str, existing: str, body: bytes) -> Outbound:
+    """A trigger that joined an open debounce window, for its `reply_to`: job `existing` does
+    its work."""
+    headers = {HEADER_STATUS: "debounced", HEADER_JOB_ID: existing}
     return Outbound(reply_to, body, job_id or None, None, headers, None)
 
 

@@ -34,7 +34,7 @@ HEADER_WORKFLOW = "x-workflow"
 HEADER_ATTEMPT = "x-attempt"
 HEADER_ERROR = "x-error"
 HEADER_STATUS = "x-status"
-HEADER_JOB_ID = "x-job-id"  # on a `duplicate` answer: the unfinished job that has the key
+HEADER_JOB_ID = "x-job-id"  # on a `duplicate` / `debounced` answer: the job that does the work
 TRIGGER_WORKFLOW_HEADER = "workflow"
 HEADER_EVENT = "x-event"  # a run event's type, on the events exchange
 # W3C trace context: on a trigger (the caller's span) and on each step request (the attempt's).

@@ -3,7 +3,7 @@
 import { h, s } from "./dom.js";
 
 export const EVENT_TYPES = [
-  "job.scheduled", "job.queued", "job.started", "job.completed", "job.failed", "job.cancelled",
+  "job.scheduled", "job.debounced", "job.queued", "job.started", "job.completed", "job.failed", "job.cancelled",
   "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
   "step.waiting", "step.signalled",
   "step.recovered", "job.compensating", "step.compensating", "step.compensated",

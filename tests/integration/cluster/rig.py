@@ -158,6 +158,19 @@ class ClusterRig:
         await chaos.kill_and_delete(self, [*self.workers, *(m.process for m in self.managers)])
 
 
+async def start_key_worker(cluster: ClusterRig) -> Process:
+    """The worker of keyworkers.py on the cluster's queues, its record of requests kept."""
+    worker = await Process.start(
+        "key worker",
+        sys.executable, "-m", "pyworker", "tests/integration/cluster/keyworkers.py:worker",
+        "--amqp-url", cluster.amqp_url, "--queue-prefix", f"{cluster.prefix}.",
+        "--prefetch", "50",
+    )  # fmt: skip
+    await worker.wait_for_line(r"worker consuming", chaos.READY_TIMEOUT_S)
+    cluster.workers.append(worker)
+    return worker
+
+
 async def rejoins(member: Member) -> dict[str, float]:
     """cause -> how often `member` rejoined as a standby, from its /metrics."""
     async with httpx.AsyncClient(timeout=10) as http:

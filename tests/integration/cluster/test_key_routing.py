@@ -8,14 +8,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import sys
 import uuid
 
 import pytest
 
-from ..durability.helpers import READY_TIMEOUT_S, publish_trigger
-from ..harness import Process
-from .rig import until
+from ..durability.helpers import publish_trigger
+from .rig import start_key_worker, until
 
 ACCOUNTS = ("acme", "globex", "initech", "umbrella")
 JOBS = 60
@@ -34,18 +32,6 @@ def partitions() -> int:
     return 6
 
 
-async def _start_worker(cluster) -> Process:
-    worker = await Process.start(
-        "key worker",
-        sys.executable, "-m", "pyworker", "tests/integration/cluster/keyworkers.py:worker",
-        "--amqp-url", cluster.amqp_url, "--queue-prefix", f"{cluster.prefix}.",
-        "--prefetch", "50",
-    )  # fmt: skip
-    await worker.wait_for_line(r"worker consuming", READY_TIMEOUT_S)
-    cluster.workers.append(worker)
-    return worker
-
-
 def _overlaps(spans: list[dict]) -> list[tuple[dict, dict]]:
     """Pairs of requests of one account whose (start, end) overlap."""
     found = []
@@ -61,7 +47,7 @@ async def test_jobs_of_one_account_never_run_at_once_across_three_managers(clust
     cluster.queues.add(f"{cluster.prefix}.book")
     record = tmp_path / "requests.jsonl"
     outcomes = await cluster.outcome_queue()
-    await _start_worker(cluster)
+    await start_key_worker(cluster)
     # The managers share the partitions 2/2/2: a trigger often reaches a manager that must
     # hand it over, and an account's jobs would run on several managers were they not placed
     # by their key.

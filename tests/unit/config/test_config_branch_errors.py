@@ -210,7 +210,7 @@ CASES = [
         [
             "wf.yaml:4: workflow 'w': unknown field 'on_failure' (allowed: name, steps,"
             " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique,"
-            " concurrency, schedules); did you mean 'on_error'?"
+            " concurrency, schedules, debounce, fairness, triggers); did you mean 'on_error'?"
         ],
     ),
 ]

@@ -69,7 +69,7 @@ CASES = [
         [
             "wf.yaml:3: workflow 'w': unknown field 'priority'"
             " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel,"
-            " payload_schema, unique, concurrency, schedules)"
+            " payload_schema, unique, concurrency, schedules, debounce, fairness, triggers)"
         ],
     ),
     (
@@ -355,7 +355,8 @@ CASES = [
         "workflow:\n  - name: w\n",
         [
             "wf.yaml:1: no workflows: add a 'workflows:' list with at least one workflow",
-            "wf.yaml:1: unknown field 'workflow' (allowed: workflows); did you mean 'workflows'?",
+            "wf.yaml:1: unknown field 'workflow' (allowed: workflows, webhooks); did you mean"
+            " 'workflows'?",
         ],
     ),
     (

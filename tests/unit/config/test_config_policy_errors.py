@@ -204,11 +204,11 @@ CASES = [
         [
             "wf.yaml:3: workflow 'w': unknown field 'retries' (allowed: name, steps, defaults,"
             " tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique, concurrency,"
-            " schedules);"
+            " schedules, debounce, fairness, triggers);"
             " to set retries for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:4: workflow 'w': unknown field 'retry_backoff' (allowed: name, steps,"
             " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique,"
-            " concurrency, schedules);"
+            " concurrency, schedules, debounce, fairness, triggers);"
             " to set retry_backoff for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:7: workflow 'w', task 't': unknown field 'timeout' (allowed: name, steps,"
             " defaults, itemListKey, itemKey, max_failed_items, max_in_flight, payload_schema);"

@@ -27,14 +27,24 @@ def _load(tmp_path, schedules: str) -> None:
     [
         (
             '      - {name: n, cron: "61 2 * * *"}\n',
-            "wf.yaml:5: workflow 'w': schedules[0].cron: '61 2 * * *' is not",
+            "wf.yaml:5: workflow 'w', schedule 'n': cron: '61 2 * * *' is not",
         ),
         ('      - {name: n, cron: "0 2 * *"}\n', "is not a five-field cron expression"),
         (
             '      - {name: n, cron: "0 2 * * *", timezone: Europe/Pariss}\n',
             "unknown timezone 'Europe/Pariss'; did you mean 'Europe/Paris'?",
         ),
-        ("      - {name: n}\n", "give either cron"),
+        ("      - {name: n}\n", "workflow 'w', schedule 'n': give either cron"),
+        (
+            "      - {name: n, every: 5, timezone: Europe/Paris}\n",
+            "schedule 'n': a timezone applies to cron only",
+        ),
+        (
+            '      - {name: n, cron: "0 2 * * *", timezon: Europe/Paris}\n',
+            "wf.yaml:5: workflow 'w', schedule 'n': unknown field 'timezon' (allowed: name, cron,"
+            " every, timezone, payload, catch_up, overlap); did you mean 'timezone'?",
+        ),
+        ("      - {every: 5}\n", "wf.yaml:5: workflow 'w', schedule #1: missing required field"),
         ('      - {name: n, every: 5, cron: "* * * * *"}\n', "give either cron"),
         ("      - {name: n, every: 5}\n      - {name: n, every: 6}\n", "'n' repeats"),
     ],
@@ -43,6 +53,16 @@ def test_bad_schedules_are_named_with_their_line(tmp_path, schedules, problem):
     with pytest.raises(ConfigError) as raised:
         _load(tmp_path, schedules)
     assert problem in str(raised.value)
+
+
+def test_a_misspelt_field_of_a_workflow_concurrency_lists_its_own_fields(tmp_path):
+    path = tmp_path / "wf.yaml"
+    path.write_text(
+        "workflows:\n  - name: w\n    concurrency: {limit: 2, kye: a}\n    steps: [{name: a}]\n"
+    )
+    with pytest.raises(ConfigError) as raised:
+        load_workflows(path)
+    assert "unknown field 'kye' (allowed: limit, key); did you mean 'key'?" in str(raised.value)
 
 
 def _paris(*fields: int) -> float:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.unit.engine.helpers import JOB, OTHER_JOB, workflows
@@ -24,6 +26,13 @@ workflows:
   - name: unique-only
     unique: {key: "abs(n)"}
     steps: [{name: s}]
+  - name: debounced
+    debounce: {key: order, period: 2}
+    steps: [{name: s}]
+  - name: unique-and-debounced
+    unique: {key: order}
+    debounce: {key: order, period: 2, mode: trailing}
+    steps: [{name: s}]
   - name: plain
     steps: [{name: s}]
 """
@@ -39,6 +48,10 @@ DEFS = workflows(FLOW)
         ("one-at-a-time", {"account": "a"}, None, "workflow:one-at-a-time:null"),
         ("by-tenant", {}, {"tenant": "t1"}, 'workflow:by-tenant:"t1"'),
         ("unique-only", {"n": -3}, None, "unique:unique-only:3"),
+        # A debounce key: every trigger of one window meets on one manager.
+        ("debounced", {"order": 7, "n": 1}, None, "debounce:debounced:7"),
+        ("debounced", {"n": 1}, None, "debounce:debounced:null"),
+        ("unique-and-debounced", {"order": 7}, None, "unique:unique-and-debounced:7"),
         # No key to place by, or none that can be read: by the job's id.
         ("unique-only", {"n": "x"}, None, None),
         ("plain", {"account": "a"}, None, None),
@@ -66,3 +79,11 @@ def test_the_placement_key_is_the_scope_the_engine_limits() -> None:
     job = state.jobs[JOB]
     assert job.scopes == (placement_key(DEFS["per-account"], payload, None),)
     assert job.partition == 2
+
+
+def test_triggers_of_one_debounce_key_share_a_partition_whatever_the_rest_of_the_payload() -> None:
+    split = Partitioning("wm", 16)
+    keys = {placement_key(DEFS["debounced"], {"order": 7, "n": n}, None) for n in range(50)}
+    assert len(keys) == 1
+    (key,) = keys
+    assert len({split.place(key, str(uuid.UUID(int=n, version=4))) for n in range(50)}) == 1

@@ -22,10 +22,12 @@ Some submissions carry a `not_before`: those jobs are scheduled and started by t
 (or cancelled before they start). Some steps wait for a signal (`wait: true`): signals come
 for them (early, on time, late, twice, for unknown steps), and their timeouts fire. Some
 workflows are unique by the payload's `p`: later submissions collide with unfinished jobs or
-start once those have settled. Some submissions are a schedule's firings, with the schedule
-paused or resumed (or an unknown one refused) in between. Some are forks of the first jobs from
-a random step (some with an edited input; a fork of a job not ended, or from an unknown step,
-is rejected).
+start once those have settled. Some take turns by `p` (fairness, weighted by `p`) wherever
+work waits for a limit. Some workflows debounce triggers by `p` (leading or trailing):
+later submissions within the period join the first job's window. Some submissions are a
+schedule's firings, with the schedule paused or resumed (or an unknown one refused) in between.
+Some are forks of the first jobs from a random step (some with an edited input; a fork of a job
+not ended, or from an unknown step, is rejected).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from workflow_manager.engine import (
     EngineState,
     Event,
     ForkSeed,
+    JobDebounced,
     JobDuplicate,
     JobFinished,
     JobForked,
@@ -155,11 +158,7 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
     # Submissions may be a schedule's firings: the overlap rule may skip the second.
     overlap = draw(st.sampled_from(["skip", "allow"]))
     spec["schedules"] = [{"name": "s", "every": 1, "overlap": overlap}]
-    if draw(st.integers(0, 2)) == 0:
-        limit: dict[str, Any] = {"limit": 1}
-        if draw(st.booleans()):
-            limit["key"] = "p"
-        spec["concurrency"] = limit
+    _limits(draw, spec)
     if has_task:
         _task_step(draw(st.sampled_from(steps)))
         spec["tasks"] = [
@@ -181,7 +180,27 @@ def workflows(draw: st.DrawFn, always_compensated: bool = False) -> Workflow:
             if has_task and draw(st.integers(0, 3)) == 0:
                 _task_step(branch[-1])
             spec[kind] = branch
+    if draw(st.integers(0, 3)) == 0:
+        # Triggers of one `p` within the period make one job (the later ones are debounced).
+        period = draw(st.sampled_from([3.0, 10.0]))
+        spec["debounce"] = {"key": "p", "period": period, "mode": _mode(draw)}
     return Workflow.model_validate(spec)
+
+
+def _limits(draw: st.DrawFn, spec: dict[str, Any]) -> None:
+    """Maybe a concurrency limit of one job (per `p`, or for all), maybe fairness by `p`."""
+    if draw(st.integers(0, 2)) == 0:
+        limit: dict[str, Any] = {"limit": 1}
+        if draw(st.booleans()):
+            limit["key"] = "p"
+        spec["concurrency"] = limit
+    if draw(st.integers(0, 2)) == 0:
+        # Work waiting for a limit goes round-robin across the values of `p`, weighted by it.
+        spec["fairness"] = {"key": "p", "weight": "p"}
+
+
+def _mode(draw: st.DrawFn) -> str:
+    return draw(st.sampled_from(["leading", "trailing"]))
 
 
 # -- driving a run -----------------------------------------------------------------------
@@ -245,7 +264,12 @@ def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
         body = draw(st.sampled_from([b"[]", b"null", b"{"]))
     run.do(
         StepReplied(
-            request.job_id, request.step, body, run.tick(), error=error, attempt=attempt,
+            request.job_id,
+            request.step,
+            body,
+            run.tick(),
+            error=error,
+            attempt=attempt,
             meta_patch=patch,
         )  # fmt: skip
     )
@@ -337,8 +361,15 @@ def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
             run.do(SchedulePaused("w", name, paused, run.tick()))
         run.do(
             JobSubmitted(
-                job_id, "w", payload, at, reply_to="q1", not_before=not_before, meta=meta,
-                priority=priority, schedule=schedule,
+                job_id,
+                "w",
+                payload,
+                at,
+                reply_to="q1",
+                not_before=not_before,
+                meta=meta,
+                priority=priority,
+                schedule=schedule,
             )
         )
     for _ in range(draw(st.integers(10, MAX_EVENTS + 10 * (good_replies > 2)))):
@@ -441,6 +472,8 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
         isinstance(c, JobStarted) and c.job_id in LATER_JOBS for cs in run.commands for c in cs
     )
     event(f"unique: duplicates {duplicates}, a later job started {later}")
+    debounced = any(isinstance(c, JobDebounced) for cs in run.commands for c in cs)
+    event(f"a trigger debounced: {debounced}")
     event(f"fallback dispatched: {any(d.step.endswith('-fb') for d in run.sent)}")
     forked = any(isinstance(c, JobForked) for cs in run.commands for c in cs)
     event(f"a fork started: {forked}")

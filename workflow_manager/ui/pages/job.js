@@ -35,6 +35,8 @@ function header(job, actions) {
       ["Duration", job.status === "running" ? h("span", { "data-ticking": job.elapsed, "data-read-at": Date.now() }, duration(job.elapsed)) : duration(job.elapsed)],
       ["Priority", job.priority ? h("span", { "data-field": "priority" }, String(job.priority)) : undefined],
       ["Unique key", job.unique_key ? h("code", { "data-field": "unique-key" }, job.unique_key) : undefined],
+      ["Debounce key", job.debounce_key ? h("code", { "data-field": "debounce-key" }, job.debounce_key) : undefined],
+      ["Fair share", job.fair_share ? h("code", { "data-field": "fair-share" }, `${job.fair_share.key} ×${job.fair_share.weight}`) : undefined],
       ["Trace id", job.trace_id ? h("code", { "data-field": "trace-id" }, job.trace_id) : undefined],
       job.branch_running
         ? ["Now running", `its ${job.branch} steps`]
