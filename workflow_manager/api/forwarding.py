@@ -46,6 +46,9 @@ RETRY_AFTER_S = 1
 _REQUEST_HEADERS = (
     "authorization", "cookie", "content-type", "accept", "x-meta", "traceparent", "tracestate",
     "last-event-id",
+    # A webhook's signature and delivery id: the owner checks the request again itself.
+    "x-hub-signature-256", "x-github-delivery", "stripe-signature", "x-webhook-signature",
+    "x-webhook-timestamp", "x-webhook-id",
 )  # fmt: skip
 _ANSWER_HEADERS = (
     "content-type", "retry-after", "allow", "location", "www-authenticate", "cache-control",
@@ -85,16 +88,21 @@ class Forwarder:
         self._client = self._streams = None
 
     async def forward(
-        self, request: Request, exc: NotOwner, directory: Directory | None
+        self,
+        request: Request,
+        exc: NotOwner,
+        directory: Directory | None,
+        query: str | None = None,
     ) -> Response:
-        """The answer to `request` of the owner of the job's partition; NotForwarded says why
-        there is none. A job of no known partition: see `_search`."""
+        """The answer to `request` (with `query` instead of its own, if given) of the owner of
+        the job's partition; NotForwarded says why there is none. A job of no known
+        partition: see `_search`."""
         if directory is None:
             raise NotForwarded("this manager does not know the others")
         if exc.partition is None:
             return await self._search(request, exc, directory)
         owner = await self._owner(request, exc.partition, directory)
-        return await self.ask(request, owner, directory)
+        return await self.ask(request, owner, directory, query)
 
     async def stream(
         self, request: Request, exc: NotOwner, directory: Directory, idle_s: float
@@ -175,10 +183,13 @@ class Forwarder:
                     return answer
         return error_response(404, str(exc))
 
-    async def ask(self, request: Request, to: Peer, directory: Directory) -> Response:
-        """`request` as it came, to `to`'s API (marked forwarded: `to` answers it itself);
-        its answer as it is. NotForwarded when `to` cannot be asked."""
-        url, headers = self._outgoing(request, to, directory)
+    async def ask(
+        self, request: Request, to: Peer, directory: Directory, query: str | None = None
+    ) -> Response:
+        """`request` as it came (with `query` instead of its own, if given), to `to`'s API
+        (marked forwarded: `to` answers it itself); its answer as it is. NotForwarded when
+        `to` cannot be asked."""
+        url, headers = self._outgoing(request, to, directory, query)
         body = await request.body()
         client = self._http()
         answer = await self._reach(
@@ -192,12 +203,12 @@ class Forwarder:
         return Response(answer.content, status_code=answer.status_code, headers=_kept(answer, to))
 
     def _outgoing(
-        self, request: Request, to: Peer, directory: Directory
+        self, request: Request, to: Peer, directory: Directory, query: str | None = None
     ) -> tuple[str, dict[str, str]]:
         """The URL and headers `request` is sent to `to` with."""
         if to.api_url is None:
             raise NotForwarded(f"its owner {to.name} advertises no API URL (--advertise-url)")
-        query = request.url.query
+        query = request.url.query if query is None else query
         url = to.api_url + request.url.path + (f"?{query}" if query else "")
         headers = {k: v for k, v in request.headers.items() if k in _REQUEST_HEADERS}
         headers[FORWARDED_BY] = directory.this_manager

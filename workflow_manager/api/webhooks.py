@@ -14,16 +14,18 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from workflow_manager.api.forwarding import FORWARDED_BY, RETRY_AFTER_S, Forwarder, NotForwarded
 from workflow_manager.api.inputs import parse_payload
 from workflow_manager.api.models import ErrorBody
 from workflow_manager.api.routes import Now, Service
 from workflow_manager.config.checks import suggest
-from workflow_manager.errors import Debounced, DuplicateJob, SubmitError
+from workflow_manager.errors import Debounced, DuplicateJob, NotOwner, SubmitError
 from workflow_manager.webhooks import Match, Refused, Source, matching_jobs, verify
 
 __all__ = ["Webhooks", "router", "OUTCOMES"]
@@ -83,6 +85,14 @@ class WebhookJobs(BaseModel):
 
 router = APIRouter()
 
+
+class OwnerUnavailable(Exception):
+    """A matched job's partition is another manager's, which cannot be asked now."""
+
+
+# On a request forwarded by another manager: the one workflow whose job to start here.
+_ONLY = "workflow"
+
 HookName = Annotated[str, Path(description="The webhook source's name (`webhooks:` entry).")]
 _ANSWERS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "A stale timestamp, or a body not a JSON object."},
@@ -115,7 +125,15 @@ async def webhook(name: HookName, request: Request, service: Service, now: Now) 
         reason = "not connected to RabbitMQ, so no job can start now; send it again shortly"
         return _refused(hooks, name, 503, "unavailable", reason)
     matches = matching_jobs(name, verdict.delivery, document, service.workflows.values())
-    results = [await _start(service, match) for match in matches]  # in turn: one loop
+    if FORWARDED_BY in request.headers and (only := request.query_params.get(_ONLY)):
+        # Another manager sent us the match whose job is in our partition: that one alone.
+        matches = [match for match in matches if match.workflow == only]
+    try:
+        results = [await _start(request, service, match) for match in matches]  # in turn
+    except OwnerUnavailable as exc:
+        return _refused(
+            hooks, name, 503, "unavailable", str(exc), {"Retry-After": str(RETRY_AFTER_S)}
+        )
     jobs = [result for result in results if isinstance(result, WebhookJob)]
     refused = [result for result in results if isinstance(result, WebhookRefusal)]
     outcome = _outcome(jobs, refused)
@@ -130,12 +148,15 @@ async def webhook(name: HookName, request: Request, service: Service, now: Now) 
     return JSONResponse(answer.model_dump())
 
 
-async def _start(service: Service, match: Match) -> WebhookJob | WebhookRefusal:
-    """Submit the match's job (the API's way in); a duplicate id is the same delivery again."""
+async def _start(request: Request, service: Service, match: Match) -> WebhookJob | WebhookRefusal:
+    """Submit the match's job (the API's way in); a duplicate id is the same delivery again.
+    A job of a partition another manager runs is started there (`_at_owner`)."""
     if match.error is not None:
         return WebhookRefusal(workflow=match.workflow, error=match.error)
     try:
         job_id = await service.submit(match.workflow, match.payload, match.job_id)
+    except NotOwner as exc:
+        return await _at_owner(request, exc, match)
     except DuplicateJob:
         return WebhookJob(id=match.job_id, workflow=match.workflow, duplicate=True)
     except Debounced as exc:
@@ -143,6 +164,36 @@ async def _start(service: Service, match: Match) -> WebhookJob | WebhookRefusal:
     except SubmitError as exc:
         return WebhookRefusal(workflow=match.workflow, error=str(exc))
     return WebhookJob(id=job_id, workflow=match.workflow, duplicate=False)
+
+
+async def _at_owner(request: Request, exc: NotOwner, match: Match) -> WebhookJob | WebhookRefusal:
+    """The match's job started by the manager running its partition: the same signed request
+    sent on (it checks it again), limited to this match's workflow; its entry of the answer.
+    When that manager cannot be asked the whole request is answered 503, so the sender sends
+    it again (a redelivery starts nothing twice)."""
+    forwarder: Forwarder = request.app.state.forwarder
+    query = urlencode({_ONLY: match.workflow})
+    try:
+        answer = await forwarder.forward(request, exc, request.app.state.service.directory, query)
+    except NotForwarded as why:
+        raise OwnerUnavailable(
+            f"the job of workflow '{match.workflow}' is {exc}, and {why}; send it again"
+        ) from why
+    if answer.status_code != 200:
+        said = bytes(answer.body)[:300].decode(errors="replace")
+        raise OwnerUnavailable(
+            f"the job of workflow '{match.workflow}' is {exc}, and that manager answered "
+            f"{answer.status_code} ({said}); send it again"
+        )
+    there = WebhookJobs.model_validate_json(bytes(answer.body))
+    for job in there.jobs:
+        if job.workflow == match.workflow:
+            return job
+    for refusal in there.refused:
+        if refusal.workflow == match.workflow:
+            return refusal
+    error = "its manager found no match for this workflow (a different configuration?)"
+    return WebhookRefusal(workflow=match.workflow, error=error)
 
 
 def _outcome(jobs: list[WebhookJob], refused: list[WebhookRefusal]) -> str:
@@ -155,8 +206,15 @@ def _outcome(jobs: list[WebhookJob], refused: list[WebhookRefusal]) -> str:
     return "refused" if refused else "no_match"
 
 
-def _refused(hooks: Webhooks, name: str, status: int, outcome: str, reason: str) -> JSONResponse:
+def _refused(
+    hooks: Webhooks,
+    name: str,
+    status: int,
+    outcome: str,
+    reason: str,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     """Count and log a refused request (the reason names no secret, no signature)."""
     hooks.count(name, outcome)
     log.info("webhook %s: request refused (%s, %d): %s", name, outcome, status, reason)
-    return JSONResponse({"error": reason}, status_code=status)
+    return JSONResponse({"error": reason}, status_code=status, headers=headers)

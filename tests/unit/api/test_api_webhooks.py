@@ -12,12 +12,16 @@ import pytest
 import yaml
 
 from workflow_manager.api import ApiToken, create_app
+from workflow_manager.api.forwarding import FORWARDED_BY, Forwarder
 from workflow_manager.api.webhooks import Webhooks
+from workflow_manager.cluster.directory import Directory
 from workflow_manager.config.models import WorkflowFile
+from workflow_manager.errors import NotOwner
 from workflow_manager.settings import HttpSettings
 from workflow_manager.webhooks import resolve_secrets, sign, webhook_job_id
 
 from .conftest import T0
+from .test_api_forwarding import ME, OWNER_URL, Table
 
 TOKEN = "a-token-of-sixteen-chars"
 GH_SECRET = "gh-secret-value-1"
@@ -238,3 +242,67 @@ async def test_the_route_is_in_the_openapi_document_without_the_token(client):
     assert operation["security"] == []
     assert {"400", "401", "404"} <= set(operation["responses"])
     assert "403" not in operation["responses"] and "415" not in operation["responses"]
+
+
+class Partitioned:
+    """The real service, except that `foreign`'s jobs are in partition 3, which OWNER runs."""
+
+    def __init__(self, inner: Any, foreign: str) -> None:
+        self.inner, self.foreign = inner, foreign
+        self.directory = Directory(Table(), ME)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def submit(self, workflow: str, *args: Any, **kwargs: Any) -> str:
+        if workflow == self.foreign:
+            raise NotOwner(f"workflow {workflow}'s job is in partition 3, run by another", 3)
+        return await self.inner.submit(workflow, *args, **kwargs)
+
+
+async def test_a_job_of_another_managers_partition_is_started_there(service, clock, counted):
+    got: list[httpx.Request] = []
+
+    def owner(request: httpx.Request) -> httpx.Response:
+        got.append(request)
+        job = {"id": "job-there", "workflow": "on-any", "duplicate": False, "debounced": False}
+        return httpx.Response(200, json={"jobs": [job], "refused": []})
+
+    hooks = WorkflowFile.model_validate(yaml.safe_load(YAML)).webhooks
+    sources = resolve_secrets(hooks, {"GH_SECRET": GH_SECRET, "SHOP_SECRET": SHOP_SECRET})
+    forwarder = Forwarder(httpx.MockTransport(owner))
+    app = create_app(
+        Partitioned(service, "on-any"), clock=clock, forwarder=forwarder,
+        webhooks=Webhooks(sources, counted),
+    )  # fmt: skip
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://manager"
+    ) as http:
+        signed = github(PUSH)
+        answer = (await http.post("/hooks/gh", **signed)).json()
+        owner_gone = Forwarder(httpx.MockTransport(lambda r: httpx.Response(503)))
+        app.state.forwarder = owner_gone
+        again = await http.post("/hooks/gh", **github(PUSH, delivery="d-2"))
+    await forwarder.close()
+    await owner_gone.close()
+    push_id = webhook_job_id("gh", "d-1", "on-push")
+    assert [job["id"] for job in answer["jobs"]] == [push_id, "job-there"]
+    (sent,) = got  # the same signed request, for that workflow alone, marked forwarded
+    assert str(sent.url) == f"{OWNER_URL}/hooks/gh?workflow=on-any"
+    assert sent.content == signed["content"]
+    assert sent.headers["x-hub-signature-256"] == signed["headers"]["X-Hub-Signature-256"]
+    assert sent.headers["x-github-delivery"] == "d-1" and FORWARDED_BY in sent.headers
+    # That manager answering no more: the sender is told to send it again (no job is lost).
+    assert again.status_code == 503 and again.headers["retry-after"] == "1"
+    assert "on-any" in again.json()["error"]
+    assert counted.calls == [("gh", "accepted"), ("gh", "unavailable")]
+
+
+async def test_a_forwarded_request_starts_only_the_workflow_it_names(client, service):
+    signed = github(PUSH)
+    headers = {**signed["headers"], FORWARDED_BY: "other:1"}
+    answer = await client.post(
+        "/hooks/gh?workflow=on-push", content=signed["content"], headers=headers
+    )
+    assert [job["workflow"] for job in answer.json()["jobs"]] == ["on-push"]
+    assert list(service.state.jobs) == [webhook_job_id("gh", "d-1", "on-push")]
