@@ -57,6 +57,7 @@ def _run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from workflow_manager.api import ApiToken
     from workflow_manager.config import load_workflows
+    from workflow_manager.config.joblimits import load_limits
     from workflow_manager.config.webhooks import load_webhooks
     from workflow_manager.logformat import configure_logging
     from workflow_manager.orchestrator import ManagerSettings
@@ -103,7 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
     settings = ManagerSettings(
         amqp_url=args.amqp_url, queue=args.queue, retention_days=args.retention,
-        events=args.events, max_running_jobs=max_running_jobs,
+        events=args.events, max_running_jobs=max_running_jobs, job_limits=load_limits(args.config),
         partitions=args.partitions, advertise_url=advertise_url.rstrip("/"), **limits,
     )  # fmt: skip
     main = serve(
@@ -116,10 +117,16 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _validate(path: str) -> int:
     from workflow_manager.config import describe_workflows, load_workflows
+    from workflow_manager.config.describe import describe_limits
+    from workflow_manager.config.joblimits import load_limits
     from workflow_manager.config.webhooks import load_webhooks
 
     workflows = load_workflows(path)
     print(describe_workflows(workflows))
+    if limits := load_limits(path):
+        print(
+            f"\n{describe_limits(limits)}\n(a job starts when each of these that applies has room)"
+        )
     for hook in load_webhooks(path):  # the file is valid without them; serve needs them
         if not os.environ.get(hook.secret_env):
             print(

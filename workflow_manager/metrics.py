@@ -43,7 +43,9 @@ from workflow_manager.engine import (
     StepCompensation,
     StepFinished,
     StepStatus,
+    StepThrottled,
     StepWaiting,
+    ThrottleEnded,
 )
 
 __all__ = ["Metrics", "Watched", "METRIC_NAMES"]
@@ -84,6 +86,8 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}step_duration_seconds": "histogram",
     f"{_P}steps_skipped_total": "counter",
     f"{_P}steps_recovered_total": "counter",
+    f"{_P}throttled_total": "counter",
+    f"{_P}throttle_wait_seconds": "histogram",
     f"{_P}compensations_total": "counter",
     f"{_P}dead_letters_total": "counter",
     f"{_P}journal_commit_seconds": "histogram",
@@ -213,6 +217,14 @@ class Metrics:
             f"{_P}steps_waiting", "Steps waiting for a signal (wait: true), child jobs' too.", step,
             registry=r,
         )  # fmt: skip
+        self._throttled = Counter(
+            f"{_P}throttled", "Step requests throttled by the step's rate limit (each wait "
+            "for a turn counts).", step, registry=r,
+        )  # fmt: skip
+        self._throttle_wait = Histogram(
+            f"{_P}throttle_wait_seconds", "Throttled step requests: seconds from throttled to "
+            "sent (their turn under the rate limit).", step, buckets=JOB_BUCKETS_S, registry=r,
+        )  # fmt: skip
         self._steps_recovered = Counter(
             f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
             step, registry=r,
@@ -265,6 +277,8 @@ class Metrics:
         self._recovered = _Children(self._steps_recovered)
         self._undone = _Children(self._compensations)
         self._waits = _Children(self._steps_waiting)
+        self._throttles = _Children(self._throttled)
+        self._throttle_waits = _Children(self._throttle_wait)
         self._firings = _Children(self._schedule_firings)
         self._forks = _Children(self._jobs_forked)
         self._debounced = _Children(self._triggers_debounced)
@@ -285,6 +299,8 @@ class Metrics:
             JobDebounced: self._job_debounced,
             BulkProgress: self._bulk_progress,
             StepWaiting: self._step_waiting,
+            StepThrottled: self._step_throttled,
+            ThrottleEnded: self._throttle_ended,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
             StepCompensation: self._step_compensation,
@@ -376,6 +392,12 @@ class Metrics:
 
     def _dispatched(self, command: Dispatch) -> None:
         self._requests(command.workflow, command.step).inc()
+
+    def _step_throttled(self, command: StepThrottled) -> None:
+        self._throttles(command.workflow, command.step).inc()
+
+    def _throttle_ended(self, command: ThrottleEnded) -> None:
+        self._throttle_waits(command.workflow, command.step).observe(command.waited_s)
 
     def _step_waiting(self, command: StepWaiting) -> None:
         self._waiting.setdefault(command.job_id, set()).add(command.step)

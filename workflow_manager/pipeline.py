@@ -37,6 +37,7 @@ from workflow_manager.engine import (
     JobArchived,
     JobFinished,
     JobsHandedOver,
+    JobsRecalled,
     JobSubmitted,
     SchedulePaused,
     StartTimer,
@@ -203,7 +204,7 @@ class Pipeline:
 
     async def recover(self) -> None:
         """A start: memory becomes what the journal holds of our running jobs."""
-        self._state = await self._recovery.state()
+        self._state = await self._recovery.state(self._now())
         self._recovered()
 
     def archive_after_commit(self, job_id: str) -> None:
@@ -211,9 +212,12 @@ class Pipeline:
         (`JobArchived`, not journaled; its row answers for it from now on)."""
         apply(self._state, JobArchived(job_id, self._now()))
 
-    def replay_for_adoption(self, rows: list[EventRow]) -> None:
-        """Partitions taken over: their running jobs' committed rows replayed into memory.
-        Their deliveries are handled here once `adopted` says so."""
+    def replay_for_adoption(self, rows: list[EventRow], recalled: JobsRecalled) -> None:
+        """Partitions taken over: their ended jobs whose rules outlive them recalled, then
+        their running jobs' committed rows replayed into memory. Their deliveries are handled
+        here once `adopted` says so."""
+        if recalled.jobs:
+            apply(self._state, recalled)
         replay(self._state, map(to_event, rows))
         self._recovered()
 
@@ -282,7 +286,7 @@ class Pipeline:
             # Partitioned: the partitions whose jobs are in memory now (one being taken over
             # is replayed by its adoption).
             running = set(self._partitions) if self._partitioned else None
-            self._state = await self._recovery.state(running)
+            self._state = await self._recovery.state(self._now(), running)
             self._timers.clear()
             self.arm_timers()
             self._recovered()

@@ -4,12 +4,14 @@ and when partitions are taken over (`PartitionRuns.adopt`); it changes nothing i
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from workflow_manager.config import Workflow
-from workflow_manager.engine import EngineState, replay
+from workflow_manager.engine import EngineState, JobsRecalled, RecalledJob, apply, replay
+from workflow_manager.engine.debouncing import window_workflows
 from workflow_manager.journal import EventRow, Journal
+from workflow_manager.ratehistory import rate_history
 from workflow_manager.recorder import (
     pending_message,
     schedule_journal_id,
@@ -51,7 +53,11 @@ class Recovery:
         """An engine state with today's definitions and no job (memory before a recovery)."""
         settings = self._settings
         return EngineState.from_workflows(
-            self._workflows, (), settings.max_running_jobs, settings.max_fanout_bytes
+            self._workflows,
+            (),
+            settings.max_running_jobs,
+            settings.max_fanout_bytes,
+            limits=settings.job_limits,
         )
 
     async def save_definitions(self) -> None:
@@ -61,19 +67,45 @@ class Recovery:
             for wf in self._workflows.values()
         )
 
-    async def state(self, partitions: set[int] | None = None) -> EngineState:
-        """The engine state the journal holds: our running jobs' rows (of `partitions`, when
-        partitioned; None: all we hold) replayed through the engine, over every stored
-        definition (a running job may be pinned to an old one)."""
+    async def state(self, now: float, partitions: set[int] | None = None) -> EngineState:
+        """The engine state the journal holds at `now`: the ended jobs whose rules outlive
+        them recalled, rate limits' recent starts counted, then our running jobs' rows (of
+        `partitions`, when partitioned; None: all we hold) replayed through the engine, over
+        every stored definition (a running job may be pinned to an old one)."""
         stored = await self._journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
         settings = self._settings
         state = EngineState.from_workflows(
-            self._workflows, pinned, settings.max_running_jobs, settings.max_fanout_bytes
+            self._workflows,
+            pinned,
+            settings.max_running_jobs,
+            settings.max_fanout_bytes,
+            limits=settings.job_limits,
         )
+        recalled = await self.recalled(now, partitions)
+        if recalled.jobs:
+            apply(state, recalled)
+        history = await rate_history(
+            self._journal, self._workflows.values(), now, self._selector(partitions)
+        )
+        if history.starts:
+            apply(state, history)
         roots = await self.running_roots(partitions)
         replay(state, map(to_event, await self.rows_to_replay(roots)))
         return state
+
+    async def recalled(self, now: float, partitions: set[int] | None = None) -> JobsRecalled:
+        """The ended jobs (of our partitions, or of `partitions`) whose rules outlive them at
+        `now`: those of a leading debounce submitted within its period (its window may still
+        be open). Applied before the running jobs' rows."""
+        found: list[RecalledJob] = []
+        for workflow, period_s in window_workflows(self._workflows.values()).items():
+            for row in await self._journal.ended_since(workflow, now - period_s):
+                found.append(RecalledJob(row.id, workflow, row.payload, row.meta, row.submitted_at))
+        if found and self._ownership is not None:
+            ours = set(await self._in_partitions([job.job_id for job in found], partitions))
+            found = [job for job in found if job.job_id in ours]
+        return JobsRecalled(tuple(found), now)
 
     async def rows_to_replay(self, roots: list[str]) -> list[EventRow]:
         """The replayed rows of the trees under `roots`, then each schedule's latest pause or
@@ -113,6 +145,18 @@ class Recovery:
             kept = set(await self._in_partitions(roots, partitions))
             rows = [row for row in rows if row.root_id is None or row.root_id in kept]
         return [pending_message(row) for row in rows]
+
+    def _selector(
+        self, partitions: set[int] | None
+    ) -> Callable[[Collection[str]], Awaitable[list[str]]] | None:
+        """What keeps the job trees of our partitions (or of `partitions`); None, unpartitioned."""
+        if self._ownership is None:
+            return None
+
+        async def select(roots: Collection[str]) -> list[str]:
+            return await self._in_partitions(roots, partitions)
+
+        return select
 
     async def _in_partitions(
         self, roots: Collection[str], partitions: set[int] | None

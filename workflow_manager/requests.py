@@ -291,7 +291,11 @@ class ApiRequests:
         stored = await self._journal.definitions()
         pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
         state = EngineState.from_workflows(
-            self.workflows, pinned, self._settings.max_running_jobs, self._settings.max_fanout_bytes
+            self.workflows,
+            pinned,
+            self._settings.max_running_jobs,
+            self._settings.max_fanout_bytes,
+            self._settings.job_limits,
         )
         replay(state, map(to_event, await self._journal.replay_rows([root_id])))
         return state.jobs.get(job_id)

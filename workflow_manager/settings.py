@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflow_manager.config import Workflow
+from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.limits import DEFAULT_JSON_DEPTH, DEFAULT_LIMITS
 from workflow_manager.transport import DEFAULT_QUEUE, MAX_MESSAGE_BYTES
 
@@ -39,6 +40,8 @@ class ManagerSettings(BaseModel):
     events: Literal["jobs", "steps", "off"] = "jobs"
     # All top-level jobs running at once, every workflow together; None: no bound.
     max_running_jobs: int | None = Field(default=None, ge=1)
+    # The workflow file's nested limits (`limits:`), in file order.
+    job_limits: tuple[JobLimit, ...] = ()
     # Several managers on one PostgreSQL journal: its number of partitions (None: one manager).
     partitions: int | None = Field(default=None, ge=1, le=1024)
     # A partition's lease lasts this long unless renewed (every lease_renew_s): a dead

@@ -17,7 +17,9 @@ from workflow_manager.engine import (
     JobStarted,
     ScheduleFired,
     StepFinished,
+    StepThrottled,
     StepWaiting,
+    ThrottleEnded,
 )
 from workflow_manager.metrics import Metrics
 
@@ -45,6 +47,8 @@ def exposed() -> tuple[set[str], set[str]]:
             JobStarted(JOB, JOB, "wf", "h", "wf", None, {}, 1.0, 1.0),
             Dispatch(JOB, JOB, "s", "q", f"{JOB}:s", {}, "wf", 1),
             StepWaiting(JOB, JOB, "wf", "approve", 1.0),
+            StepThrottled(JOB, JOB, "wf", "t", 1.0, 2.0),
+            ThrottleEnded(JOB, "wf", "t", 2.0, 1.0),
             ScheduleFired("wf", "nightly", JOB, 1.0),
             StepFinished(JOB, JOB, "wf", "s", 1, "failed", "timeout", "late", 1.0, 2.0),
             JobFinished(JOB, JOB, "wf", "h", "wf", "failed", None, None, None, {}, 1.0, 3.0, {}),

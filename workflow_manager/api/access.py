@@ -42,7 +42,9 @@ __all__ = [
 
 LOGIN_PATH = "/ui/login"
 LOGOUT_PATH = "/ui/logout"
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", LOGIN_PATH, LOGOUT_PATH})
+PUBLIC_PATHS = frozenset(
+    {"/healthz", "/readyz", "/metrics", "/metrics/cluster", LOGIN_PATH, LOGOUT_PATH}
+)
 """Open without the token: the probes (orchestrators and scrapers hold no token), the login,
 and the logout (it ends only the session it is shown, and must work once that is over)."""
 PUBLIC_PREFIXES = ("/ui/assets/",)

@@ -24,6 +24,7 @@ from workflow_manager.api.events import install_events
 from workflow_manager.api.forks import router as forks_router
 from workflow_manager.api.forwarding import Forwarder
 from workflow_manager.api.hosts import HostCheck, HostNames, warn_when_unlisted
+from workflow_manager.api.joblimits import router as limits_router
 from workflow_manager.api.limits import RequestLimits
 from workflow_manager.api.login import install_access, login_router
 from workflow_manager.api.origin import SameOrigin
@@ -51,7 +52,7 @@ Start jobs of the workflows the manager serves, and watch them run.
 * `GET /api/job/{id}` shows a job's steps, result or error; child jobs of task steps too.
 * Every error answers `{"error": "..."}` with a 4xx status (5xx only for a manager bug).
 * When the manager runs with `--api-token`, every route but `/healthz`, `/readyz`,
-  `/metrics` and the webhooks (`POST /hooks/{name}`: signed instead) needs
+  `/metrics`, `/metrics/cluster` and the webhooks (`POST /hooks/{name}`: signed instead) needs
   `Authorization: Bearer <token>` (or the cookie `POST /ui/login` sets).
   The web UI's login page and its static assets (scripts, styles, icon) need none: they hold
   no data, and the login page must load before the token is known.
@@ -71,7 +72,7 @@ _TAGS = [
     {
         "name": "health",
         "description": "Broker connection (`/healthz`), readiness to take work (`/readyz`) "
-        "and Prometheus metrics (`/metrics`).",
+        "and Prometheus metrics (`/metrics`; the whole cluster's summed: `/metrics/cluster`).",
     },
 ]
 
@@ -125,6 +126,7 @@ def create_app(
     app.include_router(forks_router)
     app.include_router(bulk_router)
     app.include_router(schedules_router)
+    app.include_router(limits_router)
     app.include_router(cluster_router)
     app.include_router(browse_router)
     app.include_router(

@@ -66,7 +66,8 @@ async def job_steps(job_id: JobIdPath, service: Service, now: Now) -> JSONRespon
     ended = {child_id: row.status for child_id, row in children.items()}
     if job.fork is not None and job.fork.step in job.steps:
         ended.update(await _kept_children(service, job, ended))
-    body = jobview.job_page(job, rows, service.state.jobs, ended, now())
+    waiting = jobview.waiting_body(service.state, job)
+    body = jobview.job_page(job, rows, service.state.jobs, ended, now(), waiting)
     if job.parent is None and (forks := await job_forks(service, job.id)):
         body["forks"] = forks
     return JSONResponse(body)

@@ -14,6 +14,12 @@ client missed, then live events; an idle stream gets a `: keepalive` comment eve
 At most `max_event_streams` (`--max-event-streams`) streams are open at once, relayed ones
 too: past it a client is answered 503 with `Retry-After`; a stream's place is free again as
 soon as it ends (the client went, or the stream ended).
+
+Without `job`, a partitioned manager's stream carries every manager's events
+(workflow_manager.api.mergedevents; `?scope=local`: its own only). It takes one place on the
+manager asked; the member streams it relays (asked with `x-wm-forwarded-by`) take a place in
+each member's pool of relayed streams instead, `max_event_streams` for each other member, so
+the clients of one manager cannot use up another's own places.
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from workflow_manager.api.errors import unknown_workflow
-from workflow_manager.api.forwarding import Forwarder
+from workflow_manager.api.forwarding import FORWARDED_BY, Forwarder
 from workflow_manager.api.inputs import parse_job_id
 from workflow_manager.api.limits import RETRY_AFTER_S
+from workflow_manager.api.mergedevents import MergedStream, cursor_of
 from workflow_manager.api.models import ErrorBody
+from workflow_manager.cluster.directory import Directory
 from workflow_manager.errors import JournalError, NotOwner
 from workflow_manager.events import (
     EVENT_TYPES,
@@ -47,13 +55,19 @@ __all__ = ["install_events", "router", "StreamSlots"]
 log = logging.getLogger(__name__)
 
 _EXAMPLE_ID = "1732441234567-42"
+_EXAMPLE_CURSOR = "m1:1732441234567-42,m2:1732441299000-7"
+_SCOPES = ("cluster", "local")
 # One SSE message, as OpenAPI 3.1 describes a text/event-stream: its fields as an object.
 _SSE_MESSAGE: dict[str, Any] = {
     "type": "object",
     "required": ["data"],
     "properties": {
-        "event": {"type": "string", "enum": [*EVENT_TYPES, "reset", "overflow"]},
-        "id": {"type": "string", "pattern": r"^\d{1,20}-\d{1,20}$"},
+        "event": {"type": "string", "enum": [*EVENT_TYPES, "reset", "overflow", "member"]},
+        "id": {
+            "type": "string",
+            "description": "An event id `<epoch>-<seq>`; on the cluster's merged stream, a "
+            "cursor of every manager's last id (`name:<epoch>-<seq>,...`).",
+        },
         "data": {"type": "string", "contentMediaType": "application/json"},
     },
 }
@@ -115,6 +129,7 @@ def install_events(app: FastAPI, hub: EventHub) -> None:
     `max_event_streams` at once."""
     app.state.events = hub
     app.state.event_streams = StreamSlots(app.state.http.max_event_streams)
+    app.state.relayed_streams = StreamSlots(app.state.http.max_event_streams)
     app.include_router(router)
 
 
@@ -206,12 +221,20 @@ async def event_stream(
         ),
     ] = None,  # type: ignore[assignment]
     workflow: Annotated[str, Query(description="Only jobs of this workflow.")] = None,  # type: ignore[assignment]
+    scope: Annotated[
+        str,
+        Query(
+            description="Without `job`, on a manager of several (`--partitions`): `cluster` "
+            "(every manager's events, merged) or `local` (this manager's own only).",
+            json_schema_extra={"enum": list(_SCOPES)},
+        ),
+    ] = "cluster",
     last_event_id: Annotated[
         str,
         Header(
             alias="Last-Event-ID",
-            description="Resume after this event id (browsers send it when they reconnect).",
-            json_schema_extra={"pattern": r"^\s*\d{1,20}-\d{1,20}\s*$"},
+            description="Resume after this event id (browsers send it when they reconnect): "
+            "an id of this stream, `<epoch>-<seq>` or, on the merged stream, its cursor.",
         ),
     ] = None,  # type: ignore[assignment]
 ) -> Any:
@@ -219,21 +242,30 @@ async def event_stream(
     step.dispatched|completed|failed|retrying|skipped|recovered. Each SSE id can be sent back as
     `Last-Event-ID` to resume.
 
-    With several managers (`--partitions`), a stream carries the events of the jobs the
-    manager asked runs. With `job`, any manager answers: a job another manager runs is followed
-    on that manager's stream, relayed; it ends when that stream does or the job's partition
-    moves, and the client reconnects (sending `Last-Event-ID`: a `reset` if the events now come
-    from another manager). Without `job`, only the manager asked's jobs: the broker's
-    `<queue>.events` exchange carries every manager's."""
+    With several managers (`--partitions`), without `job`, any manager answers with every
+    manager's events merged into one stream; its ids are cursors (`name:<epoch>-<seq>,...`,
+    each manager's last id) that resume each manager's events where they left off, and a
+    `member` message says when a manager joined, left or cannot be reached (its events may
+    be missing then). `scope=local`: the manager asked's own events only. With `job`, any
+    manager answers: a job another manager runs is followed on that manager's stream,
+    relayed; it ends when that stream does or the job's partition moves, and the client
+    reconnects (sending `Last-Event-ID`: a `reset` if the events now come from another
+    manager)."""
     hub: EventHub = request.app.state.events
     wanted = _filter(request, job, workflow)
-    if last_event_id is not None and parse_event_id(last_event_id) is None:
+    if scope not in _SCOPES:
         raise HTTPException(
             status_code=400,
-            detail=f"header 'Last-Event-ID' {last_event_id!r} is not an event id of this "
-            f"stream (e.g. {_EXAMPLE_ID}); leave it out to start from now",
+            detail=f"query parameter 'scope' {scope!r} is not one of {', '.join(_SCOPES)}",
         )
+    directory: Directory | None = request.app.state.service.directory
+    forwarded = FORWARDED_BY in request.headers
+    if wanted.job is None and directory is not None and scope == "cluster" and not forwarded:
+        return _merged(request, hub, wanted, directory, last_event_id)
+    after = _own_position(last_event_id, directory)
     slots: StreamSlots = request.app.state.event_streams
+    if wanted.job is None and directory is not None and forwarded:
+        slots = await _relay_slots(request, directory)
     slots.take()
     try:
         if wanted.job is not None:
@@ -243,7 +275,7 @@ async def event_stream(
     except BaseException:
         slots.give_back()
         raise
-    subscription, resume = hub.subscribe(wanted, last_event_id)
+    subscription, resume = hub.subscribe(wanted, after)
     head = [comment("connected")]
     if resume.reset is not None:
         reason = f"{resume.reset}; re-read the state you need, then follow this stream"
@@ -257,6 +289,70 @@ async def event_stream(
 
     def release() -> None:
         subscription.close()
+        slots.give_back()
+
+    return _Holding(stream, release)
+
+
+def _bad_id(last_event_id: str) -> HTTPException:
+    return HTTPException(
+        status_code=400,
+        detail=f"header 'Last-Event-ID' {last_event_id!r} is not an event id of this stream "
+        f"(e.g. {_EXAMPLE_ID}, or on the merged stream of several managers a cursor such as "
+        f"{_EXAMPLE_CURSOR}); leave it out to start from now",
+    )
+
+
+def _own_position(last_event_id: str | None, directory: Directory | None) -> str | None:
+    """The id this manager's own stream resumes after: `last_event_id`, or this manager's
+    entry of a merged stream's cursor (partitioned); a 400 when it is neither."""
+    if last_event_id is None:
+        return None
+    if directory is None:
+        if parse_event_id(last_event_id) is None:
+            raise _bad_id(last_event_id)
+        return last_event_id
+    cursor = cursor_of(last_event_id, directory.this_manager)
+    if cursor is None:
+        raise _bad_id(last_event_id)
+    return cursor.get(directory.this_manager)
+
+
+async def _relay_slots(request: Request, directory: Directory) -> StreamSlots:
+    """The pool of streams relayed into other managers' merged streams: `max_event_streams`
+    for each other member (each holds at most that many merged streams)."""
+    slots: StreamSlots = request.app.state.relayed_streams
+    try:
+        others = len(await directory.others())
+    except JournalError:
+        others = 1
+    slots.limit = request.app.state.http.max_event_streams * max(1, others)
+    return slots
+
+
+def _merged(
+    request: Request,
+    hub: EventHub,
+    wanted: EventFilter,
+    directory: Directory,
+    last_event_id: str | None,
+) -> Response:
+    """Every manager's events in one stream (workflow_manager.api.mergedevents)."""
+    cursor = cursor_of(last_event_id, directory.this_manager)
+    if cursor is None:
+        raise _bad_id(last_event_id or "")
+    slots: StreamSlots = request.app.state.event_streams
+    slots.take()
+    subscription, resume = hub.subscribe(wanted, cursor.get(directory.this_manager))
+    forwarder: Forwarder = request.app.state.forwarder
+    merged = MergedStream(
+        hub, subscription, resume, directory, forwarder.client(streaming=True), cursor,
+        request.headers, wanted.workflow,
+    )  # fmt: skip
+    stream = StreamingResponse(merged.body(), media_type="text/event-stream", headers=_HEADERS)
+
+    def release() -> None:
+        merged.close()
         slots.give_back()
 
     return _Holding(stream, release)

@@ -227,6 +227,10 @@ class Forwarder:
                 f"({type(err).__name__}{': ' + str(err) if str(err) else ''})"
             ) from err
 
+    def client(self, streaming: bool = False) -> httpx.AsyncClient:
+        """The HTTP client requests (`streaming`: event streams) to other managers go on."""
+        return self._streaming() if streaming else self._http()
+
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             timeout = httpx.Timeout(TIMEOUT_S, connect=CONNECT_TIMEOUT_S)

@@ -9,30 +9,42 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workflow_manager.api.compensations import compensation_view
 from workflow_manager.api.views import shown_status
 from workflow_manager.config.models import Step
 from workflow_manager.config.schemas import JsonSchema
-from workflow_manager.engine import Job, JobStatus, StepRun, StepStatus
+from workflow_manager.engine import EngineState, Job, JobStatus, StepRun, StepStatus
+from workflow_manager.engine.admission import waiting_for
 from workflow_manager.engine.fairness import NO_SHARE
 from workflow_manager.engine.replies import ReplyError, decode_output
 from workflow_manager.engine.snapshot import forked_from_json
 from workflow_manager.journal import EventKind, EventRow
 from workflow_manager.textline import iso_utc
 
-__all__ = ["CHILD_STATUSES", "job_page", "child_status", "attempt_history", "step_route"]
+__all__ = [
+    "CHILD_STATUSES",
+    "job_page",
+    "child_status",
+    "attempt_history",
+    "step_route",
+    "waiting_body",
+]
 
 _CANCELLABLE = (JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.RUNNING)
-_UNFINISHED_STEP = (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING, StepStatus.QUEUED)
+_UNFINISHED_STEP = (
+    StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.WAITING, StepStatus.QUEUED,
+    StepStatus.THROTTLED,
+)  # fmt: skip
 
 CHILD_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 _STEP_STATUS = {
     StepStatus.PENDING: "pending",
     StepStatus.WAITING: "waiting",
     StepStatus.QUEUED: "queued",
+    StepStatus.THROTTLED: "throttled",
     StepStatus.RUNNING: "running",
     StepStatus.RETRYING: "retrying",
     StepStatus.COMPLETED: "completed",
@@ -184,6 +196,8 @@ def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
     entry["status"] = _status(job, run)
     if entry["status"] == "waiting" and run is not None and run.started_at is not None:
         entry["waiting_since"] = iso_utc(run.started_at)
+    if entry["status"] == "throttled" and run is not None and run.throttled_until is not None:
+        entry["throttled_until"] = iso_utc(run.throttled_until)
     entry["attempts"] = run.attempt if run is not None else 0
     if run is not None and run.started_at is not None:
         end = next(t for t in (run.finished_at, job.finished_at, context.now) if t is not None)
@@ -280,17 +294,30 @@ def _header(job: Job, now: float) -> dict[str, Any]:
     return body
 
 
+def waiting_body(state: EngineState, job: Job) -> dict[str, Any] | None:
+    """`waiting_for`: the limit queued `job` waits under (None: it does not wait, or it is not
+    this manager's job in memory)."""
+    if state.jobs.get(job.id) is not job:
+        return None
+    waiting = waiting_for(state, job)
+    if waiting is None:
+        return None
+    return {name: value for name, value in asdict(waiting).items() if value is not None}
+
+
 def job_page(
     job: Job,
     rows: Iterable[EventRow],
     live: Mapping[str, Job],
     ended: Mapping[str, str],
     now: float,
+    waiting: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The job page's body: header, then every step (branch steps last) with its attempts.
 
     `rows` are the job's own journal rows; `live` the jobs in memory and `ended` the status of
-    each of its children that has ended, for task steps' progress.
+    each of its children that has ended, for task steps' progress; `waiting` the limit a queued
+    job waits under (`waiting_body`).
     """
     schemas = {s.name: s.output_schema for s in job.flow.steps if s.output_schema is not None}
     context = _Context(attempt_history(rows, schemas), live, ended, now)
@@ -304,6 +331,8 @@ def job_page(
         for flow in job.workflow.branches.values():
             specs += flow.steps
     body = _header(job, now)
+    if waiting is not None:
+        body["waiting_for"] = waiting
     body["steps"] = [_step(job, spec, context) for spec in specs]
     for entry in body["steps"]:
         if entry["name"] in recovers:

@@ -68,6 +68,26 @@ class FairShareView(BaseModel):
     weight: float = Field(examples=[1.0])
 
 
+class WaitingForView(BaseModel):
+    """The limit a queued job waits under: the first of its limits that is full."""
+
+    kind: Literal["concurrency", "limit", "max_running_jobs"] = Field(
+        description=(
+            "`concurrency`: its workflow's; `limit`: an entry of the file's `limits:`; "
+            "`max_running_jobs`: the manager's --max-running-jobs."
+        )
+    )
+    limit: str = Field(
+        description="The `limits:` entry's name (or `concurrency`, `max_running_jobs`).",
+        examples=["per-tenant"],
+    )
+    key: str | None = Field(
+        default=None, description="A keyed limit: the job's key (JSON).", examples=['"acme"']
+    )
+    running: int = Field(description="Jobs holding its slots now (started, or starting).")
+    of: int = Field(description="The limit.")
+
+
 class SubmitResponse(BaseModel):
     """The id of the job just started (or scheduled, or queued); with `status` `debounced`,
     the id of the job whose debounce window the trigger joined."""
@@ -213,6 +233,9 @@ class JobDetail(BaseModel):
     queued_at: str | None = Field(
         default=None, description="Extra, while queued: when it entered its concurrency queue."
     )
+    waiting_for: WaitingForView | None = Field(
+        default=None, description="Extra, while queued: the limit it waits under."
+    )
     start_at: str | None = Field(
         default=None,
         description="Extra, delayed starts only: when the job starts (scheduled) or started.",
@@ -273,6 +296,7 @@ class Readiness(BaseModel):
 StepStatusName = Literal[
     "pending",
     "queued",
+    "throttled",
     "waiting",
     "running",
     "retrying",
@@ -333,11 +357,17 @@ class StepView(BaseModel):
         "skipped: its `when` was false (no request, output {}); recovered: it failed and its "
         "fallback's output became its own (its error is kept); compensating / compensated: "
         "it completed, then its job failed or was cancelled and its compensation undoes it; "
-        "waiting: a `wait: true` step waiting for its signal."
+        "waiting: a `wait: true` step waiting for its signal; queued: waiting for a slot "
+        "under its `concurrency`; throttled: waiting for its turn under its `rate`."
     )
     wait: bool | None = Field(default=None, description="True for a step that waits for a signal.")
     waiting_since: str | None = Field(
         default=None, description="While waiting: when the step began to wait for its signal."
+    )
+    throttled_until: str | None = Field(
+        default=None,
+        description="While throttled: when its rate's window lets it go at the earliest "
+        "(later when others wait before it).",
     )
     compensate: str | None = Field(
         default=None, description="The name of the step's compensation, if it has one."
@@ -380,6 +410,13 @@ class JobPage(BaseModel):
             "Workflows with `debounce` only, while the job is in memory: the key (JSON) of the "
             "debounce window it was made for (triggers with this key until the window closes "
             "join it)."
+        ),
+    )
+    waiting_for: WaitingForView | None = Field(
+        default=None,
+        description=(
+            "A queued job only: the limit it waits under (the first full one of its "
+            "workflow's `concurrency`, the file's `limits:` in order, --max-running-jobs)."
         ),
     )
     fair_share: FairShareView | None = Field(

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Requ
 from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter
 
-from workflow_manager.api import clusterwide, forwarding, views
+from workflow_manager.api import clusterwide, forwarding, jobview, views
 from workflow_manager.api.errors import unknown_workflow
 from workflow_manager.api.inputs import (
     parse_job_id,
@@ -294,6 +294,8 @@ async def job_detail(
         message = f"no job {key} (running jobs are listed at /api/jobs)"
         raise HTTPException(status_code=404, detail=message)
     body = views.job_detail(job, now())
+    if (waiting := jobview.waiting_body(service.state, job)) is not None:
+        body["waiting_for"] = waiting
     if job.parent is None and (forks := await job_forks(service, job.id)):
         body["forks"] = forks
     return JSONResponse(body)

@@ -4,10 +4,11 @@ with their policies, tasks and branches, in a few lines a person can check at a 
 from __future__ import annotations
 
 from workflow_manager.config.checks import number_text, quote
+from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.config.models import Backoff, Flow, HandlerStep, Step, StepPolicy, Workflow
 from workflow_manager.config.schemas import JsonSchema
 
-__all__ = ["describe_workflows", "describe_policy"]
+__all__ = ["describe_limits", "describe_workflows", "describe_policy"]
 
 
 def describe_workflows(workflows: dict[str, Workflow]) -> str:
@@ -37,6 +38,19 @@ def describe_workflows(workflows: dict[str, Workflow]) -> str:
             lines += _describe_steps(workflow, branch, "    ", terminals=False)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def describe_limits(limits: tuple[JobLimit, ...]) -> str:
+    """The file's nested limits, one line each, in the order a queued job names them."""
+    lines = []
+    for entry in limits:
+        per = f" per key {quote(entry.key)}" if entry.key is not None else ""
+        over = ", ".join(entry.workflows) if entry.workflows is not None else "every workflow"
+        jobs = "job" if entry.limit == 1 else "jobs"
+        lines.append(
+            f"limit {quote(entry.name)}: at most {entry.limit} running {jobs} of {over}{per}"
+        )
+    return "\n".join(lines)
 
 
 def _describe_debounce(workflow: Workflow) -> list[str]:
@@ -76,6 +90,9 @@ def _describe_route(step: Step) -> list[str]:
     parts = [f"http {step.http.method} {quote(step.http.url)}"] if step.http else []
     if step.concurrency is not None:
         parts.append(f"at most {step.concurrency} requests out at once (all jobs)")
+    if (rate := step.rate) is not None:
+        per = f" per key {quote(rate.key)}" if rate.key is not None else ""
+        parts.append(f"at most {rate.limit} requests started in any {number_text(rate.per)}s{per}")
     if step.wait:
         timeout = f"; fails after {step.timeout:g}s" if step.timeout is not None else ""
         parts.append(f"waits for a signal{timeout}")

@@ -7,6 +7,7 @@ are false; everything else (0 included) is true.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,9 @@ from jmespath import exceptions as jmespath_errors
 from jmespath.functions import Functions
 from jmespath.parser import ParsedResult
 
-__all__ = ["Expression", "ExpressionError", "compile_expression", "jmespath_truth"]
+__all__ = [
+    "Expression", "ExpressionError", "compile_expression", "jmespath_truth", "key_text"
+]  # fmt: skip
 
 _FUNCTIONS = frozenset(Functions().FUNCTION_TABLE)
 _EXAMPLE = "\"shipping_method != 'pickup'\" (text literals in single quotes, numbers in `1`)"
@@ -46,6 +49,19 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"<Expression {self.text!r}>"
+
+
+def key_text(expression: Expression | None, data: Any) -> str:
+    """A limit's key (`concurrency.key`, a `rate` or `limits:` entry's key) over `data`, as
+    canonical JSON: `null` without an expression, or when it finds nothing or cannot be
+    evaluated (the job counts under the null key rather than being refused)."""
+    if expression is None:
+        return "null"
+    try:
+        value = expression.search(data)
+    except ExpressionError:
+        value = None
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def jmespath_truth(value: Any) -> bool:

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from workflow_manager.config.checks import check_document, number_text, quote, suggest
+from workflow_manager.config.joblimits import JobLimit
+from workflow_manager.config.limitchecks import check_limits
 from workflow_manager.config.models import (
     Backoff,
     Concurrency,
@@ -24,6 +26,7 @@ from workflow_manager.config.models import (
     HandlerStep,
     HttpCall,
     Policy,
+    Rate,
     Step,
     Task,
     UniqueKey,
@@ -47,6 +50,7 @@ _KINDS = {
     "on_cancel": "on_cancel step",
     "schedules": "schedule",
     "webhooks": "webhook",
+    "limits": "limit",
 }
 _MODELS: dict[str, type[BaseModel]] = {
     "workflows": Workflow,
@@ -61,10 +65,12 @@ _MODELS: dict[str, type[BaseModel]] = {
     "compensate": HandlerStep,
     "unique": UniqueKey,
     "debounce": Debounce,
+    "rate": Rate,
     "concurrency": Concurrency,  # a step's is a number: only a workflow's has fields
     "schedules": Schedule,
     "webhooks": Webhook,
     "triggers": Trigger,
+    "limits": JobLimit,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -84,9 +90,10 @@ _BOUNDS = {
 }
 _NUMBER_FIELDS = {
     "retries", "timeout", "initial", "multiplier", "max", "max_failed_items", "tolerance_s",
+    "limit", "per",
 }  # fmt: skip
 # The number fields given in seconds.
-_SECONDS = {"initial", "max", "timeout", "http timeout", "tolerance_s"}
+_SECONDS = {"initial", "max", "timeout", "http timeout", "tolerance_s", "per"}
 _RANGE_NOTES = {
     "retries": "; retries counts the attempts after the first",
     "multiplier": "; 1 keeps every wait the same",
@@ -112,6 +119,7 @@ def parse_workflows(
         raise ConfigError(_report(problems, None, source))
     problems += check_document(doc.data, doc.lines)
     problems += check_triggers(doc.data)
+    problems += check_limits(doc.data, doc.lines)
     problems += resolve_schema_files(doc.data, base_dir or FilePath("."))
     try:
         parsed = WorkflowFile.model_validate(doc.data, by_alias=True, by_name=False)

@@ -24,7 +24,12 @@ from pydantic import (
     model_validator,
 )
 
-from workflow_manager.config.expressions import Expression, ExpressionError, compile_expression
+from workflow_manager.config.expressions import (
+    Expression,
+    compile_expression,
+    key_text,
+)
+from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.config.schedules import Schedule
 from workflow_manager.config.schemas import JsonSchema
 from workflow_manager.config.webhooks import Trigger, Webhook
@@ -40,6 +45,9 @@ __all__ = [
     "HandlerStep",
     "Step",
     "Concurrency",
+    "Rate",
+    "MAX_RATE_LIMIT",
+    "MAX_RATE_PER_S",
     "Flow",
     "Task",
     "UniqueKey",
@@ -184,6 +192,34 @@ class HandlerStep(_Model):
         return self.queue or self.name
 
 
+MAX_RATE_LIMIT = 10_000
+"""The most starts a `rate` may allow per window (`rate.limit`)."""
+
+MAX_RATE_PER_S = 86_400.0
+"""The longest `rate` window (`rate.per`): one day."""
+
+
+class Rate(_Model):
+    """`rate: {limit, per, key}`: at most `limit` starts in any `per` seconds (a sliding
+    window, no bursts beyond it), per value of `key`: a JMESPath expression over the step's
+    input (or the job's payload) with `meta.<field>` for metadata; without one, all share one
+    window. Over the limit, work waits for its turn; it is never dropped."""
+
+    limit: int = Field(ge=1, le=MAX_RATE_LIMIT, strict=True)
+    per: float = Field(gt=0, le=MAX_RATE_PER_S, allow_inf_nan=False, strict=True)
+    key: KeyText | None = None
+
+    @cached_property
+    def expression(self) -> Expression | None:
+        """`key`, compiled once per definition."""
+        return compile_expression(self.key) if self.key is not None else None
+
+    def key_of(self, data: dict[str, Any]) -> str:
+        """The key's value for `data` as canonical JSON text (`null` when there is no key, it
+        finds nothing, or it cannot be evaluated)."""
+        return key_text(self.expression, data)
+
+
 class Step(_Model):
     """One step: a message to a worker queue, or (with `task`) one child job per list element.
 
@@ -212,6 +248,8 @@ class Step(_Model):
     compensate: HandlerStep | None = None
     # At most this many requests of the step outstanding, all jobs and children together.
     concurrency: int | None = Field(default=None, ge=1, strict=True)
+    # At most `rate.limit` requests of the step started in any `rate.per` seconds.
+    rate: Rate | None = None
 
     @cached_property
     def condition(self) -> Expression | None:
@@ -220,6 +258,11 @@ class Step(_Model):
 
     @model_validator(mode="after")
     def _concurrency_needs_requests(self) -> Step:
+        if self.rate is not None and self.task is not None:
+            raise ValueError(
+                "rate bounds the requests a step starts, and a task step sends none; "
+                "put the rate on the steps of its task"
+            )
         if self.concurrency is not None and self.task is not None:
             raise ValueError(
                 "concurrency bounds a step's outstanding requests, and a task step sends none; "
@@ -260,13 +303,7 @@ class Concurrency(_Model):
 
         `null` when there is no key, it finds nothing, or it cannot be evaluated on this payload.
         """
-        if self.expression is None:
-            return "null"
-        try:
-            value = self.expression.search(payload)
-        except ExpressionError:
-            value = None
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        return key_text(self.expression, payload)
 
 
 class Flow(_Model):
@@ -481,3 +518,4 @@ class WorkflowFile(_Model):
 
     workflows: tuple[Workflow, ...] = ()
     webhooks: tuple[Webhook, ...] = ()
+    limits: tuple[JobLimit, ...] = ()  # nested limits of running jobs, over workflows

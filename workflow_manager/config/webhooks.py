@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from workflow_manager.config.expressions import Expression, compile_expression
-from workflow_manager.config.yamlsource import read_yaml
+from workflow_manager.config.yamlsource import read_top_level
 
 __all__ = [
     "SIGNATURES",
@@ -111,6 +111,4 @@ def load_webhooks(path: str | FilePath) -> tuple[Webhook, ...]:
     Call it after `load_workflows(path)` succeeded: that reports every problem of the file
     with its line; this reads only the `webhooks:` list of the (then valid) file.
     """
-    doc, _ = read_yaml(FilePath(path).read_bytes().decode("utf-8-sig"))
-    data = doc.data if doc is not None and isinstance(doc.data, dict) else {}
-    return _WEBHOOKS.validate_python(data.get("webhooks") or ())
+    return _WEBHOOKS.validate_python(read_top_level(path, "webhooks") or ())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path as FilePath
 from typing import Any
 
 import yaml
@@ -16,7 +17,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
-__all__ = ["Document", "Path", "Problem", "read_yaml", "MAX_NODES"]
+__all__ = ["Document", "Path", "Problem", "read_yaml", "read_top_level", "MAX_NODES"]
 
 Path = tuple[str | int, ...]
 
@@ -61,6 +62,17 @@ class Document:
 
 class _TooLarge(Exception):
     """Alias expansion went past MAX_NODES."""
+
+
+def read_top_level(path: str | FilePath, key: str) -> Any:
+    """The raw value of `key:` at the top of the workflow file at `path` (None when absent).
+
+    For the lists read besides the workflows (`webhooks:`, `limits:`): call it after
+    `load_workflows(path)` succeeded, which reports every problem of the file with its line.
+    """
+    doc, _ = read_yaml(FilePath(path).read_bytes().decode("utf-8-sig"))
+    data = doc.data if doc is not None and isinstance(doc.data, dict) else {}
+    return data.get(key)
 
 
 def read_yaml(text: str) -> tuple[Document | None, list[Problem]]:

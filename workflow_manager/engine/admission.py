@@ -1,6 +1,8 @@
-"""Concurrency limits of top-level jobs: the workflow's `concurrency` (per key) and the global
-`max_running_jobs`. A job over a limit waits with status `queued`; as slots free up, the best
-waiting job (highest priority, then oldest) gets one reserved and a start timer due at once.
+"""Concurrency limits of top-level jobs: the workflow's `concurrency` (per key), the nested
+`limits:` of the workflow file that apply to it (per key), and the global `max_running_jobs`,
+in that order (`waiting_for` names the first full one). A job over a limit waits with status
+`queued`; as slots free up, the best waiting job (highest priority, then oldest, or in turn
+across fairness keys) gets one reserved in every scope and a start timer due at once.
 
 The start is journaled when its timer fires, under the job it starts, and is obeyed as it
 comes: recovery replays only the jobs still running, so a replay may see free slots where the
@@ -12,6 +14,7 @@ start time has come.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from workflow_manager.config.models import Workflow
@@ -22,10 +25,22 @@ from workflow_manager.engine.metadata import key_data
 from workflow_manager.engine.state import EngineState, Job, JobStatus, Rank, Slots
 from workflow_manager.engine.timers import JobAdmit, Timer
 
-__all__ = ["ALL_JOBS", "Admission", "concurrency_scope", "enqueue"]
+__all__ = [
+    "ALL_JOBS",
+    "LIMIT_PREFIX",
+    "Admission",
+    "LimitUse",
+    "WaitingFor",
+    "concurrency_scope",
+    "enqueue",
+    "limits_in_use",
+    "waiting_for",
+]
 
 ALL_JOBS = "all"
 """The scope of `max_running_jobs`, which every top-level job counts against."""
+LIMIT_PREFIX = "limit:"
+"""The scopes of a `limits:` entry: `limit:<name>:<key JSON>`."""
 
 
 def concurrency_scope(workflow: Workflow, data: dict[str, Any]) -> str:
@@ -47,7 +62,7 @@ class Admission(Part):
     def submission_prepared(self, work: Work, sub: Submission) -> None:
         """The limits a new top-level job counts against, creating their slots on first use."""
         workflow, state = sub.workflow, work.state
-        if workflow.concurrency is None and state.max_running_jobs is None:
+        if workflow.concurrency is None and state.max_running_jobs is None and not state.limits:
             return
         sub.scopes = _scopes_of(state, workflow, key_data(sub.event.payload, sub.event.meta))
 
@@ -97,6 +112,9 @@ class Admission(Part):
             if slots.free <= 0:
                 if scope == ALL_JOBS:
                     limit = f"--max-running-jobs ({slots.limit})"
+                elif scope.startswith(LIMIT_PREFIX):
+                    name, key = scope.removeprefix(LIMIT_PREFIX).split(":", 1)
+                    limit = f"limit '{name}' ({slots.limit} running) for key {key}"
                 else:
                     key = scope.split(":", 2)[2]
                     limit = (
@@ -120,6 +138,12 @@ def _scopes_of(state: EngineState, workflow: Workflow, data: dict[str, Any]) -> 
         slots = state.scopes.setdefault(scope, Slots(workflow.concurrency.limit))
         slots.limit = workflow.concurrency.limit  # a new definition's limit counts now
         scopes.append(scope)
+    for entry in state.limits:
+        if entry.applies_to(workflow.name):
+            scope = f"{LIMIT_PREFIX}{entry.name}:{entry.key_of(data)}"
+            slots = state.scopes.setdefault(scope, Slots(entry.limit))
+            slots.limit = entry.limit  # a new file's limit counts now
+            scopes.append(scope)
     if state.max_running_jobs is not None:
         slots = state.scopes.setdefault(ALL_JOBS, Slots(state.max_running_jobs))
         slots.limit = state.max_running_jobs
@@ -203,3 +227,69 @@ def _make_room(work: Work, scope: str, keep: str) -> None:
         for other in worst.scopes:
             if other != scope:
                 _fill(work, other)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingFor:
+    """The limit a queued job waits under: the first of its limits that is full.
+
+    `kind` is `concurrency` (its workflow's), `limit` (a `limits:` entry, named by `limit`) or
+    `max_running_jobs`; `key` the key's value (JSON) of a keyed limit; `running` the jobs that
+    hold its slots (started, or about to), `of` its limit.
+    """
+
+    kind: str
+    limit: str
+    key: str | None
+    running: int
+    of: int
+
+
+def waiting_for(state: EngineState, job: Job) -> WaitingFor | None:
+    """Which limit queued `job` waits under (in the order its scopes were made: the workflow's
+    `concurrency`, the `limits:` entries in file order, `max_running_jobs`); None when it does
+    not wait (it is not queued, or its slots are reserved and it starts now)."""
+    if job.status is not JobStatus.QUEUED:
+        return None
+    for scope in job.scopes:
+        slots = state.scopes.get(scope)
+        if slots is None or job.id in slots.holders:
+            return None  # reserved: its start timer is due now
+        if slots.free <= 0:
+            return _named(state, job, scope, slots)
+    return None
+
+
+def _named(state: EngineState, job: Job, scope: str, slots: Slots) -> WaitingFor:
+    running, of = len(slots.holders), slots.limit
+    if scope == ALL_JOBS:
+        return WaitingFor("max_running_jobs", "max_running_jobs", None, running, of)
+    if scope.startswith(LIMIT_PREFIX):
+        name, key = scope.removeprefix(LIMIT_PREFIX).split(":", 1)
+        entry = next((e for e in state.limits if e.name == name), None)
+        shown = key if entry is not None and entry.key is not None else None
+        return WaitingFor("limit", name, shown, running, of)
+    key = scope.split(":", 2)[2]
+    keyed = job.workflow.concurrency is not None and job.workflow.concurrency.key is not None
+    return WaitingFor("concurrency", "concurrency", key if keyed else None, running, of)
+
+
+@dataclass(frozen=True, slots=True)
+class LimitUse:
+    """One key of a `limits:` entry in use: its jobs running (or starting) and queued."""
+
+    name: str
+    key: str
+    running: int
+    queued: int
+
+
+def limits_in_use(state: EngineState) -> list[LimitUse]:
+    """Every key of every `limits:` entry with jobs running or queued under it, by name then
+    key (what `GET /api/limits` shows)."""
+    uses = []
+    for scope, slots in state.scopes.items():
+        if scope.startswith(LIMIT_PREFIX) and (slots.holders or slots.waiting):
+            name, key = scope.removeprefix(LIMIT_PREFIX).split(":", 1)
+            uses.append(LimitUse(name, key, len(slots.holders), len(slots.waiting)))
+    return sorted(uses, key=lambda use: (use.name, use.key))

@@ -18,8 +18,9 @@ from workflow_manager.engine.state import Job, StepRun, StepStatus
 __all__ = ["reply"]
 
 # Steps a reply may still complete: a good reply for an earlier attempt wins, even while the
-# next attempt waits for its backoff (retrying) or for a slot under the step's limit (queued).
-_ANSWERABLE = (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.QUEUED)
+# next attempt waits for its backoff (retrying), for a slot under the step's limit (queued) or
+# for its turn under the step's rate (throttled).
+_ANSWERABLE = (StepStatus.RUNNING, StepStatus.RETRYING, StepStatus.QUEUED, StepStatus.THROTTLED)
 
 
 def reply(work: Work, event: StepReplied) -> None:
@@ -50,7 +51,7 @@ def reply(work: Work, event: StepReplied) -> None:
         work.complete_step(job, run, output)
     elif event.attempt is not None and event.attempt < run.attempt:
         work.ignore(event.correlation_id, f"failed reply for superseded attempt {event.attempt}")
-    elif run.status in (StepStatus.RETRYING, StepStatus.QUEUED):
+    elif run.status in (StepStatus.RETRYING, StepStatus.QUEUED, StepStatus.THROTTLED):
         work.ignore(event.correlation_id, "failed reply for an attempt that already failed")
     else:
         run.counted_reply = reply_digest(event)

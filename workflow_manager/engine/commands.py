@@ -30,6 +30,8 @@ __all__ = [
     "SchedulePauseSet",
     "ScheduleKnown",
     "StepWaiting",
+    "StepThrottled",
+    "ThrottleEnded",
     "StepSignalled",
     "JobFinished",
     "NotifyOutcome",
@@ -147,6 +149,32 @@ class StepWaiting:
     step: str
     at: float
     timeout_at: float | None = None
+
+
+@dataclass(slots=True)
+class StepThrottled:
+    """A step's next request waits for its turn under the step's `rate`: the window lets it go
+    at `until` at the earliest (later when others wait before it). Nothing is journaled for it."""
+
+    job_id: str
+    root_id: str
+    workflow: str
+    step: str
+    at: float
+    until: float
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
+class ThrottleEnded:
+    """A throttled step's turn came and its request was sent, `waited_s` after it was
+    throttled (for metrics). Nothing is journaled for it."""
+
+    job_id: str
+    workflow: str
+    step: str
+    at: float
+    waited_s: float
 
 
 @dataclass(slots=True)
@@ -439,6 +467,8 @@ Command = (
     | ScheduleKnown
     | SchedulePauseSet
     | StepWaiting
+    | StepThrottled
+    | ThrottleEnded
     | StepSignalled
     | JobFinished
     | NotifyOutcome

@@ -14,21 +14,27 @@ rebuilds its window and its last payload.
 Windows are kept per workflow, oldest first (`EngineState.debounce`). One leaves memory when
 its trailing job starts, when its job is cancelled before it started, or, once closed, at the
 next trigger or settled job of its workflow (a sweep from the oldest, O(1) per window).
+
+A leading window can outlive its job. Recovery replays running jobs only, so the windows of
+jobs that ended are recalled from the journal's job rows (`JobsRecalled`, `recall_windows`)
+before the replay: a restart or a take-over inside such a window still answers `debounced`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from workflow_manager.config.expressions import ExpressionError
 from workflow_manager.config.models import Workflow
-from workflow_manager.engine.commands import JobDebounced, JobRejected
+from workflow_manager.engine.commands import Command, JobDebounced, JobRejected
+from workflow_manager.engine.events import JobsRecalled
 from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.metadata import key_data
-from workflow_manager.engine.state import DebounceWindow, Job, JobStatus
+from workflow_manager.engine.state import DebounceWindow, EngineState, Job, JobStatus
 
-__all__ = ["Debouncing", "debounce_key"]
+__all__ = ["Debouncing", "debounce_key", "recall_windows", "window_workflows"]
 
 
 def debounce_key(workflow: Workflow, data: dict[str, Any]) -> str:
@@ -98,6 +104,37 @@ class Debouncing(Part):
         windows = work.state.debounce.get(job.workflow.name)
         if windows:
             _sweep(work, job.workflow.name, windows)
+
+
+def window_workflows(workflows: Iterable[Workflow]) -> dict[str, float]:
+    """The workflows whose windows may outlive their jobs (leading debounce), with their
+    period: recovery recalls their jobs that ended within it."""
+    return {
+        wf.name: wf.debounce.period
+        for wf in workflows
+        if wf.debounce is not None and wf.debounce.mode == "leading"
+    }
+
+
+def recall_windows(state: EngineState, event: JobsRecalled) -> list[Command]:
+    """Open again the leading windows of ended jobs (oldest first) that have not closed by
+    `event.at`. Applied before the replay of the running jobs: their own windows come after."""
+    for job in sorted(event.jobs, key=lambda recalled: (recalled.submitted_at, recalled.job_id)):
+        workflow = state.workflow(job.workflow, None)
+        if workflow is None or workflow.debounce is None or workflow.debounce.mode != "leading":
+            continue
+        debounce = workflow.debounce
+        ends_at = job.submitted_at + debounce.period
+        if ends_at <= event.at:
+            continue
+        try:
+            key = debounce_key(workflow, key_data(job.payload, job.meta))
+        except ExpressionError:
+            continue  # its submission was refused for it: it has no window
+        windows = state.debounce.setdefault(job.workflow, {})
+        windows.pop(key, None)  # a later job of the key opened the window after this one's
+        windows[key] = DebounceWindow(job.job_id, ends_at)
+    return []
 
 
 def _debounce(work: Work, sub: Submission, window: DebounceWindow, key: str) -> None:

@@ -13,6 +13,7 @@ from workflow_manager.engine import bulk
 from workflow_manager.engine.answers import reply
 from workflow_manager.engine.commands import Command, JobDuplicate, JobRejected, Refused
 from workflow_manager.engine.control import cancel, retry
+from workflow_manager.engine.debouncing import recall_windows
 from workflow_manager.engine.events import (
     BulkProgressed,
     BulkRequested,
@@ -21,8 +22,10 @@ from workflow_manager.engine.events import (
     Event,
     JobArchived,
     JobsHandedOver,
+    JobsRecalled,
     JobSubmitted,
     PauseRequested,
+    RateHistory,
     RetryRequested,
     SchedulePaused,
     ScheduleSeen,
@@ -32,6 +35,7 @@ from workflow_manager.engine.events import (
 )
 from workflow_manager.engine.handover import hand_over
 from workflow_manager.engine.pausing import pause
+from workflow_manager.engine.rates import remember_history
 from workflow_manager.engine.scheduling import pause_schedule, schedule_seen
 from workflow_manager.engine.state import EngineState
 from workflow_manager.engine.submission import submit
@@ -52,15 +56,20 @@ _EVENTS = (
     SignalReceived,
     JobArchived,
     JobsHandedOver,
+    JobsRecalled,
+    RateHistory,
     BulkRequested,
     BulkSlice,
     BulkProgressed,
 )
 
 
-# The events that are not one job's transition: the hand-over of trees, and bulk actions.
+# The events that are not one job's transition: the hand-over of trees, ended jobs recalled,
+# rate limits' recent starts, and bulk actions.
 _WHOLE: dict[type, Callable[[EngineState, Any], list[Command]]] = {
     JobsHandedOver: lambda state, event: hand_over(state, event.roots),
+    JobsRecalled: recall_windows,
+    RateHistory: remember_history,
     BulkRequested: bulk.request,
     BulkSlice: lambda state, event: bulk.carry_out(state, event, apply),
     BulkProgressed: bulk.progressed,

@@ -17,6 +17,10 @@ __all__ = [
     "PauseRequested",
     "SignalReceived",
     "JobArchived",
+    "JobsRecalled",
+    "RecalledJob",
+    "RateHistory",
+    "RateStart",
     "SchedulePaused",
     "ScheduleSeen",
     "BULK_ACTIONS",
@@ -175,6 +179,53 @@ class JobArchived:
 
 
 @dataclass(frozen=True, slots=True)
+class RecalledJob:
+    """An ended top-level job, as read from its journal row at a start or a take-over."""
+
+    job_id: str
+    workflow: str
+    payload: dict[str, Any]
+    meta: dict[str, Any] | None
+    submitted_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobsRecalled:
+    """Ended jobs whose rules outlive them (a debounce window still open), read from the
+    journal when memory is rebuilt from it: replay brings back running jobs only. Not
+    journaled itself: it is read from the journal."""
+
+    jobs: tuple[RecalledJob, ...]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RateStart:
+    """A step request sent lately (attempt `attempt` of `step` of job `job_id`, to `queue`, with
+    its `input` and the job's `meta`), as read from its journal row at a start or a take-over."""
+
+    workflow: str
+    step: str
+    queue: str
+    job_id: str
+    attempt: int
+    input: dict[str, Any]
+    meta: dict[str, Any] | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RateHistory:
+    """The step requests sent within their rate limits' windows, oldest first, read from the
+    journal when memory is rebuilt from it (replay brings back running jobs only, and a job
+    that ended within a window took a start too). Not journaled itself: it is read from the
+    journal. A start it shares with a replayed dispatch counts once."""
+
+    starts: tuple[RateStart, ...]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class JobsHandedOver:
     """Another manager runs the job trees of `roots` from now on (their partition was given
     up): memory lets them go. Not journaled: their rows stay for the manager that takes them."""
@@ -256,6 +307,8 @@ Event = (
     | SignalReceived
     | JobArchived
     | JobsHandedOver
+    | JobsRecalled
+    | RateHistory
     | SchedulePaused
     | ScheduleSeen
     | BulkRequested

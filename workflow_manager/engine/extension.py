@@ -193,6 +193,12 @@ class Part:
         """A step's next attempt is to be sent: True when the part holds it back."""
         return False
 
+    def release_held(self, work: Work, job: Job, run: StepRun) -> bool:
+        """A step's next attempt released by a limit (its slot given: `dispatch_held` is not
+        asked again) is to be sent: True when the part still holds it back (a rate limit,
+        checked after the concurrency limit)."""
+        return False
+
     def pause_held(self, work: Work, job: Job, run: StepRun, released: bool) -> bool:
         """Called only while some job is paused (`EngineState.paused`, free to check): a
         step's next attempt is to be sent (`released`: a limit gave it its slot); True when
@@ -297,6 +303,7 @@ class Parts:
         self.step_starting_held = _at(parts, "step_starting_held")
         self.children_refused = _at(parts, "children_refused")
         self.dispatch_held = _at(parts, "dispatch_held")
+        self.release_held = _at(parts, "release_held")
         self.pause_held = _at(parts, "pause_held")
         self.dispatched = _at(parts, "dispatched")
         self.claims_reply = _at(parts, "claims_reply")

@@ -23,6 +23,7 @@ from workflow_manager.engine.fallbacks import Fallbacks
 from workflow_manager.engine.gates import StepGates
 from workflow_manager.engine.metadata import Metadata
 from workflow_manager.engine.pausing import Pauses
+from workflow_manager.engine.rates import StepRates
 from workflow_manager.engine.scheduling import Schedules
 from workflow_manager.engine.uniqueness import UniqueJobs
 from workflow_manager.engine.waiting import WaitingSteps
@@ -62,6 +63,9 @@ PARTS = Parts(
         Admission(),
         # step concurrency: dispatch_held, request_ended, timer StepRelease
         StepGates(),
+        # step rate (after step concurrency: a step takes its slot, then waits for its turn):
+        # dispatch_held, release_held, dispatched, request_ended, timer RateRelease
+        StepRates(),
         # wait: true: step_starting_held, timer StepTimeout (while waiting)
         WaitingSteps(),
         # fallback: failure_held, completion_held

@@ -63,7 +63,7 @@ def forget(state: EngineState, job: Job) -> int:
 
 def _step(run: StepRun) -> dict[str, Any]:
     data: dict[str, Any] = {"status": str(run.status), "attempt": run.attempt}
-    for key in ("output", "error", "started_at", "finished_at", "children"):
+    for key in ("output", "error", "started_at", "finished_at", "children", "throttled_until"):
         value = getattr(run, key)
         if value is not None:
             data[key] = value
@@ -182,6 +182,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             started_at=saved.get("started_at"),
             finished_at=saved.get("finished_at"),
             children=saved.get("children"),
+            throttled_until=saved.get("throttled_until"),
             recovers=recovers.get(spec.name),
         )
     left = sum(

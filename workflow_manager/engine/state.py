@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
 from workflow_manager.engine.fairness import NO_SHARE, FairShare, Rank, WaitingLine
 from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
+from workflow_manager.engine.ratewindow import RateWindow
 
 __all__ = [
     "ENDED_STATUSES",
@@ -58,6 +60,7 @@ class StepStatus(StrEnum):
     PENDING = "pending"  # not reached yet: waiting on its depends (or its job's start)
     WAITING = "waiting"  # a `wait: true` step, reached: waiting for its signal
     QUEUED = "queued"  # ready, held back by the step's concurrency limit
+    THROTTLED = "throttled"  # ready, waiting for its turn under the step's rate limit
     RUNNING = "running"
     RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
     COMPLETED = "completed"
@@ -144,6 +147,10 @@ class StepRun:
     finished_at: float | None = None
     dispatched_at: float | None = None  # when the latest attempt was sent
     queued_at: float | None = None  # when the step's concurrency limit last held it back
+    # Throttled by the step's `rate` (`workflow_manager.engine.rates`): since when, and when the
+    # window lets it go at the earliest (its turn may come later when others wait first).
+    throttled_at: float | None = None
+    throttled_until: float | None = None
     # Task steps only: child ids in element order, their results as they finish, and how
     # many are still out, so that each child's completion is O(1).
     children: list[str] | None = None
@@ -385,6 +392,8 @@ class EngineState:
     scopes: dict[str, Slots] = field(default_factory=dict)
     gates: dict[str, Slots] = field(default_factory=dict)
     max_running_jobs: int | None = None  # all top-level jobs together (serve --max-running-jobs)
+    # Nested limits (`limits:` of the workflow file), in file order (`engine.admission`).
+    limits: tuple[JobLimit, ...] = ()
     # The most bytes of input a fan-out may copy into its children (serve --max-fanout-bytes).
     max_fanout_bytes: int = DEFAULT_MAX_FANOUT_BYTES
     # `<workflow>/<schedule>` -> the id of the latest job that schedule started (overlap rule).
@@ -402,6 +411,9 @@ class EngineState:
     bulks: dict[str, BulkRun] = field(default_factory=dict)
     # Workflows with `debounce`: workflow name -> key -> its open window, oldest first.
     debounce: dict[str, dict[str, DebounceWindow]] = field(default_factory=dict)
+    # Rate limits (`workflow_manager.engine.rates`): bucket name -> its recent starts and the
+    # work waiting for a turn, least recently used first; an idle one leaves memory.
+    rates: dict[str, RateWindow] = field(default_factory=dict)
 
     @classmethod
     def from_workflows(
@@ -410,6 +422,7 @@ class EngineState:
         pinned: Iterable[Workflow] = (),
         max_running_jobs: int | None = None,
         max_fanout_bytes: int = DEFAULT_MAX_FANOUT_BYTES,
+        limits: Iterable[JobLimit] = (),
     ) -> EngineState:
         """A fresh state serving `workflows`; `pinned` adds older versions running jobs use."""
         definitions = {wf.content_hash: wf for wf in pinned}
@@ -420,6 +433,7 @@ class EngineState:
             current=current,
             max_running_jobs=max_running_jobs,
             max_fanout_bytes=max_fanout_bytes,
+            limits=tuple(limits),
         )
 
     def workflow(self, name: str, definition: str | None = None) -> Workflow | None:

@@ -4,8 +4,9 @@ Inside the engine a timer is one of the `Timer` classes below, dispatched with `
 state, the commands and the journal hold its text (`Timer.key`, e.g. `timeout:<job>:<step>:2`),
 parsed back at the edge by `parse_timer`: the format is the one journals have always held, so
 recovery reads old journals unchanged. Held-back work given a slot (`JobAdmit`, `StepRelease`)
-is due at once but journaled when it fires, under the job it starts, so a replay of only the
-running jobs follows what was decided (admission, gates).
+is due at once (a throttled step's `RateRelease`: at its turn) but journaled when it fires,
+under the job it starts, so a replay of only the running jobs follows what was decided
+(admission, gates, rates).
 
 Retry waits are drawn between half the nominal delay and the nominal delay, spreading retries
 of many jobs apart. The draw hashes (job, step, attempt), so a replay of the journal computes
@@ -26,6 +27,7 @@ __all__ = [
     "JobAdmit",
     "JobStart",
     "JobTimeout",
+    "RateRelease",
     "RetryDue",
     "StepRelease",
     "StepTimeout",
@@ -38,6 +40,7 @@ __all__ = [
     "job_timeout",
     "parse",
     "parse_timer",
+    "rate_release",
     "retry_due",
     "retry_wait_s",
     "step_release",
@@ -125,6 +128,21 @@ class StepRelease:
 
 
 @dataclass(frozen=True, slots=True)
+class RateRelease:
+    """`attempt` of a step throttled by its rate limit, due when the window lets its turn go
+    (held-back work: `workflow_manager.engine.rates`)."""
+
+    job_id: str
+    step: str
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"rate:{self.job_id}:{self.step}:{self.attempt}"
+
+
+@dataclass(frozen=True, slots=True)
 class CompensationTimeout:
     """The reply deadline of compensation number `index` of a job (its name alone may repeat:
     the same task step's compensation, once per child)."""
@@ -154,12 +172,12 @@ class CompensationRetry:
 
 
 Timer = (
-    StepTimeout | RetryDue | JobTimeout | JobStart | JobAdmit | StepRelease
+    StepTimeout | RetryDue | JobTimeout | JobStart | JobAdmit | StepRelease | RateRelease
     | CompensationTimeout | CompensationRetry
 )  # fmt: skip
 """Every timer the engine starts."""
 
-HELD_WORK = (JobAdmit, StepRelease)
+HELD_WORK = (JobAdmit, StepRelease, RateRelease)
 """Held-back work given its slot: obeyed when it fires even if this state has not armed it
 (a replay of only the running jobs may not have reserved that slot)."""
 
@@ -168,10 +186,11 @@ _OF_JOB: dict[str, type[JobTimeout | JobStart | JobAdmit]] = {
     "start": JobStart,
     "admit": JobAdmit,
 }
-_OF_STEP: dict[str, type[StepTimeout | RetryDue | StepRelease]] = {
+_OF_STEP: dict[str, type[StepTimeout | RetryDue | StepRelease | RateRelease]] = {
     "timeout": StepTimeout,
     "retry": RetryDue,
     "release": StepRelease,
+    "rate": RateRelease,
 }
 _OF_COMPENSATION: dict[str, type[CompensationTimeout | CompensationRetry]] = {
     "compensation-timeout": CompensationTimeout,
@@ -221,7 +240,7 @@ def parse(key: str) -> TimerKey | None:
     match timer:
         case JobTimeout() | JobStart() | JobAdmit():
             return TimerKey(kind, timer.job_id)
-        case StepTimeout() | RetryDue() | StepRelease():
+        case StepTimeout() | RetryDue() | StepRelease() | RateRelease():
             return TimerKey(kind, timer.job_id, timer.step, timer.attempt)
         case CompensationTimeout() | CompensationRetry():
             return TimerKey(kind, timer.job_id, str(timer.index), timer.attempt)
@@ -256,6 +275,11 @@ def job_admit(job_id: str) -> str:
 def step_release(job_id: str, step: str, attempt: int) -> str:
     """The key of `attempt` of a step held by its concurrency limit, once a slot is reserved."""
     return StepRelease(job_id, step, attempt).key
+
+
+def rate_release(job_id: str, step: str, attempt: int) -> str:
+    """The key of `attempt` of a step throttled by its rate limit, due at its turn."""
+    return RateRelease(job_id, step, attempt).key
 
 
 def compensation_timeout(job_id: str, index: int, attempt: int) -> str:

@@ -217,6 +217,10 @@ class Transition:
             for part in parts.dispatch_held:
                 if part.dispatch_held(self, job, run):
                     return
+        else:
+            for part in parts.release_held:
+                if part.release_held(self, job, run):
+                    return
         run.status = StepStatus.RUNNING
         run.attempt += 1
         run.dispatched_at = self.at

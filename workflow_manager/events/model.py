@@ -8,6 +8,8 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
                                                             (trailing) when the job starts
     JobQueued              job.queued                       status queued (a concurrency limit)
     StepWaiting            step.waiting                     status waiting
+    StepThrottled          step.throttled                   status throttled (a rate limit);
+                                                            start_at: when it may go
     StepSignalled          step.signalled                   status completed, or kept (early)
     JobStarted             job.started                      status running
     JobFinished            job.completed|failed|cancelled   status as the job ended
@@ -49,6 +51,7 @@ from workflow_manager.engine import (
     StepCompensation,
     StepFinished,
     StepSignalled,
+    StepThrottled,
     StepWaiting,
 )
 
@@ -74,6 +77,7 @@ EVENT_TYPES = (
     "step.compensation_failed",
     "step.waiting",
     "step.signalled",
+    "step.throttled",
     "job.paused",
     "job.resumed",
     "job.forked",
@@ -211,6 +215,25 @@ def _bulk_event(command: BulkProgress) -> RunEvent:
     )  # fmt: skip
 
 
+def _step_wait_event(command: StepWaiting | StepThrottled | StepSignalled) -> RunEvent:
+    """A step that waits (for its signal, or its turn under a rate limit), or was signalled."""
+    match command:
+        case StepWaiting():
+            return RunEvent(
+                "step.waiting", command.job_id, command.root_id, command.workflow, command.at,
+                command.step, status="waiting",
+            )  # fmt: skip
+        case StepThrottled():
+            return RunEvent(
+                "step.throttled", command.job_id, command.root_id, command.workflow, command.at,
+                command.step, status="throttled", start_at=command.until,
+            )  # fmt: skip
+    return RunEvent(
+        "step.signalled", command.job_id, command.root_id, command.workflow, command.at,
+        command.step, status="kept" if command.kept else "completed",
+    )  # fmt: skip
+
+
 def _run_event(command: Command) -> RunEvent | None:
     """The run event of one command other than a Dispatch (None: the command tells none)."""
     # `match` on the closed union of command classes, so the checker narrows each arm.
@@ -247,16 +270,8 @@ def _run_event(command: Command) -> RunEvent | None:
                 status="scheduled",
                 start_at=command.start_at,
             )  # fmt: skip
-        case StepWaiting():
-            return RunEvent(
-                "step.waiting", command.job_id, command.root_id, command.workflow, command.at,
-                command.step, status="waiting",
-            )  # fmt: skip
-        case StepSignalled():
-            return RunEvent(
-                "step.signalled", command.job_id, command.root_id, command.workflow, command.at,
-                command.step, status="kept" if command.kept else "completed",
-            )  # fmt: skip
+        case StepWaiting() | StepThrottled() | StepSignalled():
+            return _step_wait_event(command)
         case JobCompensating():
             return RunEvent(
                 "job.compensating", command.job_id, command.root_id, command.workflow,

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from workflow_manager.errors import JournalError
-from workflow_manager.journal import bulkreads, history, queries, retention
+from workflow_manager.journal import bulkreads, history, queries, ratereads, recalls, retention
 from workflow_manager.journal.failures import closed_error
 from workflow_manager.journal.queries import Reads
 from workflow_manager.journal.records import Batch, EventRow, JobRow
@@ -203,6 +203,19 @@ class BaseJournal:
                 limit=limit,
             ),
         )  # fmt: skip
+
+    async def dispatched_since(self, steps: Collection[str], since: float) -> list[EventRow]:
+        """The step requests of steps named in `steps` sent at or after `since`, oldest first
+        (what recovery feeds rate limits)."""
+        return await self._read(
+            "recent step requests", lambda c: ratereads.dispatched_since(c, steps, since)
+        )
+
+    async def ended_since(self, workflow: str, since: float) -> list[recalls.EndedRecently]:
+        """The ended top-level jobs of `workflow` submitted at or after `since`, oldest first."""
+        return await self._read(
+            f"jobs of {workflow!r} ended lately", lambda c: recalls.ended_since(c, workflow, since)
+        )
 
     async def bulks_under_way(self) -> list[str]:
         """The journal ids (`bulk:<id>`) of the bulk actions not finished."""

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from workflow_manager.errors import JournalError
 from workflow_manager.journal.bulkreads import ENDED, EndedJob
 from workflow_manager.journal.history import ChildRow, JobListing
+from workflow_manager.journal.recalls import EndedRecently
 from workflow_manager.journal.records import Batch, EventRow, JobRow
 
 __all__ = ["Journal", "JobHistory"]
@@ -116,6 +117,16 @@ class Journal(JobHistory, Protocol):
 
     async def bulks_under_way(self) -> list[str]:
         """The journal ids (`bulk:<id>`) of the bulk actions not finished."""
+        ...
+
+    async def dispatched_since(self, steps: Collection[str], since: float) -> list[EventRow]:
+        """The step requests of steps named in `steps` sent at or after `since`, oldest first
+        (what recovery feeds rate limits: their windows outlive a restart)."""
+        ...
+
+    async def ended_since(self, workflow: str, since: float) -> list[EndedRecently]:
+        """The ended top-level jobs of `workflow` submitted at or after `since`, oldest first
+        (what recovery recalls of ended jobs whose rules outlive them)."""
         ...
 
     async def replay_rows(self, root_ids: Sequence[str]) -> list[EventRow]:

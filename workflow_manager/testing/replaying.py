@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from workflow_manager.config import Workflow, load_workflows
+from workflow_manager.config.joblimits import load_limits
 from workflow_manager.engine import (
     Dispatch,
     EngineState,
@@ -83,7 +84,8 @@ async def replay_job(db: str, job_id: str, config: Path | None = None) -> Replay
     finally:
         await journal.close()
     pinned = [Workflow.model_validate_json(text) for _, text in stored.values()]
-    state = EngineState.from_workflows(today or {}, pinned)
+    limits = load_limits(config) if config is not None else ()  # the file's nested limits
+    state = EngineState.from_workflows(today or {}, pinned, limits=limits)
     return compare(root, rows, state, today is not None)
 
 

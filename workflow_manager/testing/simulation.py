@@ -17,12 +17,13 @@ import itertools
 import json
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workflow_manager.config import Workflow, load_workflows
+from workflow_manager.config.joblimits import JobLimit, load_limits
 from workflow_manager.engine import (
     CancelRequested,
     CancelTimer,
@@ -98,12 +99,15 @@ class Simulation:
         *,
         start_at: float = START,
         max_running_jobs: int | None = None,
+        limits: Iterable[JobLimit] = (),
     ) -> None:
         self.workflows = dict(workflows)
         self.now = start_at
         self.events: list[RunEvent] = []
         self.ignored: list[str] = []  # why the engine ignored an event (late, duplicate...)
-        self._state = EngineState.from_workflows(self.workflows, (), max_running_jobs)
+        self._state = EngineState.from_workflows(
+            self.workflows, (), max_running_jobs, limits=limits
+        )
         self._views = Views()
         self._calls: dict[str, StepCall] = {}
         self._agenda: list[_Due] = []
@@ -119,7 +123,9 @@ class Simulation:
         Raises:
             ConfigError: The file is invalid (each problem with its line).
         """
-        return cls(load_workflows(Path(path)), **options)
+        workflows = load_workflows(Path(path))
+        options.setdefault("limits", load_limits(Path(path)))
+        return cls(workflows, **options)
 
     # -- what serves the steps -----------------------------------------------------------
 

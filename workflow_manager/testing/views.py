@@ -14,6 +14,7 @@ from workflow_manager.engine import (
     JobScheduled,
     JobStarted,
     StepFinished,
+    StepThrottled,
     StepWaiting,
 )
 
@@ -102,6 +103,8 @@ class Views:
                 step.attempts.append(Attempt(command.attempt, dict(command.body), None))
             elif isinstance(command, StepWaiting):
                 self._step(command.job_id, command.step).status = "waiting"
+            elif isinstance(command, StepThrottled):
+                self._step(command.job_id, command.step).status = "throttled"
             elif isinstance(command, StepFinished):
                 self._finished(command)
             elif isinstance(command, JobFinished):

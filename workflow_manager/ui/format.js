@@ -5,7 +5,7 @@ import { h, s } from "./dom.js";
 export const EVENT_TYPES = [
   "job.scheduled", "job.debounced", "job.queued", "job.started", "job.completed", "job.failed", "job.cancelled",
   "step.dispatched", "step.completed", "step.failed", "step.retrying", "step.skipped",
-  "step.waiting", "step.signalled",
+  "step.waiting", "step.signalled", "step.throttled",
   "step.recovered", "job.compensating", "step.compensating", "step.compensated",
   "step.compensation_failed", "job.paused", "job.resumed",
 ];
@@ -71,7 +71,7 @@ const LABELS = {
   scheduled: "scheduled", queued: "queued", waiting: "waiting for a signal", pending: "pending", running: "running", retrying: "retrying", completed: "completed",
   failed: "failed", cancelled: "cancelled", timeout: "timed out", retried: "retried",
   skipped: "skipped", recovered: "recovered", compensating: "compensating",
-  compensated: "compensated", held: "held", expired: "expired", free: "free", paused: "paused",
+  compensated: "compensated", throttled: "throttled", held: "held", expired: "expired", free: "free", paused: "paused",
 };
 // A partition's lease (the cluster page): held like completed, expired like failed, free like pending.
 ICONS.held = ICONS.completed;
@@ -79,6 +79,8 @@ ICONS.expired = ICONS.failed;
 ICONS.free = ICONS.pending;
 // A paused job waits as a queued one does, until someone resumes it.
 ICONS.paused = ICONS.queued;
+// A throttled step waits for its turn under a rate limit: a clock, as a delayed start does.
+ICONS.throttled = ICONS.scheduled;
 
 /** The label of a status (or attempt outcome). */
 export function statusLabel(status) {

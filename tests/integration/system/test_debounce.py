@@ -175,3 +175,20 @@ async def test_a_trailing_window_runs_the_last_payload_once_over_after_a_kill_9_
     assert [r["cid"] for r in requests] == [f"{ids[0]}:sync"]
     assert requests[0]["data"] == {"order": {"id": "a"}, "v": 4}
     assert await _journal_jobs(sys_.db, "trailing", 1) == [(ids[0], "completed")]
+
+
+async def test_a_leading_window_outlives_its_job_and_a_restart(system, tmp_path):
+    sys_, record, answers, reply_to = await _start(system, tmp_path)
+    first, later = str(uuid.uuid4()), str(uuid.uuid4())
+    await sys_.trigger("leading", {"order": {"id": "b"}}, first, reply_to)
+    await answers.until(1, "completed")  # the job is over; its 60 s window is not
+    assert await _journal_jobs(sys_.db, "leading", 1) == [(first, "completed")]
+    # Killed with the window open and its job ended: recovery replays no running job, and
+    # recalls the window from the ended job's row.
+    assert await sys_.restart(signal.SIGKILL) == -signal.SIGKILL
+    await sys_.trigger("leading", {"order": {"id": "b"}}, later, reply_to)
+    await answers.until(1, "debounced")
+    (debounced,) = [m for m in answers.got if _text(m.headers["x-status"]) == "debounced"]
+    assert debounced.correlation_id == later
+    assert json.loads(debounced.body)["job"] == first
+    assert [r["cid"] for r in _record(record)] == [f"{first}:sync"]

@@ -163,6 +163,8 @@ async def test_a_queued_job_shows_its_status_and_since_when_and_starts_live(site
     assert (await badge.text_content()).strip() == "queued"
     assert await page.locator("#job-status svg.icon.status-queued").count() == 1
     assert await page.text_content('[data-field="queued-at"]')
+    waits_for = await page.text_content('[data-field="waiting-for"]')
+    assert waits_for == "the workflow's concurrency: 1 of 1 running"
     request = await site.take("turn")
     assert request.correlation_id.startswith(first)
     await site.answer(request, b"{}")

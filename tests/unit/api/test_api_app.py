@@ -84,6 +84,7 @@ async def test_openapi_documents_every_route_without_422(client):
     assert schema["info"]["version"]
     assert set(schema["paths"]) == {
         "/api/workflows",
+        "/api/limits",
         "/api/workflow/{name}",
         "/api/jobs",
         "/api/job/{job_id}",

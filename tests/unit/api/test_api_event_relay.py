@@ -196,7 +196,7 @@ async def test_a_job_not_run_elsewhere_is_followed_here(
 async def test_a_stream_without_job_stays_here(
     client: httpx.AsyncClient, service: Service, peers: Peers
 ) -> None:
-    async with client.stream("GET", "/api/events?workflow=wordcount") as response:
+    async with client.stream("GET", "/api/events?workflow=wordcount&scope=local") as response:
         assert response.status_code == 200
         assert (await anext(response.aiter_text())).startswith(": connected")
     assert (peers.got, service.found) == ([], [])

@@ -195,7 +195,7 @@ CASES = [
         [
             "wf.yaml:4: workflow 'w', on_error step 'alert': unknown field 'depend' (allowed:"
             " name, depends, queue, task, http, retries, retry_backoff, timeout, when, wait,"
-            " input_schema, output_schema, fallback, compensate, concurrency);"
+            " input_schema, output_schema, fallback, compensate, concurrency, rate);"
             " did you mean 'depends'?"
         ],
     ),

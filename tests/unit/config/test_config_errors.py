@@ -55,7 +55,7 @@ CASES = [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
             " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
             " wait, input_schema, output_schema, fallback, compensate,"
-            " concurrency); did you mean 'depends'?"
+            " concurrency, rate); did you mean 'depends'?"
         ],
     ),
     (
@@ -355,8 +355,8 @@ CASES = [
         "workflow:\n  - name: w\n",
         [
             "wf.yaml:1: no workflows: add a 'workflows:' list with at least one workflow",
-            "wf.yaml:1: unknown field 'workflow' (allowed: workflows, webhooks); did you mean"
-            " 'workflows'?",
+            "wf.yaml:1: unknown field 'workflow' (allowed: workflows, webhooks, limits); did you"
+            " mean 'workflows'?",
         ],
     ),
     (

@@ -107,7 +107,7 @@ STEP_FIELDS = [
         "retry: 3",
         "unknown field 'retry' (allowed: name, depends, queue, task, http, retries, retry_backoff,"
         " timeout, when, wait, input_schema, output_schema, fallback, compensate,"
-        " concurrency); did you mean"
+        " concurrency, rate); did you mean"
         " 'retries'?",
     ),
     (
@@ -115,7 +115,7 @@ STEP_FIELDS = [
         "backoff: {initial: 1}",
         "unknown field 'backoff' (allowed: name, depends, queue, task, http, retries,"
         " retry_backoff, timeout, when, wait, input_schema, output_schema, fallback, compensate,"
-        " concurrency);"
+        " concurrency, rate);"
         " did you mean 'retry_backoff'?",
     ),
 ]

@@ -16,9 +16,11 @@ from workflow_manager.engine import (
     JobDebounced,
     JobRejected,
     JobScheduled,
+    JobsRecalled,
     JobStarted,
     JobStatus,
     JobSubmitted,
+    RecalledJob,
     Subject,
     apply,
     replay,
@@ -169,3 +171,22 @@ def test_replaying_the_events_rebuilds_windows_and_the_last_payload():
     # The job then starts with the last payload, as it would have live.
     (request,) = of_type(fire(rebuilt, job_start(_id(0)), at=3.0), Dispatch)
     assert request.body == {"order": 1, "n": 5}
+
+
+def test_a_recalled_ended_job_keeps_its_leading_window_open_after_a_restart():
+    state = make_state(FLOW)
+    ended = RecalledJob(_id(0), "leading", {"order": 7}, None, submitted_at=10.0)
+    too_old = RecalledJob(_id(1), "leading", {"order": 8}, None, submitted_at=7.0)
+    trailing = RecalledJob(_id(2), "trailing", {"order": 7}, None, submitted_at=10.0)
+    keyless = RecalledJob(_id(3), "by-tenant", {"order": 1}, {"tenant": "t"}, submitted_at=10.0)
+    apply(state, JobsRecalled((keyless, trailing, too_old, ended), at=10.5))
+    # Leading windows only, still open at the restart; the job itself stays out of memory.
+    assert {wf: list(windows) for wf, windows in state.debounce.items()} == {
+        "leading": ["7"], "by-tenant": ['"t"'],
+    }  # fmt: skip
+    assert state.jobs == {}
+    _, commands = _trigger(state, "leading", 5, {"order": 7}, at=11.0)
+    (debounced,) = of_type(commands, JobDebounced)
+    assert debounced.existing == _id(0)
+    _, commands = _trigger(state, "leading", 6, {"order": 7}, at=12.5)  # the window closed
+    assert of_type(commands, JobStarted)[0].job_id == _id(6)

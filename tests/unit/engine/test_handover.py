@@ -54,7 +54,7 @@ def _isolated(run: Run) -> bool:
     """True when no job's course depended on another's (see the module's docstring, 3)."""
     wf = run.wf
     shared = wf.concurrency is not None or wf.unique is not None
-    shared |= run.max_running_jobs is not None
+    shared |= run.max_running_jobs is not None or bool(run.limits)
     shared |= any(getattr(step, "concurrency", None) for step in wf.steps)
     shared |= any(isinstance(e, JobSubmitted) and e.schedule for e in run.events)
     return not shared
@@ -92,7 +92,7 @@ def _check_hand_over(run: Run, roots: set[str]) -> None:
             for e, cs in zip(run.events, run.commands, strict=True)
             if cs and isinstance(cs[0], Subject) and cs[0].root_id in roots
         ]
-        again = replay(_fresh(run.wf, run.max_running_jobs), theirs)
+        again = replay(_fresh(run.wf, run.max_running_jobs, run.limits), theirs)
         assert {j: again.jobs[j] for j in doomed} == before
         event("checked against the next owner's replay")
 

@@ -14,9 +14,9 @@ and cancel and retry requests. Then:
 3. every job's JobStarted and JobFinished alternate, and an outcome notice goes out only
    with a JobFinished;
 4. each new dispatch of a workflow or task step has the attempt after the previous one;
-5. under concurrency limits (a workflow's per-key limit, max_running_jobs, a step's
-   `concurrency`), with random priorities, no step limit is ever exceeded, and a job queues
-   before it starts.
+5. under concurrency limits (a workflow's per-key limit, nested `limits:`, max_running_jobs,
+   a step's `concurrency`), with random priorities, no job or step limit is ever exceeded,
+   and a job queues before it starts.
 
 Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
 (or cancelled before they start). Some steps wait for a signal (`wait: true`): signals come
@@ -42,6 +42,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.engine.helpers import JOB, NOT_A_JOB, OTHER_JOB, dispatches
+from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine import (
     CancelRequested,
@@ -218,6 +219,7 @@ class Run:
     ledger: dict[str, float] = field(default_factory=dict)
     clock: float = 0.0
     max_running_jobs: int | None = None
+    limits: tuple[JobLimit, ...] = ()  # nested limits (`limits:` of the file)
     good_replies: int = 2  # how many good replies to 2 errors and 1 bad body, by weight
 
     def do(self, event: Event) -> list[Command]:
@@ -234,6 +236,7 @@ class Run:
                 del self.ledger[command.key]
         assert self.state.timers == self.ledger
         assert all(gate.free >= 0 for gate in self.state.gates.values())
+        assert all(slots.free >= 0 for slots in self.state.scopes.values())
         return commands
 
     def tick(self, to: float = 0.0) -> float:
@@ -241,8 +244,19 @@ class Run:
         return self.clock
 
 
-def _fresh(wf: Workflow, max_running_jobs: int | None = None) -> EngineState:
-    return EngineState.from_workflows({wf.name: wf}, max_running_jobs=max_running_jobs)
+def _fresh(
+    wf: Workflow, max_running_jobs: int | None = None, limits: tuple[JobLimit, ...] = ()
+) -> EngineState:
+    return EngineState.from_workflows(
+        {wf.name: wf}, max_running_jobs=max_running_jobs, limits=limits
+    )
+
+
+# Nested limits: none, one of a job per `p`, or that and one of two jobs for all.
+PER_P = JobLimit(name="per-p", limit=1, key="p")
+LIMIT_DRAWS: list[tuple[JobLimit, ...]] = [
+    (), (), (PER_P,), (JobLimit(name="all-w", limit=2, workflows=("w",)), PER_P)
+]  # fmt: skip
 
 
 def _reply(draw: st.DrawFn, run: Run, request: Dispatch) -> None:
@@ -341,9 +355,10 @@ def _fork(draw: st.DrawFn, run: Run) -> str:
 
 def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
     max_running_jobs = draw(st.sampled_from([None, None, 1]))
+    limits = draw(st.sampled_from(LIMIT_DRAWS))
     run = Run(
-        wf, _fresh(wf, max_running_jobs), good_replies=good_replies,
-        max_running_jobs=max_running_jobs,
+        wf, _fresh(wf, max_running_jobs, limits), good_replies=good_replies,
+        max_running_jobs=max_running_jobs, limits=limits,
     )  # fmt: skip
     for job_id in [JOB, OTHER_JOB][: draw(st.integers(1, 2))]:
         payload = {"items": list(range(draw(st.integers(0, 2)))), "p": draw(st.integers(1, 2))}
@@ -382,7 +397,7 @@ def _drive(draw: st.DrawFn, wf: Workflow, good_replies: int = 2) -> Run:
 
 def _check_replay(run: Run) -> None:
     for k in range(len(run.events) + 1):
-        state = replay(_fresh(run.wf, run.max_running_jobs), run.events[:k])
+        state = replay(_fresh(run.wf, run.max_running_jobs, run.limits), run.events[:k])
         rest = [apply(state, e)[1] for e in run.events[k:]]
         assert rest == run.commands[k:], k
         assert state == run.state, k

@@ -11,6 +11,7 @@ from workflow_manager.engine.timers import (
     JobAdmit,
     JobStart,
     JobTimeout,
+    RateRelease,
     RetryDue,
     StepRelease,
     StepTimeout,
@@ -29,6 +30,7 @@ WIRE: list[tuple[Timer, str]] = [
     (JobStart(JOB), f"start:{JOB}"),
     (JobAdmit(JOB), f"admit:{JOB}"),
     (StepRelease(JOB, "fetch", 1), f"release:{JOB}:fetch:1"),
+    (RateRelease(JOB, "fetch", 2), f"rate:{JOB}:fetch:2"),
     (CompensationTimeout(JOB, 4, 1), f"compensation-timeout:{JOB}:4:1"),
     (CompensationRetry(JOB, 0, 2), f"compensation-retry:{JOB}:0:2"),
 ]
@@ -85,5 +87,5 @@ def test_the_flat_view_names_kind_job_step_and_attempt():
     assert parse("nonsense") is None
 
 
-def test_held_work_is_the_job_admit_and_the_step_release():
-    assert set(timers.HELD_WORK) == {JobAdmit, StepRelease}
+def test_held_work_is_the_job_admit_the_step_release_and_the_rate_release():
+    assert set(timers.HELD_WORK) == {JobAdmit, StepRelease, RateRelease}

@@ -31,6 +31,7 @@ function header(job, actions) {
       [job.start_at ? "Submitted" : "Started", time(job.submitted_at)],
       [job.status === "scheduled" ? "Starts" : "Start time", job.start_at ? h("span", { "data-field": "start-at" }, time(job.start_at)) : undefined],
       ["Queued since", job.queued_at ? h("span", { "data-field": "queued-at" }, time(job.queued_at)) : undefined],
+      ["Waits for", job.waiting_for ? h("span", { "data-field": "waiting-for" }, waitingFor(job.waiting_for)) : undefined],
       ["Finished", job.finished_at ? time(job.finished_at) : undefined],
       ["Duration", job.status === "running" ? h("span", { "data-ticking": job.elapsed, "data-read-at": Date.now() }, duration(job.elapsed)) : duration(job.elapsed)],
       ["Priority", job.priority ? h("span", { "data-field": "priority" }, String(job.priority)) : undefined],
@@ -46,6 +47,13 @@ function header(job, actions) {
     job.forked_from ? forkedFromLine(job.forked_from) : null,
     job.forks && job.forks.length ? forksLine(job.forks) : null,
   ];
+}
+
+/** The limit a queued job waits under, as text: "limit per-tenant (key "acme"): 10 of 10 running". */
+function waitingFor(w) {
+  const name = w.kind === "limit" ? `limit ${w.limit}` : w.kind === "concurrency" ? "the workflow's concurrency" : "--max-running-jobs";
+  const key = w.key !== undefined && w.key !== null ? ` (key ${w.key})` : "";
+  return `${name}${key}: ${w.running} of ${w.of} running`;
 }
 
 function count(n, one, many) {

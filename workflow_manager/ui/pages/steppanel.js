@@ -155,6 +155,7 @@ export function stepPanel(box, jobId, onClose, onSignalled = () => {}) {
             ["Queue", step.queue && !step.http ? h("code", {}, step.queue) : undefined],
             ["Waits for", step.wait ? "a signal (wait: true)" : undefined],
             ["Waiting since", step.waiting_since ? time(step.waiting_since) : undefined],
+            ["Throttled until", step.throttled_until ? h("span", { "data-field": "throttled-until" }, time(step.throttled_until)) : undefined],
             ["HTTP", step.http ? h("code", {}, httpCall(step.http)) : undefined],
             ["Depends on", step.depends && step.depends.length ? step.depends.join(", ") : undefined],
             ["Runs when", step.when ? h("code", {}, step.when) : undefined],
