@@ -21,10 +21,11 @@ from workflow_manager.cluster.partitioning import partition_queue
 from workflow_manager.engine import JobSubmitted
 from workflow_manager.errors import BrokerError, JournalError, MessageFailed
 from workflow_manager.journal import Journal
+from workflow_manager.notices import duplicate_reason, rejection_notice
 from workflow_manager.observers import DeadLetterWatcher, Observer
 from workflow_manager.outbox import Outbox
 from workflow_manager.pipeline import Pipeline
-from workflow_manager.recorder import duplicate_reason, finished_notice, rejection_notice
+from workflow_manager.recorder import finished_notice
 from workflow_manager.requests import ApiRequests
 from workflow_manager.settings import ManagerSettings
 from workflow_manager.textline import one_line

@@ -315,15 +315,15 @@ class Orchestrator:
         dry_run: bool = False,
     ) -> tuple[str | None, list[str]]:
         """Journal a bulk action on the jobs `jobs` matches and carry it out in the background
-        (`ApiRequests.bulk`); returns its id (None for a dry run) and the jobs matched."""
-        bulk_id, matched = await self.requests.bulk(action, jobs, params, dry_run=dry_run)
+        (`BulkRequests.bulk`); returns its id (None for a dry run) and the jobs matched."""
+        bulk_id, matched = await self.requests.bulks.bulk(action, jobs, params, dry_run=dry_run)
         if bulk_id is not None:
             self.bulks.start(bulk_id)
         return bulk_id, matched
 
     async def bulk_status(self, bulk_id: str) -> dict[str, Any] | None:
-        """Where a bulk action stands (`ApiRequests.bulk_status`); None if there is none."""
-        return await self.requests.bulk_status(bulk_id)
+        """Where a bulk action stands (`BulkRequests.bulk_status`); None if there is none."""
+        return await self.requests.bulks.bulk_status(bulk_id)
 
     async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
         """Signal a waiting step: "completed" or "kept" (`ApiRequests.signal`)."""

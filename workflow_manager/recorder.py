@@ -54,13 +54,12 @@ from workflow_manager.engine.bulk import bulk_journal_id
 from workflow_manager.engine.traceids import step_span_id, traceparent
 from workflow_manager.jobrows import job_rows
 from workflow_manager.journal import Batch, EventKind, EventRow, JobRow
+from workflow_manager.notices import debounced_answer, duplicate_answer, rejection_notice
 
 # Rows back into what they record; here too, for the stages that read both ways.
 from workflow_manager.recovered import pending_message, to_event
 from workflow_manager.transport.message import (
     Outbound,
-    debounced_notice,
-    duplicate_notice,
     outcome_notice,
     step_request,
 )
@@ -71,9 +70,6 @@ __all__ = [
     "to_event",
     "pending_message",
     "finished_notice",
-    "rejection_notice",
-    "duplicate_reason",
-    "debounced_reason",
     "schedule_journal_id",
     "fired_journal_id",
     "since_journal_id",
@@ -82,7 +78,6 @@ __all__ = [
     "forks_journal_id",
 ]
 
-_REJECTED = "rejected"
 # The queue replies come back on; partitioned, a function of (top-level job id, its partition).
 ReplyQueue = str | Callable[[str, int | None], str]
 
@@ -200,7 +195,7 @@ def _refusal(command: JobRejected | Refused | JobDuplicate | JobDebounced, resul
     if isinstance(command, JobDebounced):
         result.debounced = command
         if command.reply_to:
-            result.outbound.append(_debounced(command, command.reply_to))
+            result.outbound.append(debounced_answer(command, command.reply_to))
         return
     if isinstance(command, JobRejected):
         result.rejected = command
@@ -212,43 +207,7 @@ def _refusal(command: JobRejected | Refused | JobDuplicate | JobDebounced, resul
     else:
         result.duplicate = command
         if command.reply_to:
-            result.outbound.append(_duplicate(command, command.reply_to))
-
-
-def duplicate_reason(command: JobDuplicate) -> str:
-    """Why a trigger started no job: which unfinished job has its unique key."""
-    return (
-        f"job {command.existing} of workflow '{command.workflow}' has the unique key "
-        f"{command.key} and has not finished; no second job starts until it has"
-    )
-
-
-def _duplicate(command: JobDuplicate, reply_to: str) -> Outbound:
-    """The `duplicate` answer to a trigger: the reason, and the job that has the key."""
-    body = jsontext.dumps({"error": duplicate_reason(command), "job": command.existing})
-    return duplicate_notice(reply_to, command.job_id, command.existing, body)
-
-
-def debounced_reason(command: JobDebounced) -> str:
-    """Why a trigger started no job of its own: the debounce window it joined."""
-    start = " (it starts when the window closes, with the last trigger's payload)"
-    return (
-        f"job {command.existing} of workflow '{command.workflow}' was made for the debounce "
-        f"key {command.key} less than its period ago{start if command.mode == 'trailing' else ''}; "
-        "this trigger joined it"
-    )
-
-
-def _debounced(command: JobDebounced, reply_to: str) -> Outbound:
-    """The `debounced` answer to a trigger: the reason, and the job that does its work."""
-    body = jsontext.dumps({"reason": debounced_reason(command), "job": command.existing})
-    return debounced_notice(reply_to, command.job_id, command.existing, body)
-
-
-def rejection_notice(reply_to: str, job_id: str | None, reason: str) -> Outbound:
-    """Why a trigger was refused, for its `reply_to`. Not journaled: the trigger is acked after."""
-    body = jsontext.dumps({"error": reason})
-    return outcome_notice(reply_to, job_id or "", _REJECTED, body, None)
+            result.outbound.append(duplicate_answer(command, command.reply_to))
 
 
 def finished_notice(row: JobRow, reply_to: str, at: float) -> tuple[Batch, Outbound]:

@@ -15,11 +15,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from workflow_manager.bulkactions import MAX_BULK_JOBS, JobFilter, matching_jobs
-from workflow_manager.bulkviews import bulk_view, bulk_view_of_rows
+from workflow_manager.bulkrequests import BulkRequests
 from workflow_manager.config import Workflow
 from workflow_manager.engine import (
-    BulkRequested,
     CancelRequested,
     EngineState,
     Job,
@@ -31,7 +29,6 @@ from workflow_manager.engine import (
     canonical_uuid,
     replay,
 )
-from workflow_manager.engine.bulk import bulk_journal_id
 from workflow_manager.engine.snapshot import restore
 from workflow_manager.engine.uniqueness import key_taken
 from workflow_manager.errors import (
@@ -49,11 +46,8 @@ from workflow_manager.errors import (
 )
 from workflow_manager.forks import fork_submission
 from workflow_manager.journal import JobRow, Journal
-from workflow_manager.recorder import (
-    debounced_reason,
-    duplicate_reason,
-    to_event,
-)
+from workflow_manager.notices import debounced_reason, duplicate_reason
+from workflow_manager.recorder import to_event
 from workflow_manager.schedulerequests import ScheduleRequests
 from workflow_manager.traces import TraceParent, new_trace_id
 
@@ -77,7 +71,8 @@ _REJECTIONS: dict[str, type[SubmitError]] = {
 
 class ApiRequests:
     """The API's requests of the orchestrator: jobs submitted, found, cancelled, retried and
-    signalled; schedules fired, paused and asked about (`schedules`)."""
+    signalled; schedules fired, paused and asked about (`schedules`); bulk actions asked for
+    and about (`bulks`)."""
 
     def __init__(
         self,
@@ -99,6 +94,7 @@ class ApiRequests:
         self.schedules = ScheduleRequests(
             pipeline, trees, workflows, journal, clock, self.finished_row, ownership
         )
+        self.bulks = BulkRequests(pipeline, trees, journal, clock, ownership)
 
     def __repr__(self) -> str:
         return f"<ApiRequests workflows={len(self.workflows)}>"
@@ -202,51 +198,6 @@ class ApiRequests:
         await self._submitted(submitted)
         log.info("job %s forked from job %s at step %s", submitted.job_id, source.id, step)
         return submitted.job_id
-
-    async def bulk(
-        self,
-        action: str,
-        jobs: JobFilter,
-        params: dict[str, Any] | None = None,
-        *,
-        dry_run: bool = False,
-    ) -> tuple[str | None, list[str]]:
-        """Act on every top-level job `jobs` matches now (`action`: one of BULK_ACTIONS;
-        `params`: a fork's options): the matched ids are journaled as one bulk action, carried
-        out in the background (`BulkRunner`). Returns its id (None for a `dry_run`, which only
-        matches) and the ids matched. JobConflict with several managers (not supported yet) or
-        when the filter matches more than MAX_BULK_JOBS jobs."""
-        if self._ownership is not None:
-            raise JobConflict(
-                "bulk actions act on one manager's jobs; with --partitions, act on jobs one by "
-                "one (a later version acts across the cluster)"
-            )
-        matched = await matching_jobs(self._pipeline.state, self._journal, jobs)
-        if len(matched) > MAX_BULK_JOBS:
-            raise JobConflict(
-                f"the filter matches more than {MAX_BULK_JOBS:,} jobs; narrow it (by workflow, "
-                "status, time or id prefix) and act in several bulks"
-            )
-        if dry_run:
-            return None, matched
-        bulk_id = self._trees.new_job_id()
-        asked = BulkRequested(
-            bulk_id, action, tuple(matched), self._now(), params or None, jobs.as_json()
-        )
-        result, sending = await self._pipeline.process(asked)
-        if result.refused is not None:
-            raise JobConflict(result.refused.reason)
-        await sending
-        log.info("bulk %s: %s %d jobs", bulk_id, action, len(matched))
-        return bulk_id, matched
-
-    async def bulk_status(self, bulk_id: str) -> dict[str, Any] | None:
-        """Where bulk `bulk_id` stands: from memory, else from its journal rows; None if none."""
-        run = self._pipeline.state.bulks.get(bulk_id)
-        if run is not None:
-            return bulk_view(run)
-        rows = await self._journal.events_of(bulk_journal_id(bulk_id))
-        return bulk_view_of_rows(bulk_id, rows)
 
     async def find_job(self, job_id: str, *, replay_foreign: bool = False) -> Job | None:
         """A job in memory, or a finished one restored from its journal snapshot.

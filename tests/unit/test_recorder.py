@@ -18,13 +18,8 @@ from workflow_manager.engine import (
 from workflow_manager.engine.traceids import step_span_id
 from workflow_manager.journal import JobRow
 from workflow_manager.journal.records import REPLAYED_KINDS, EventKind
-from workflow_manager.recorder import (
-    finished_notice,
-    pending_message,
-    record,
-    rejection_notice,
-    to_event,
-)
+from workflow_manager.notices import rejection_notice
+from workflow_manager.recorder import finished_notice, pending_message, record, to_event
 
 FLOW = """
 workflows:

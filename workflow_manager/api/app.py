@@ -23,6 +23,7 @@ from workflow_manager.api.errors import install_error_handlers
 from workflow_manager.api.events import install_events
 from workflow_manager.api.forks import router as forks_router
 from workflow_manager.api.forwarding import Forwarder
+from workflow_manager.api.health import router as health_router
 from workflow_manager.api.hosts import HostCheck, HostNames, warn_when_unlisted
 from workflow_manager.api.joblimits import router as limits_router
 from workflow_manager.api.limits import RequestLimits
@@ -119,9 +120,13 @@ def create_app(
     app.state.forwarder = forwarder or Forwarder()
     app.state.http = http or HttpSettings()
     app.state.max_json_depth = max_json_depth
-    routes = [*router.routes, *browse_router.routes, *login_router.routes, *ui_router.routes]
+    routes = [
+        *router.routes, *health_router.routes, *browse_router.routes, *login_router.routes,
+        *ui_router.routes,
+    ]  # fmt: skip
     install_error_handlers(app, routes)
     app.include_router(router)
+    app.include_router(health_router)
     app.include_router(signals_router)
     app.include_router(forks_router)
     app.include_router(bulk_router)

@@ -25,10 +25,8 @@ from workflow_manager.api.inputs import (
 from workflow_manager.api.models import (
     DuplicateBody,
     ErrorBody,
-    Health,
     JobDetail,
     JobIds,
-    Readiness,
     SubmitResponse,
     WorkflowJobs,
     WorkflowSummary,
@@ -373,36 +371,3 @@ def _job_response(job: Job, now: float) -> JSONResponse:
     """A job as JSON, serialised by `json` rather than pydantic: payloads and results are the
     users' own JSON, nested as deep as they like, and their nulls (`"step": null`) stay."""
     return JSONResponse(views.job_detail(job, now))
-
-
-@router.get(
-    "/healthz",
-    tags=["health"],
-    response_model=Health,
-    responses={503: {"model": Health, "description": "Not connected to the broker."}},
-)
-async def health(service: Service) -> Any:
-    """200 while connected to the broker (consumers in place); else 503, with for how long."""
-    if service.connected:
-        return JSONResponse({"status": "ok"})
-    since = round(service.disconnected_for_s or 0.0, 3)
-    return JSONResponse({"status": "disconnected", "since": since}, status_code=503)
-
-
-@router.get(
-    "/readyz",
-    tags=["health"],
-    response_model=Readiness,
-    responses={503: {"model": Readiness, "description": "Not ready to take work; see reasons."}},
-)
-async def ready(service: Service) -> Any:
-    """200 when the manager can take work: broker connected and journal writable; else 503."""
-    reasons = []
-    if not service.connected:
-        since = service.disconnected_for_s or 0.0
-        reasons.append(f"not connected to RabbitMQ (for {since:.1f}s)")
-    if service.failure is not None:
-        reasons.append(f"stopped taking work: {service.failure}")
-    if reasons:
-        return JSONResponse({"status": "not-ready", "reasons": reasons}, status_code=503)
-    return {"status": "ready", "reasons": []}

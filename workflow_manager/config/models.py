@@ -15,9 +15,6 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     StringConstraints,
     field_validator,
@@ -27,7 +24,23 @@ from pydantic import (
 from workflow_manager.config.expressions import (
     Expression,
     compile_expression,
-    key_text,
+)
+from workflow_manager.config.fields import (
+    NAME_PATTERN,
+    ConfigModel,
+    ExpressionText,
+    Name,
+)
+from workflow_manager.config.flowcontrol import (
+    MAX_DEBOUNCE_PERIOD_S,
+    MAX_FAIR_WEIGHT,
+    MAX_RATE_LIMIT,
+    MAX_RATE_PER_S,
+    Concurrency,
+    Debounce,
+    Fairness,
+    Rate,
+    UniqueKey,
 )
 from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.config.schedules import Schedule
@@ -60,9 +73,6 @@ __all__ = [
     "singular",
 ]
 
-NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-
 
 @lru_cache(maxsize=1)
 def _inflect_engine() -> Any:
@@ -79,30 +89,10 @@ def singular(plural: str) -> str:
     return result if isinstance(result, str) and result else plural
 
 
-def _compiles(text: str) -> str:
-    compile_expression(text)  # ExpressionError is a ValueError: reported with its line
-    return text
-
-
-def _compiles_key(text: str) -> str:
-    compile_expression(text, "key: account (or customer.id, meta.tenant)")
-    return text
-
-
-ExpressionText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_compiles)]
-KeyText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_compiles_key)]
-"""A job key (`concurrency.key`, `unique.key`): a JMESPath expression, checked when loaded."""
-"""A JMESPath expression (a step's `when`, a concurrency `key`), checked when loaded."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-
 # Numbers are strict: in YAML, `retries: yes` or `timeout: "30"` is a mistake, not 1 or 30.0.
 
 
-class Backoff(_Model):
+class Backoff(ConfigModel):
     """Waits between attempts: `initial` seconds, times `multiplier` each time, at most `max`."""
 
     initial: float = Field(default=1.0, ge=0, allow_inf_nan=False, strict=True)
@@ -114,7 +104,7 @@ class Backoff(_Model):
         return min(self.max, self.initial * self.multiplier ** (retry - 1))
 
 
-class Policy(_Model):
+class Policy(ConfigModel):
     """Failure handling a step may set, and `defaults:` may set for the steps below it."""
 
     retries: int | None = Field(default=None, ge=0, le=1000, strict=True)
@@ -122,7 +112,7 @@ class Policy(_Model):
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
 
 
-class StepPolicy(_Model):
+class StepPolicy(ConfigModel):
     """A step's effective policy: its own setting, else its task's defaults, else the workflow's."""
 
     retries: int = 0
@@ -137,7 +127,7 @@ _HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"  # an HTTP token (RFC 9110)
 HeaderName = Annotated[str, StringConstraints(pattern=_HEADER_NAME)]
 
 
-class HttpCall(_Model):
+class HttpCall(ConfigModel):
     """An HTTP step's call: the bridge sends the step input as the JSON body of a request."""
 
     url: str = Field(min_length=1)
@@ -173,7 +163,7 @@ class HttpCall(_Model):
         return tuple(dict.fromkeys(names))
 
 
-class HandlerStep(_Model):
+class HandlerStep(ConfigModel):
     """A step that handles another step's outcome (`compensate`, `fallback`): a request to a
     worker queue.
 
@@ -192,35 +182,7 @@ class HandlerStep(_Model):
         return self.queue or self.name
 
 
-MAX_RATE_LIMIT = 10_000
-"""The most starts a `rate` may allow per window (`rate.limit`)."""
-
-MAX_RATE_PER_S = 86_400.0
-"""The longest `rate` window (`rate.per`): one day."""
-
-
-class Rate(_Model):
-    """`rate: {limit, per, key}`: at most `limit` starts in any `per` seconds (a sliding
-    window, no bursts beyond it), per value of `key`: a JMESPath expression over the step's
-    input (or the job's payload) with `meta.<field>` for metadata; without one, all share one
-    window. Over the limit, work waits for its turn; it is never dropped."""
-
-    limit: int = Field(ge=1, le=MAX_RATE_LIMIT, strict=True)
-    per: float = Field(gt=0, le=MAX_RATE_PER_S, allow_inf_nan=False, strict=True)
-    key: KeyText | None = None
-
-    @cached_property
-    def expression(self) -> Expression | None:
-        """`key`, compiled once per definition."""
-        return compile_expression(self.key) if self.key is not None else None
-
-    def key_of(self, data: dict[str, Any]) -> str:
-        """The key's value for `data` as canonical JSON text (`null` when there is no key, it
-        finds nothing, or it cannot be evaluated)."""
-        return key_text(self.expression, data)
-
-
-class Step(_Model):
+class Step(ConfigModel):
     """One step: a message to a worker queue, or (with `task`) one child job per list element.
 
     With `http`, the step's requests are served by `workflow-manager bridge`, which calls the URL.
@@ -283,30 +245,7 @@ class Step(_Model):
         return Step.model_validate(self.fallback.model_dump(exclude_defaults=True))
 
 
-class Concurrency(_Model):
-    """At most `limit` running top-level jobs of a workflow per value of `key`.
-
-    `key` is a JMESPath expression over the job's payload; without one, all jobs share one
-    value. A payload where the key finds nothing counts under the null key.
-    """
-
-    limit: int = Field(ge=1, strict=True)
-    key: KeyText | None = None
-
-    @cached_property
-    def expression(self) -> Expression | None:
-        """`key`, compiled once per definition."""
-        return compile_expression(self.key) if self.key is not None else None
-
-    def key_of(self, payload: dict[str, Any]) -> str:
-        """The key's value for `payload` as canonical JSON text.
-
-        `null` when there is no key, it finds nothing, or it cannot be evaluated on this payload.
-        """
-        return key_text(self.expression, payload)
-
-
-class Flow(_Model):
+class Flow(ConfigModel):
     """A DAG of steps: the shared shape of a workflow and a task."""
 
     name: Name
@@ -349,62 +288,6 @@ class Task(Flow):
     def item_key(self) -> str:
         """The key each child gets its element under: `itemKey`, else singular(`itemListKey`)."""
         return self.item_key_override or singular(self.item_list_key)
-
-
-class UniqueKey(_Model):
-    """`unique: {key: ...}`: at most one unfinished job of the workflow per value of `key`, a
-    JMESPath expression over the job's payload (a null value is a key like any other)."""
-
-    key: KeyText
-
-    @cached_property
-    def expression(self) -> Expression:
-        """`key`, compiled once. (A later `meta.<field>` reads the job's metadata here.)"""
-        return compile_expression(self.key)
-
-
-MAX_FAIR_WEIGHT = 1000.0
-"""The largest `fairness.weight` a job may have (turns per round against a weight-1 key)."""
-
-
-class Fairness(_Model):
-    """`fairness: {key, weight}`: the workflow's jobs' work that waits for a limit goes
-    round-robin across the values of `key` (a JMESPath expression over the payload, with
-    `meta.<field>` for metadata), each value taking `weight` turns per round: an expression
-    giving a number from 0.001 to 1000 (default 1). A job's children count under its key."""
-
-    key: KeyText
-    weight: ExpressionText | None = None
-
-    @cached_property
-    def expression(self) -> Expression:
-        """`key`, compiled once."""
-        return compile_expression(self.key)
-
-    @cached_property
-    def weight_expression(self) -> Expression | None:
-        """`weight`, compiled once."""
-        return compile_expression(self.weight) if self.weight is not None else None
-
-
-MAX_DEBOUNCE_PERIOD_S = 86_400.0
-"""The longest debounce window (`debounce.period`): one day."""
-
-
-class Debounce(_Model):
-    """`debounce: {key, period, mode}`: triggers of the workflow with the same value of `key` (a
-    JMESPath expression over the payload, or `meta.<field>`) within `period` seconds of the first
-    make one job. `leading`: the first starts it at once; `trailing`: it starts when the period
-    ends, with the last trigger's payload. The others are answered `debounced`."""
-
-    key: KeyText
-    period: float = Field(gt=0, le=MAX_DEBOUNCE_PERIOD_S, allow_inf_nan=False, strict=True)
-    mode: Literal["leading", "trailing"] = "leading"
-
-    @cached_property
-    def expression(self) -> Expression:
-        """`key`, compiled once."""
-        return compile_expression(self.key)
 
 
 class Workflow(Flow):
@@ -513,7 +396,7 @@ def _effective(
     )
 
 
-class WorkflowFile(_Model):
+class WorkflowFile(ConfigModel):
     """The whole YAML document: a list of workflows, and the webhook sources that trigger them."""
 
     workflows: tuple[Workflow, ...] = ()

@@ -22,7 +22,7 @@ from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FairShare", "MAX_IDLE_GROUPS", "NO_SHARE", "Rank", "WaitingLine"]
+__all__ = ["FairShare", "MAX_IDLE_GROUPS", "NO_SHARE", "Rank", "Slots", "WaitingLine"]
 
 Rank = tuple[int, float, str]
 """A waiter's place within its group: (-priority, since when it waits, holder), best first."""
@@ -211,3 +211,35 @@ class WaitingLine:
     def __repr__(self) -> str:
         groups: dict[str, Any] = {name: len(g.ranks) for name, g in self._groups.items()}
         return f"<WaitingLine {self._size} waiting {groups}>"
+
+
+@dataclass(slots=True)
+class Slots:
+    """One concurrency limit: who holds its slots, and who waits for one, in turn.
+
+    A holder is a job id (job limits) or `<job id>:<step>` (step limits); a holder still
+    queued has a slot reserved and its start timer running. The waiting go in rank order
+    (highest priority, then oldest), or round-robin across fairness keys
+    (`workflow_manager.engine.fairness`).
+    """
+
+    limit: int
+    holders: set[str] = field(default_factory=set)
+    waiting: WaitingLine = field(default_factory=WaitingLine)
+
+    @property
+    def free(self) -> int:
+        """Slots neither held nor reserved."""
+        return self.limit - len(self.holders)
+
+    def wait(self, rank: Rank, share: FairShare = NO_SHARE) -> None:
+        """Join the waiting line (in `share`'s group)."""
+        self.waiting.wait(rank, share)
+
+    def leave(self, rank: Rank) -> None:
+        """Leave the waiting line without a slot, if on it."""
+        self.waiting.leave(rank)
+
+    def release(self, rank: Rank) -> None:
+        """Leave the waiting line for a slot (its group's turn), if on it."""
+        self.waiting.release(rank)

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
-from workflow_manager.engine.fairness import NO_SHARE, FairShare, Rank, WaitingLine
+from workflow_manager.engine.fairness import NO_SHARE, FairShare, Rank, Slots
 from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
 from workflow_manager.engine.ratewindow import RateWindow
+from workflow_manager.engine.statuses import (
+    ENDED_STATUSES,
+    MAX_PRIORITY,
+    JobStatus,
+    StepStatus,
+)
 
 __all__ = [
     "ENDED_STATUSES",
@@ -34,89 +39,6 @@ __all__ = [
     "Job",
     "EngineState",
 ]
-
-MAX_PRIORITY = 9
-"""Job priorities run from 0 (the default) to this; higher goes first."""
-
-
-class JobStatus(StrEnum):
-    """Where a job is in its life."""
-
-    QUEUED = "queued"  # held back by a concurrency limit until a slot is free
-    SCHEDULED = "scheduled"  # a delayed start: it exists, and starts at its `start_at`
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-ENDED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
-"""The statuses of a job that has ended (its on_error / on_cancel steps may still run)."""
-
-
-class StepStatus(StrEnum):
-    """Where one step of a job is in its life."""
-
-    PENDING = "pending"  # not reached yet: waiting on its depends (or its job's start)
-    WAITING = "waiting"  # a `wait: true` step, reached: waiting for its signal
-    QUEUED = "queued"  # ready, held back by the step's concurrency limit
-    THROTTLED = "throttled"  # ready, waiting for its turn under the step's rate limit
-    RUNNING = "running"
-    RETRYING = "retrying"  # an attempt failed; waiting out the backoff before the next one
-    COMPLETED = "completed"
-    FAILED = "failed"
-    COMPENSATING = "compensating"  # completed; its job ended and its compensation runs now
-    COMPENSATED = "compensated"  # completed, then undone by its compensation
-    SKIPPED = "skipped"  # its `when` was false: no request, output {}, dependents go on
-    RECOVERED = "recovered"  # it failed, and its fallback's output became its own
-
-    @property
-    def is_done(self) -> bool:
-        """True for a step its dependents may go on from: completed, skipped or recovered."""
-        return self in _DONE
-
-
-_DONE = frozenset(
-    {
-        StepStatus.COMPLETED,
-        StepStatus.SKIPPED,
-        StepStatus.RECOVERED,
-        StepStatus.COMPENSATING,
-        StepStatus.COMPENSATED,
-    }
-)
-
-
-@dataclass(slots=True)
-class Slots:
-    """One concurrency limit: who holds its slots, and who waits for one, in turn.
-
-    A holder is a job id (job limits) or `<job id>:<step>` (step limits); a holder still
-    queued has a slot reserved and its start timer running. The waiting go in rank order
-    (highest priority, then oldest), or round-robin across fairness keys
-    (`workflow_manager.engine.fairness`).
-    """
-
-    limit: int
-    holders: set[str] = field(default_factory=set)
-    waiting: WaitingLine = field(default_factory=WaitingLine)
-
-    @property
-    def free(self) -> int:
-        """Slots neither held nor reserved."""
-        return self.limit - len(self.holders)
-
-    def wait(self, rank: Rank, share: FairShare = NO_SHARE) -> None:
-        """Join the waiting line (in `share`'s group)."""
-        self.waiting.wait(rank, share)
-
-    def leave(self, rank: Rank) -> None:
-        """Leave the waiting line without a slot, if on it."""
-        self.waiting.leave(rank)
-
-    def release(self, rank: Rank) -> None:
-        """Leave the waiting line for a slot (its group's turn), if on it."""
-        self.waiting.release(rank)
 
 
 @dataclass(slots=True)
