@@ -10,6 +10,7 @@ duplicate-id check and is answered with the same jobs.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,8 +34,8 @@ __all__ = ["Webhooks", "router", "OUTCOMES"]
 log = logging.getLogger(__name__)
 
 OUTCOMES = (
-    "accepted", "duplicate", "no_match", "refused", "bad_signature", "stale", "invalid_body",
-    "unavailable",
+    "accepted", "duplicate", "debounced", "no_match", "refused", "bad_signature", "stale",
+    "invalid_body", "unavailable",
 )  # fmt: skip
 """The `outcome` label of workflow_manager_webhook_requests_total."""
 
@@ -108,6 +109,9 @@ async def webhook(name: HookName, request: Request, service: Service, now: Now) 
     matches the JSON body. No API token: the signature (per the source's scheme) is checked
     instead. A redelivery (same delivery id) answers the jobs it started the first time."""
     hooks: Webhooks = request.app.state.webhooks
+    if FORWARDED_BY in request.headers:
+        # Sent on by the manager that received it, which counts it: not counted twice.
+        hooks = dataclasses.replace(hooks, count=_not_counted)
     source = hooks.sources.get(name)
     if source is None:
         known = ", ".join(hooks.sources) or "none declared"

@@ -55,7 +55,11 @@ def step_window_name(state: EngineState, job: Job, run: StepRun) -> str:
     key = "null"
     if rate.expression is not None:
         key = rate.key_of(key_data(run.input or {}, job_meta(state, job)))
-    return f"step:{job.workflow.name}:{job.flow_of(run.name).name}:{run.name}:{key}"
+    return _window_name(job.workflow.name, job.flow_of(run.name).name, run.name, key)
+
+
+def _window_name(workflow: str, flow: str, step: str, key: str) -> str:
+    return f"step:{workflow}:{flow}:{step}:{key}"
 
 
 def remember_history(state: EngineState, event: RateHistory) -> list[Command]:
@@ -73,7 +77,7 @@ def remember_history(state: EngineState, event: RateHistory) -> list[Command]:
             key = "null"
             if rate.expression is not None:
                 key = rate.key_of(key_data(start.input, start.meta))
-            name = f"step:{workflow.name}:{flow}:{step.name}:{key}"
+            name = _window_name(workflow.name, flow, step.name, key)
             window = _window(state, name, rate, event.at)
             window.record(start.at, f"{start.job_id}:{step.name}:{start.attempt}")
     return []

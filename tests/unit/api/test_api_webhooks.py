@@ -298,7 +298,7 @@ async def test_a_job_of_another_managers_partition_is_started_there(service, clo
     assert counted.calls == [("gh", "accepted"), ("gh", "unavailable")]
 
 
-async def test_a_forwarded_request_starts_only_the_workflow_it_names(client, service):
+async def test_a_forwarded_request_starts_only_the_workflow_it_names(client, service, counted):
     signed = github(PUSH)
     headers = {**signed["headers"], FORWARDED_BY: "other:1"}
     answer = await client.post(
@@ -306,3 +306,4 @@ async def test_a_forwarded_request_starts_only_the_workflow_it_names(client, ser
     )
     assert [job["workflow"] for job in answer.json()["jobs"]] == ["on-push"]
     assert list(service.state.jobs) == [webhook_job_id("gh", "d-1", "on-push")]
+    assert counted.calls == []  # the manager that sent it on counts it
