@@ -177,13 +177,12 @@ def enqueue(work: Work, job: Job) -> None:
 def _fill(work: Work, scope: str) -> None:
     """Reserve free slots of `scope` for its waiting jobs, in turn, that fit all their limits."""
     slots = work.state.scopes[scope]
-    cannot: set[Rank] = set()  # full under another of their limits
-    while slots.free > 0 and (turn := slots.waiting.next(cannot)) is not None:
+    for turn in slots.waiting.in_turn():  # past those full under another of their limits
+        if slots.free <= 0:
+            return
         job = work.state.jobs[turn[2]]
         if all(work.state.scopes[s].free > 0 for s in job.scopes):
             _reserve(work, job)
-        else:
-            cannot.add(turn)
 
 
 def _reserve(work: Work, job: Job) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,10 +113,8 @@ class WaitingLine:
         group.finish += 1.0 / share.weight
         self._settle(share.group)
 
-    def next(self, skip: Container[Rank] = ()) -> Rank | None:
-        """The waiter whose turn it is (leaving out those in `skip`), or None."""
-        if skip:
-            return self._next_skipping(skip)
+    def next(self) -> Rank | None:
+        """The waiter whose turn it is, or None."""
         heap = self._heap
         while heap:
             finish, rank, name = heap[0]
@@ -127,21 +125,36 @@ class WaitingLine:
             heapq.heappop(heap)  # stale: the group moved on since
         return None
 
+    def in_turn(self) -> Iterator[Rank]:
+        """The waiters in the order of their turns, for a scan that passes over those that
+        cannot go yet (a job under several limits, one of them full). The caller may
+        `release` the waiter just yielded: the scan goes on from there, in the new order.
+
+        Each group keeps how many of its first waiters the scan has passed, so a scan of k
+        waiters costs O(k * groups), not O(k^2): a hot key's long line is read once.
+        """
+        passed: dict[str, int] = {}
+        while True:
+            best: tuple[float, Rank, str] | None = None
+            for name, group in self._groups.items():
+                at = passed.get(name, 0)
+                if at < len(group.ranks) and (
+                    best is None or (group.finish, group.ranks[at]) < best[:2]
+                ):
+                    best = (group.finish, group.ranks[at], name)
+            if best is None:
+                return
+            _, rank, name = best
+            yield rank
+            still = self._groups.get(name)
+            at = passed.get(name, 0)
+            if still is not None and at < len(still.ranks) and still.ranks[at] == rank:
+                passed[name] = at + 1  # passed over: still waiting
+
     def keep_only(self, keep: Callable[[Rank], bool]) -> None:
         """Drop every waiter `keep` says no to (without their turns)."""
         for rank in [rank for rank in self if not keep(rank)]:
             self.leave(rank)
-
-    def _next_skipping(self, skip: Container[Rank]) -> Rank | None:
-        """`next` past waiters that cannot go yet (rare: a job under several limits)."""
-        best: tuple[float, Rank] | None = None
-        for group in self._groups.values():
-            for rank in group.ranks:
-                if rank not in skip:
-                    if best is None or (group.finish, rank) < best:
-                        best = (group.finish, rank)
-                    break
-        return None if best is None else best[1]
 
     def _active(self, name: str) -> _Group:
         """Group `name`, about to have work: a new or idle one starts no earlier than the

@@ -42,12 +42,32 @@ def test_leave_takes_a_waiter_out_without_its_turn() -> None:
     assert _drain(line, 2) == ["j1", "j2"]
 
 
-def test_next_skips_the_waiters_it_is_told_to() -> None:
+def test_a_scan_in_turn_passes_over_some_and_releases_others() -> None:
     line = WaitingLine()
-    for i in range(3):
-        line.wait(_rank(f"j{i}", float(i)))
-    assert line.next(skip={_rank("j0", 0.0)}) == _rank("j1", 1.0)
-    assert line.next(skip={_rank("j0", 0.0), _rank("j1", 1.0), _rank("j2", 2.0)}) is None
+    for i in range(6):
+        line.wait(_rank(f"a{i}", float(i)), FairShare("a"))
+    line.wait(_rank("b0", 2.5), FairShare("b"))
+    seen = []
+    for rank in line.in_turn():
+        seen.append(rank[2])
+        if rank[2] in ("a1", "b0", "a4"):
+            line.release(rank)  # these go; the others cannot yet, and stay
+    # Passing over a0 uses no turn of a's: a1 goes first, then b's turn, then a's again.
+    assert seen == ["a0", "a1", "b0", "a2", "a3", "a4", "a5"]
+    assert sorted(rank[2] for rank in line) == ["a0", "a2", "a3", "a5"]
+
+
+def test_a_scan_past_a_hot_keys_long_line_reads_it_once() -> None:
+    line = WaitingLine()
+    for i in range(20_000):
+        line.wait(_rank(f"hot{i}", float(i)), FairShare("hot"))
+    line.wait(_rank("cold", 1e9), FairShare("cold"))
+    scanned = 0
+    for rank in line.in_turn():
+        scanned += 1
+        if rank[2] == "cold":
+            line.release(rank)
+    assert scanned == 20_001 and len(line) == 20_000
 
 
 def test_a_key_that_starts_waiting_later_goes_next_not_after_the_others() -> None:
