@@ -22,7 +22,6 @@ before the replay: a restart or a take-over inside such a window still answers `
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,7 +30,7 @@ from workflow_manager.config.models import Workflow
 from workflow_manager.engine.commands import Command, JobDebounced, JobRejected
 from workflow_manager.engine.events import JobsRecalled
 from workflow_manager.engine.extension import Part, Submission, Work
-from workflow_manager.engine.metadata import key_data
+from workflow_manager.engine.metadata import key_data, key_json
 from workflow_manager.engine.state import DebounceWindow, EngineState, Job, JobStatus
 
 __all__ = ["Debouncing", "debounce_key", "recall_windows", "window_workflows"]
@@ -42,7 +41,7 @@ def debounce_key(workflow: Workflow, data: dict[str, Any]) -> str:
     ExpressionError if it has none."""
     assert workflow.debounce is not None  # only asked of workflows with `debounce`
     value = workflow.debounce.expression.search(data)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return key_json(value)
 
 
 class Debouncing(Part):

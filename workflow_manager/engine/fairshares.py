@@ -18,7 +18,7 @@ from workflow_manager.config.models import MAX_FAIR_WEIGHT, Fairness, Workflow
 from workflow_manager.engine.commands import JobRejected
 from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.fairness import FairShare
-from workflow_manager.engine.metadata import key_data
+from workflow_manager.engine.metadata import key_data, key_json
 from workflow_manager.engine.state import Job
 
 __all__ = ["FairShares", "MIN_FAIR_WEIGHT", "fair_share"]
@@ -60,8 +60,7 @@ def fair_share(fairness: Fairness, data: dict[str, Any]) -> FairShare:
             f"weight {fairness.weight!r} gave {found}; it must be a number from "
             f"{MIN_FAIR_WEIGHT:g} to {MAX_FAIR_WEIGHT:g}"
         )
-    text = json.dumps(group, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return FairShare(text, float(weight))
+    return FairShare(key_json(group), float(weight))
 
 
 class FairShares(Part):

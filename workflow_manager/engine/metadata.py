@@ -9,6 +9,7 @@ and so does one that would make the metadata larger than MAX_META_BYTES.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from workflow_manager.engine import jsontext
@@ -18,7 +19,9 @@ from workflow_manager.engine.jsontext import json_type
 from workflow_manager.engine.replies import ReplyError, decode_json
 from workflow_manager.engine.state import EngineState, Job, StepRun
 
-__all__ = ["MAX_META_BYTES", "Metadata", "job_meta", "key_data", "merge_patch", "meta_too_big"]
+__all__ = [
+    "MAX_META_BYTES", "Metadata", "job_meta", "key_data", "key_json", "merge_patch", "meta_too_big"
+]  # fmt: skip
 
 MAX_META_BYTES = 32 * 1024
 """The most a job's metadata may weigh as compact JSON: it travels as the `x-meta` header of
@@ -50,6 +53,11 @@ def key_data(data: dict[str, Any], meta: dict[str, Any] | None) -> dict[str, Any
     """What a job-key expression reads (`concurrency.key`, `unique.key`): the payload, and for a
     job with metadata that metadata under `meta` (so `meta.tenant` names a metadata field)."""
     return data if meta is None else {**data, "meta": meta}
+
+
+def key_json(value: Any) -> str:
+    """A job key's value (unique, debounce, fairness) as the canonical JSON text it is kept as."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def job_meta(state: EngineState, job: Job) -> dict[str, Any] | None:

@@ -8,7 +8,6 @@ index (`EngineState.unique`) is derived from the jobs: a job holds its key from 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from workflow_manager.config.expressions import ExpressionError
@@ -16,7 +15,7 @@ from workflow_manager.config.models import Workflow
 from workflow_manager.engine.commands import JobDuplicate, JobRejected
 from workflow_manager.engine.events import JobSubmitted
 from workflow_manager.engine.extension import Part, Submission, Work
-from workflow_manager.engine.metadata import key_data
+from workflow_manager.engine.metadata import key_data, key_json
 from workflow_manager.engine.state import EngineState, Job
 
 __all__ = ["UniqueJobs", "key_taken", "unique_key"]
@@ -26,7 +25,7 @@ def unique_key(workflow: Workflow, payload: dict[str, Any]) -> str:
     """The key text of a payload: its value as canonical JSON. ExpressionError if it has none."""
     assert workflow.unique is not None  # only asked of workflows with `unique`
     value = workflow.unique.expression.search(payload)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return key_json(value)
 
 
 def key_taken(state: EngineState, workflow: str, key: str, job_id: str) -> str | None:
