@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.bulking import bulk
+from bench.fairness import fairness
 from bench.forking import fork
 from bench.managers import managers
 from bench.pinning import Cores, PinError, Pinner, choose_cores, pinned
@@ -17,6 +18,7 @@ from bench.procs import BenchError
 from bench.profiling import Profile, Recorder, read_profile
 from bench.readme import write_readme
 from bench.recovering import recovery
+from bench.reducing import reduce_scenario
 from bench.report import Results, machine
 from bench.runs import run_batch
 from bench.scenarios import FULL, QUICK, Plan, fan_out, latency, linear, throughput, warm_up
@@ -31,6 +33,7 @@ EXIT_ERROR = 1  # a job failed or timed out, or a process died: no figures
 EXIT_USAGE = 2
 EXIT_BROKER = 3  # RabbitMQ unreachable
 SCENARIOS = ("throughput", "latency", "linear", "fanout", "recovery", "managers", "fork", "bulk")
+OPT_IN = ("fairness", "reduce")  # run only when `--only` names them (not part of a full run)
 
 EPILOG = """\
 examples:
@@ -42,6 +45,8 @@ examples:
   python -m bench --db postgresql://postgres@127.0.0.1/postgres --only managers --partitions 4
   python -m bench --only fork                  # fork a 10,000-children job from its task step
   python -m bench --only bulk                  # cancel 100,000 running jobs in one bulk action
+  python -m bench --only fairness              # tenant B's first step while A has 100,000 waiting
+  python -m bench --only reduce                # 100,000 children reduced as they finish
 
 exit codes: 0 measured (missed targets are reported, not failed), 1 a job failed or timed
 out, 2 bad arguments, 3 RabbitMQ unreachable
@@ -100,7 +105,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_scenarios,
         default=SCENARIOS,
         metavar="LIST",
-        help=f"comma-separated scenarios to run (default: all of {','.join(SCENARIOS)})",
+        help=f"comma-separated scenarios to run (default: all of {','.join(SCENARIOS)}; "
+        f"only when named: {','.join(OPT_IN)})",
     )
     return parser
 
@@ -119,10 +125,11 @@ def _positive(text: str) -> int:
 
 def _scenarios(text: str) -> tuple[str, ...]:
     chosen = tuple(name.strip() for name in text.split(",") if name.strip())
-    unknown = [name for name in chosen if name not in SCENARIOS]
+    known = SCENARIOS + OPT_IN
+    unknown = [name for name in chosen if name not in known]
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(
-            f"unknown scenario {', '.join(unknown) or text!r} (known: {', '.join(SCENARIOS)})"
+            f"unknown scenario {', '.join(unknown) or text!r} (known: {', '.join(known)})"
         )
     return chosen
 
@@ -178,11 +185,23 @@ async def _run(
             results.add(await recovery(session, plan.recovery_jobs))
         if "managers" in only:
             await _managers(session, plan, partitions, results)
-        if "fork" in only:
-            results.add(await fork(session, plan.fork_children, plan.timeout_s))
-        if "bulk" in only:
-            results.add(await bulk(session, plan.bulk_jobs, plan.timeout_s))
+        await _own_manager_scenarios(session, plan, only, results)
     return results
+
+
+async def _own_manager_scenarios(
+    session: Session, plan: Plan, only: tuple[str, ...], results: Results
+) -> None:
+    """The scenarios that start a manager on a workflow of their own: fork, bulk, fairness,
+    reduce."""
+    if "fork" in only:
+        results.add(await fork(session, plan.fork_children, plan.timeout_s))
+    if "bulk" in only:
+        results.add(await bulk(session, plan.bulk_jobs, plan.timeout_s))
+    if "fairness" in only:
+        results.add(await fairness(session, plan.fairness_children, plan.timeout_s))
+    if "reduce" in only:
+        results.add(await reduce_scenario(session, plan.reduce_children, plan.timeout_s))
 
 
 def _measure(

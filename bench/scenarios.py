@@ -34,6 +34,8 @@ class Plan:
     timeout_s: float
     fork_children: int = 10_000  # the fork scenario's source job: its children, 10 failed
     bulk_jobs: int = 100_000  # the bulk scenario's running jobs, cancelled in one bulk action
+    fairness_children: int = 100_000  # the fairness scenario's tenant A: its waiting children
+    reduce_children: int = 100_000  # the reduce scenario's job: its children, reduced
 
 
 FULL = Plan(
@@ -59,6 +61,8 @@ QUICK = Plan(
     timeout_s=60,
     fork_children=2000,
     bulk_jobs=5000,
+    fairness_children=5000,
+    reduce_children=5000,
 )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import uuid
 from collections import deque
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from workflow_manager.cluster.partitioning import Partitioning
 from workflow_manager.engine import (
     BulkRun,
     BulkSlice,
@@ -31,6 +33,7 @@ from workflow_manager.engine import (
     PauseRequested,
     RetryRequested,
 )
+from workflow_manager.engine.bulk import bulk_journal_id
 from workflow_manager.errors import BrokerError, JournalError, MessageFailed
 from workflow_manager.forks import fork_submission
 from workflow_manager.journal import JobRow, Journal
@@ -50,7 +53,11 @@ class JobReads(Protocol):
         """The journal row of a job that ended and left memory."""
         ...
 
-__all__ = ["MAX_BULK_JOBS", "JobFilter", "JobReads", "matching_jobs", "BulkRunner", "fork_id"]
+
+__all__ = [
+    "MAX_BULK_JOBS", "JobFilter", "JobReads", "matching_jobs", "shown_status", "BulkRunner",
+    "fork_id",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -162,11 +169,14 @@ class BulkRunner:
         requests: JobReads,
         journal: Journal,
         clock: Callable[[], float],
+        partitioning: Partitioning | None = None,
     ) -> None:
         self._pipeline = pipeline
         self._requests = requests
         self._journal = journal
         self._now = clock
+        # Partitioned: a bulk is one partition's part (`workflow_manager.cluster.bulkparts`).
+        self._partitioning = partitioning
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
     def __repr__(self) -> str:
@@ -308,9 +318,14 @@ class BulkRunner:
         if source is None:  # the engine refuses it, with why
             seed = ForkSeed(job_id, params.get("from", ""), "gone (there is no such job)", {})
             return JobSubmitted(new_id, "", {}, at, fork=seed)
-        return await fork_submission(
+        submitted = await fork_submission(
             self._journal, source, params.get("from", ""), at, job_id=new_id,
             input=params.get("input"), definition=params.get("definition", "current"),
             children=params.get("children", "failed"),
         )  # fmt: skip
-
+        if self._partitioning is None:
+            return submitted
+        # Partitioned: the fork runs in its source's partition, the part's (the one this
+        # manager writes for); placed by its id it could fall in another manager's.
+        partition = self._partitioning.of(bulk_journal_id(run.bulk_id))
+        return dataclasses.replace(submitted, partition=partition)

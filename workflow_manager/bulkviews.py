@@ -1,5 +1,6 @@
 """A bulk action as the API shows it (`GET /api/bulk/{id}`): from memory while the manager
-holds it, else from its journal rows (a bulk that finished before a restart)."""
+holds it, else from its journal rows (a bulk that finished before a restart). Across several
+managers, a bulk is the sum of its parts (`summed_view`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from workflow_manager.engine.bulk import MAX_ERRORS
 from workflow_manager.journal import EventKind, EventRow
 from workflow_manager.textline import iso_utc
 
-__all__ = ["bulk_view", "bulk_view_of_rows"]
+__all__ = ["bulk_view", "bulk_view_of_rows", "summed_view"]
 
 
 def bulk_view(run: BulkRun) -> dict[str, Any]:
@@ -76,4 +77,27 @@ def _view(
         view["params"] = params
     if finished_at is not None:
         view["finished_at"] = iso_utc(finished_at)
+    return view
+
+
+def summed_view(bulk_id: str, parts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where a bulk split into `parts` (each one's view, in partition order) stands: their
+    counts summed, their errors in that order (the first MAX_ERRORS), running until every
+    part is finished; None without parts."""
+    if not parts:
+        return None
+    first = parts[0]
+    view: dict[str, Any] = {
+        "id": bulk_id,
+        "action": first["action"],
+        "status": "finished" if all(p["status"] == "finished" for p in parts) else "running",
+        **{key: sum(p[key] for p in parts) for key in ("total", "done", "changed", "refused")},
+        "errors": [error for p in parts for error in p["errors"]][:MAX_ERRORS],
+        "filter": first["filter"],
+        "started_at": min(p["started_at"] for p in parts),  # ISO UTC: ordered as text
+    }
+    if "params" in first:
+        view["params"] = first["params"]
+    if view["status"] == "finished":
+        view["finished_at"] = max(p["finished_at"] for p in parts)
     return view

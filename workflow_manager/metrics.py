@@ -39,6 +39,7 @@ from workflow_manager.engine import (
     JobScheduled,
     JobStarted,
     JobStatus,
+    JobThrottled,
     ScheduleFired,
     StepCompensation,
     StepFinished,
@@ -164,7 +165,8 @@ class Metrics:
             registry=r,
         )  # fmt: skip
         self._jobs_queued = Gauge(
-            f"{_P}jobs_queued", "Top-level jobs waiting under a concurrency limit now.", wf,
+            f"{_P}jobs_queued", "Top-level jobs waiting under a concurrency limit (or a rate) now.",
+            wf,
             registry=r,
         )  # fmt: skip
         self._jobs_scheduled = Gauge(
@@ -218,12 +220,13 @@ class Metrics:
             registry=r,
         )  # fmt: skip
         self._throttled = Counter(
-            f"{_P}throttled", "Step requests throttled by the step's rate limit (each wait "
-            "for a turn counts).", step, registry=r,
+            f"{_P}throttled", "Step requests throttled by the step's rate limit, and top-level "
+            "jobs by their workflow's (step \"\"; each wait for a turn counts).", step, registry=r,
         )  # fmt: skip
         self._throttle_wait = Histogram(
-            f"{_P}throttle_wait_seconds", "Throttled step requests: seconds from throttled to "
-            "sent (their turn under the rate limit).", step, buckets=JOB_BUCKETS_S, registry=r,
+            f"{_P}throttle_wait_seconds", "Throttled step requests (and jobs, step \"\"): seconds "
+            "from throttled to sent or started (their turn under the rate limit).", step,
+            buckets=JOB_BUCKETS_S, registry=r,
         )  # fmt: skip
         self._steps_recovered = Counter(
             f"{_P}steps_recovered", "Failed steps whose fallback succeeded (the job went on).",
@@ -300,6 +303,7 @@ class Metrics:
             BulkProgress: self._bulk_progress,
             StepWaiting: self._step_waiting,
             StepThrottled: self._step_throttled,
+            JobThrottled: self._job_throttled,
             ThrottleEnded: self._throttle_ended,
             Dispatch: self._dispatched,
             StepFinished: self._step_finished,
@@ -395,6 +399,9 @@ class Metrics:
 
     def _step_throttled(self, command: StepThrottled) -> None:
         self._throttles(command.workflow, command.step).inc()
+
+    def _job_throttled(self, command: JobThrottled) -> None:
+        self._throttles(command.workflow, "").inc()  # a workflow's rate: no step
 
     def _throttle_ended(self, command: ThrottleEnded) -> None:
         self._throttle_waits(command.workflow, command.step).observe(command.waited_s)

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workflow_manager.bulkactions import BulkRunner, JobFilter
+from workflow_manager.cluster.bulkparts import MatchedJob
 from workflow_manager.cluster.directory import Directory
 from workflow_manager.cluster.ours import OurTrees
 from workflow_manager.cluster.placement import Placement
@@ -115,7 +116,10 @@ class Orchestrator:
         self.requests = ApiRequests(
             self.pipeline, trees, self.workflows, settings, journal, clock, ownership
         )
-        self.bulks = BulkRunner(self.pipeline, self.requests, journal, clock)
+        self.bulks = BulkRunner(
+            self.pipeline, self.requests, journal, clock,
+            None if ownership is None else ownership.partitioning,
+        )  # fmt: skip
         self.deliveries = Deliveries(
             self.pipeline, trees, self.requests, settings, journal, transport, self._outbox,
             clock, observers, partitioned=ownership is not None,
@@ -325,6 +329,30 @@ class Orchestrator:
         """Where a bulk action stands (`BulkRequests.bulk_status`); None if there is none."""
         return await self.requests.bulks.bulk_status(bulk_id)
 
+    async def bulk_matches(
+        self, jobs: JobFilter, *, ended: bool
+    ) -> tuple[list[MatchedJob], list[int]]:
+        """Partitioned: the jobs in memory `jobs` matches, and the partitions run here
+        (`BulkRequests.local_matches`)."""
+        return await self.requests.bulks.local_matches(jobs, ended=ended)
+
+    async def bulk_part(
+        self,
+        part_id: str,
+        partition: int,
+        action: str,
+        job_ids: tuple[str, ...],
+        params: dict[str, Any] | None,
+        filter: dict[str, Any] | None,
+    ) -> bool:
+        """Partitioned: journal one partition's part of a bulk and carry it out in the
+        background (`BulkRequests.journal_part`); False when it existed already."""
+        made = await self.requests.bulks.journal_part(
+            part_id, partition, action, job_ids, params, filter
+        )
+        self.bulks.start(part_id)  # (a part under way already: nothing new)
+        return made
+
     async def signal(self, job_id: str, step: str, payload: dict[str, Any]) -> str:
         """Signal a waiting step: "completed" or "kept" (`ApiRequests.signal`)."""
         return await self.requests.signal(job_id, step, payload)
@@ -346,8 +374,9 @@ class Orchestrator:
         return await self.partitions.cluster()
 
     async def adopt(self, partitions: list[int]) -> None:
-        """Run partitions just taken (`PartitionRuns.adopt`)."""
+        """Run partitions just taken (`PartitionRuns.adopt`), and their bulks under way."""
         await self.partitions.adopt(partitions)
+        self.bulks.resume()
 
     async def release(self, partitions: list[int]) -> None:
         """Hand partitions over (`PartitionRuns.release`)."""

@@ -14,7 +14,8 @@ refuse that event alone; a journal failure stops the manager instead (`InFlight.
 
 The few changes of memory that do not come as an event through `process` are methods named for
 what they are, each listed in docs/architecture.md: `recover` (a start), `replay_for_adoption`
-and `hand_over` (partitions taken and given), `replay_for_retry`, `let_go` and `catch_up` (API
+and `hand_over` (partitions taken and given), `set_quotas` (their shares of cluster-wide
+limits), `replay_for_retry`, `let_go` and `catch_up` (API
 requests, inside the barrier), `archive_after_commit` and `rebuild_after_failure`.
 """
 
@@ -39,6 +40,9 @@ from workflow_manager.engine import (
     JobsHandedOver,
     JobsRecalled,
     JobSubmitted,
+    QuotasSet,
+    QuotasUsed,
+    RateHistory,
     SchedulePaused,
     StartTimer,
     TimerFired,
@@ -212,12 +216,16 @@ class Pipeline:
         (`JobArchived`, not journaled; its row answers for it from now on)."""
         apply(self._state, JobArchived(job_id, self._now()))
 
-    def replay_for_adoption(self, rows: list[EventRow], recalled: JobsRecalled) -> None:
-        """Partitions taken over: their ended jobs whose rules outlive them recalled, then
-        their running jobs' committed rows replayed into memory. Their deliveries are handled
-        here once `adopted` says so."""
+    def replay_for_adoption(
+        self, rows: list[EventRow], recalled: JobsRecalled, history: RateHistory
+    ) -> None:
+        """Partitions taken over: their ended jobs whose rules outlive them recalled, their
+        rate windows' recent starts counted, then their running jobs' committed rows replayed
+        into memory. Their deliveries are handled here once `adopted` says so."""
         if recalled.jobs:
             apply(self._state, recalled)
+        if history.starts or history.jobs:
+            apply(self._state, history)
         replay(self._state, map(to_event, rows))
         self._recovered()
 
@@ -254,6 +262,24 @@ class Pipeline:
         """A pause or resume another manager committed, applied to our memory too (not
         journaled again), inside the barrier."""
         await self._change(lambda: apply(self._state, paused), what)
+
+    async def set_quotas(self, event: QuotasSet) -> QuotasUsed:
+        """Several managers: this manager's quotas of the limits that hold across the cluster
+        (`workflow_manager.cluster.quotas`), inside the barrier; the work they release starts
+        as its timers fire (journaled then). Answers where every quota stands."""
+        commands: list[Command] = []
+
+        def change() -> None:
+            commands.extend(apply(self._state, event)[1])
+
+        await self._change(change, "quotas of the limits")
+        used = QuotasUsed(())
+        for command in commands:
+            if isinstance(command, QuotasUsed):
+                used = command
+            else:
+                self._carry_out(command)
+        return used
 
     async def _change(self, change: Callable[[], object], what: str) -> None:
         """Change memory outside `process` inside the same barrier: if `change` fails, memory

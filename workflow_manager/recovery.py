@@ -8,7 +8,14 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from workflow_manager.config import Workflow
-from workflow_manager.engine import EngineState, JobsRecalled, RecalledJob, apply, replay
+from workflow_manager.engine import (
+    EngineState,
+    JobsRecalled,
+    RateHistory,
+    RecalledJob,
+    apply,
+    replay,
+)
 from workflow_manager.engine.debouncing import window_workflows
 from workflow_manager.journal import EventRow, Journal
 from workflow_manager.ratehistory import rate_history
@@ -58,6 +65,7 @@ class Recovery:
             settings.max_running_jobs,
             settings.max_fanout_bytes,
             limits=settings.job_limits,
+            partitions=self._partition_count(),
         )
 
     async def save_definitions(self) -> None:
@@ -81,18 +89,24 @@ class Recovery:
             settings.max_running_jobs,
             settings.max_fanout_bytes,
             limits=settings.job_limits,
+            partitions=self._partition_count(),
         )
         recalled = await self.recalled(now, partitions)
         if recalled.jobs:
             apply(state, recalled)
-        history = await rate_history(
-            self._journal, self._workflows.values(), now, self._selector(partitions)
-        )
-        if history.starts:
+        history = await self.rate_history(now, partitions)
+        if history.starts or history.jobs:
             apply(state, history)
         roots = await self.running_roots(partitions)
-        replay(state, map(to_event, await self.rows_to_replay(roots)))
+        replay(state, map(to_event, await self.rows_to_replay(roots, partitions)))
         return state
+
+    async def rate_history(self, now: float, partitions: set[int] | None = None) -> RateHistory:
+        """The starts within their rate windows at `now` of the jobs of our partitions (or of
+        `partitions`): a window outlives a restart, and a take-over, whoever started them."""
+        return await rate_history(
+            self._journal, self._workflows.values(), now, self._selector(partitions)
+        )
 
     async def recalled(self, now: float, partitions: set[int] | None = None) -> JobsRecalled:
         """The ended jobs (of our partitions, or of `partitions`) whose rules outlive them at
@@ -107,16 +121,21 @@ class Recovery:
             found = [job for job in found if job.job_id in ours]
         return JobsRecalled(tuple(found), now)
 
-    async def rows_to_replay(self, roots: list[str]) -> list[EventRow]:
-        """The replayed rows of the trees under `roots`, then each schedule's latest pause or
-        resume row and the row saying since when it exists.
+    async def rows_to_replay(
+        self, roots: list[str], partitions: set[int] | None = None
+    ) -> list[EventRow]:
+        """The replayed rows of the trees under `roots` and of the bulks under way (of our
+        partitions, or of `partitions`), then each schedule's latest pause or resume row and
+        the row saying since when it exists.
 
         Trees first: each firing among them started its job when applied (a firing the engine
         ignored has no tree), so it must start again whatever pause the journal holds before
         it; one can, when another manager journaled it between our reading the schedule as
         running and our committing the firing."""
-        if self._ownership is None:  # bulk actions are a single manager's
-            roots = [*roots, *await self._journal.bulks_under_way()]
+        bulks = await self._journal.bulks_under_way()
+        if self._ownership is not None:  # each bulk (a part of one) is filed in a partition
+            bulks = await self._in_partitions(bulks, partitions)
+        roots = [*roots, *bulks]
         rows = await self._journal.replay_rows(roots)
         journal_ids = [
             journal_id(wf.name, schedule.name)
@@ -148,15 +167,23 @@ class Recovery:
 
     def _selector(
         self, partitions: set[int] | None
-    ) -> Callable[[Collection[str]], Awaitable[list[str]]] | None:
-        """What keeps the job trees of our partitions (or of `partitions`); None, unpartitioned."""
+    ) -> Callable[[Collection[str]], Awaitable[Mapping[str, int]]] | None:
+        """What keeps the job trees of our partitions (or of `partitions`), with the partition
+        of each; None, unpartitioned."""
         if self._ownership is None:
             return None
+        ownership, placement = self._ownership, self._placement
+        assert placement is not None
 
-        async def select(roots: Collection[str]) -> list[str]:
-            return await self._in_partitions(roots, partitions)
+        async def select(roots: Collection[str]) -> Mapping[str, int]:
+            wanted = partitions if partitions is not None else set(ownership.held)
+            return await placement.partitions(roots, wanted)
 
         return select
+
+    def _partition_count(self) -> int | None:
+        """The number of partitions, when several managers share the jobs."""
+        return None if self._ownership is None else self._ownership.partitioning.count
 
     async def _in_partitions(
         self, roots: Collection[str], partitions: set[int] | None

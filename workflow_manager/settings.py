@@ -48,6 +48,10 @@ class ManagerSettings(BaseModel):
     # manager's partitions are taken over this long after its last renewal.
     lease_ttl_s: float = Field(default=3.0, gt=0)
     lease_renew_s: float = Field(default=1.0, gt=0)
+    # Limits that hold across the cluster (a step's concurrency or rate, max_running_jobs,
+    # limits:): each partition's quota is reviewed this often (workflow_manager/cluster/quotas.py);
+    # waiting work may wait this long for its partition's first quota.
+    quota_tick_s: float = Field(default=0.2, gt=0)
     # Where the other managers reach this one's HTTP API (requests about the jobs it runs).
     advertise_url: str | None = None
     # Limits (docs/security.md). JSON nested deeper is refused before anything changes:
@@ -108,7 +112,8 @@ def advertised_url(host: str, port: int) -> str:
 def step_queues(workflows: Iterable[Workflow]) -> list[str]:
     """Every queue a step of these workflows (their tasks and branches too) sends requests to.
 
-    A step's compensation's queue too: it gets requests when the step's job fails later.
+    A step's compensation's queue too: it gets requests when the step's job fails later;
+    and a task step's reducer's (`reduce`).
     A waiting step (`wait: true`) has none.
     """
     queues: dict[str, None] = {}
@@ -120,4 +125,5 @@ def step_queues(workflows: Iterable[Workflow]) -> list[str]:
                 (step.compensate.queue_name, None) for step in flow.steps if step.compensate
             )
             queues.update((s.fallback.queue_name, None) for s in flow.steps if s.fallback)
+            queues.update((s.reduce_step.queue_name, None) for s in flow.steps if s.reduce_step)
     return list(queues)

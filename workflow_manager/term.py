@@ -58,6 +58,7 @@ class Term:
     orchestrator: Orchestrator
     publisher: EventPublisher | None
     leases: asyncio.Task[None] | None
+    quotas: asyncio.Task[None] | None = None  # the limits that hold across the cluster
 
     @property
     def rejoins(self) -> bool:
@@ -69,9 +70,10 @@ class Term:
         another manager may take them at once) and stop publishing run events."""
         if self.publisher is not None:
             await self.publisher.drain(timeout_s=2.0)
-        if self.leases is not None:
-            self.leases.cancel()
-            await asyncio.wait([self.leases])  # off the lease connection before close() uses it
+        for task in (self.quotas, self.leases):
+            if task is not None:
+                task.cancel()
+                await asyncio.wait([task])  # off its connection before close() uses it
         await self.orchestrator.stop()
         if self.ownership is not None:
             try:
@@ -161,7 +163,24 @@ async def start_term(parts: TermParts) -> Term:
 
         keeping = keep_leases(ownership, orchestrator, settings.lease_renew_s)
         leases = asyncio.create_task(keeping, name="leases")
-    return Term(journal, ownership, orchestrator, publisher, leases)
+    quotas = _keep_quotas(parts, journal, ownership, orchestrator)
+    return Term(journal, ownership, orchestrator, publisher, leases, quotas)
+
+
+def _keep_quotas(
+    parts: TermParts, journal: BaseJournal, ownership: Ownership | None, orchestrator: Orchestrator
+) -> asyncio.Task[None] | None:
+    """The quota allocator's task, when this manager is partitioned and its workflows use a
+    limit that holds across the cluster; else None (a single manager pays nothing)."""
+    if ownership is None:
+        return None
+    from workflow_manager.cluster.quotas import QuotaAllocator, keep_quotas, uses_shared_limits
+
+    if not uses_shared_limits(parts.workflows.values(), parts.settings):
+        return None
+    conninfo = journal.location.conninfo  # type: ignore[attr-defined]  # partitioned: PostgreSQL
+    allocator = QuotaAllocator(orchestrator.pipeline, ownership, conninfo, orchestrator.now)
+    return asyncio.create_task(keep_quotas(allocator, parts.settings.quota_tick_s), name="quotas")
 
 
 async def rejoin(stop: asyncio.Event, parts: TermParts) -> Term | None:

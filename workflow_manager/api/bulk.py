@@ -1,11 +1,12 @@
 """POST /api/jobs/bulk: one action on every job a filter matches; GET /api/bulk/{id}: how far it
 got. The filter is evaluated once, when asked; the jobs it matched are journaled as one bulk
-action and carried out in the background (`workflow_manager.bulkactions`).
+action and carried out in the background (`workflow_manager.bulkactions`). With several
+managers, the bulk is split into one part per partition, each carried out by the manager
+running it (`workflow_manager.api.clusterbulk`).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Path, Request
@@ -15,89 +16,27 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
-    StrictFloat,
-    StrictInt,
     TypeAdapter,
     ValidationError,
-    field_validator,
 )
 
-from workflow_manager.api.errors import validation_message
+from workflow_manager.api.bulkfilter import BulkFilter
+from workflow_manager.api.clusterbulk import Unanswered, bulk_across
+from workflow_manager.api.clusterbulk import router as cluster_router
+from workflow_manager.api.errors import error_response, validation_message
 from workflow_manager.api.forks import ForkRequest
 from workflow_manager.api.inputs import parse_job_id, parse_payload
-from workflow_manager.api.models import ErrorBody, JobStatusName
+from workflow_manager.api.models import ErrorBody
 from workflow_manager.api.routes import Service
-from workflow_manager.bulkactions import JobFilter
 from workflow_manager.engine import BULK_ACTIONS
 
 __all__ = ["router", "BulkRequest", "BulkFilter", "BulkAccepted", "BulkStatus"]
 # (BulkRequest: BulkControl or BulkForks, told apart by `action`.)
 
 router = APIRouter()
+router.include_router(cluster_router)  # between managers: a bulk's parts
 
 _SAMPLE = 20  # ids a dry run shows
-# A time: unix seconds, or an RFC 3339 string (strict: "123" is neither).
-When = StrictFloat | StrictInt | Annotated[str, Field(json_schema_extra={"format": "date-time"})]
-_WHEN = "Unix seconds or RFC 3339 (e.g. 2026-11-28T09:00:00Z)."
-
-
-class BulkFilter(BaseModel):
-    """Which top-level jobs: those matching every criterion given ({} matches every job)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    workflow: str | None = Field(default=None, description="The workflow's name.")
-    status: JobStatusName | list[JobStatusName] | None = Field(
-        default=None, description="One status or several (paused: a running job paused)."
-    )
-    submitted_after: When | None = Field(
-        default=None, description=f"Submitted at or after this time. {_WHEN}"
-    )
-    submitted_before: When | None = Field(
-        default=None, description=f"Submitted before this time. {_WHEN}"
-    )
-    id_prefix: str | None = Field(
-        default=None, pattern=r"^[0-9a-fA-F-]{1,36}$", description="The job id starts with it."
-    )
-    meta: dict[str, Any] | None = Field(
-        default=None, description="Metadata keys the job must have, with these values."
-    )
-
-    @field_validator("submitted_after", "submitted_before", mode="after")
-    @classmethod
-    def _a_time(cls, value: float | str | None) -> float | str | None:
-        if isinstance(value, str):
-            return _rfc3339(value)
-        return value
-
-    def criteria(self) -> JobFilter:
-        """The filter as the manager evaluates it."""
-        status = self.status
-        statuses = tuple(status) if isinstance(status, list) else (status,) if status else ()
-        return JobFilter(
-            workflow=self.workflow,
-            statuses=statuses,
-            submitted_after=_seconds(self.submitted_after),
-            submitted_before=_seconds(self.submitted_before),
-            id_prefix=self.id_prefix.lower() if self.id_prefix else None,
-            meta=self.meta,
-        )
-
-
-def _seconds(value: float | str | None) -> float | None:
-    assert not isinstance(value, str)  # made seconds by the validator
-    return value
-
-
-def _rfc3339(text: str) -> float:
-    """Unix seconds of an RFC 3339 time with its offset (a ValueError names what is wrong)."""
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"{text!r} is not an RFC 3339 time (e.g. 2026-11-28T09:00:00Z)") from None
-    if when.tzinfo is None:
-        raise ValueError(f"{text!r} has no offset; add Z or +HH:MM")
-    return when.timestamp()
 
 
 class BulkFork(ForkRequest):
@@ -214,7 +153,8 @@ _BODY_DOC: dict[str, Any] = {
             "application/json": {
                 "schema": _inlined(_REQUEST.json_schema(by_alias=True)),
                 "example": {
-                    "action": "cancel", "filter": {"workflow": "ingest", "status": "running"}
+                    "action": "cancel",
+                    "filter": {"workflow": "ingest", "status": "running"},
                 },
             }
         },
@@ -229,7 +169,7 @@ _BODY_DOC: dict[str, Any] = {
     response_model=BulkAccepted,
     responses={
         200: {"model": BulkAccepted, "description": "A dry run: the jobs matched."},
-        **{code: {"model": ErrorBody} for code in (400, 409)},
+        **{code: {"model": ErrorBody} for code in (400, 409, 503)},
     },
     openapi_extra=_BODY_DOC,
 )
@@ -237,11 +177,11 @@ async def bulk_action(request: Request, service: Service) -> JSONResponse:
     """Cancel, retry, pause, resume or fork every top-level job a filter matches now: journaled
     as one bulk action, carried out in the background (follow it at `GET /api/bulk/{id}`). A
     job that starts matching later is not included; a job the action cannot change (a retry of
-    a running job) is counted and skipped. 409 with several managers, or when the filter
-    matches more than MAX_BULK_JOBS (250,000) jobs."""
-    body = parse_payload(
-        await request.body(), "the bulk request", request.app.state.max_json_depth
-    )
+    a running job) is counted and skipped. 409 when the filter matches more than
+    MAX_BULK_JOBS (250,000) jobs. With several managers, any one may be asked: it matches
+    every manager's jobs and each partition's part is carried out by its owner; 503 (with
+    Retry-After) while a partition is being taken over."""
+    body = parse_payload(await request.body(), "the bulk request", request.app.state.max_json_depth)
     try:
         asked = _REQUEST.validate_python(body)
     except ValidationError as exc:
@@ -249,9 +189,19 @@ async def bulk_action(request: Request, service: Service) -> JSONResponse:
     params = None
     if isinstance(asked, BulkForks):
         params = asked.fork.model_dump(by_alias=True, exclude_none=True)
-    bulk_id, matched = await service.bulk(
-        asked.action, asked.filter.criteria(), params, dry_run=asked.dry_run
-    )
+    if service.directory is None:
+        bulk_id, matched = await service.bulk(
+            asked.action, asked.filter.criteria(), params, dry_run=asked.dry_run
+        )
+    else:
+        shown = asked.filter.model_dump(mode="json", exclude_none=True)
+        try:
+            bulk_id, matched = await bulk_across(
+                request, service, asked.action, asked.filter.criteria(), shown, params,
+                dry_run=asked.dry_run,
+            )  # fmt: skip
+        except Unanswered as why:
+            return error_response(503, f"{why}; try again shortly", {"Retry-After": "1"})
     answer: dict[str, Any] = {"action": asked.action, "matched": len(matched),
                               "sample": matched[:_SAMPLE]}  # fmt: skip
     if bulk_id is not None:
@@ -279,4 +229,3 @@ async def bulk_status(
     if view is None:
         raise HTTPException(status_code=404, detail=f"no bulk action {key}")
     return JSONResponse(view)
-

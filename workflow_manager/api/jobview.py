@@ -148,7 +148,11 @@ def _children(job: Job, run: StepRun, context: _Context) -> dict[str, int]:
     started = run.next_child if job.id in context.live else 0
     live, ended = context.live, context.ended
     counts = Counter(child_status(child, i, started, live, ended) for i, child in enumerate(ids))
-    return {"total": len(ids), **{status: counts[status] for status in CHILD_STATUSES}}
+    body = {"total": len(ids), **{status: counts[status] for status in CHILD_STATUSES}}
+    join = run.spec.join
+    if join is not None and join.policy != "all":
+        body["needed"] = join.needed(len(ids))  # min_success, first: successes it completes at
+    return body
 
 
 def _kind(job: Job, spec: Step) -> str:
@@ -302,7 +306,10 @@ def waiting_body(state: EngineState, job: Job) -> dict[str, Any] | None:
     waiting = waiting_for(state, job)
     if waiting is None:
         return None
-    return {name: value for name, value in asdict(waiting).items() if value is not None}
+    body = {name: value for name, value in asdict(waiting).items() if value is not None}
+    if waiting.until is not None:
+        body["until"] = iso_utc(waiting.until)  # a workflow's rate: when its turn may come
+    return body
 
 
 def job_page(

@@ -71,21 +71,30 @@ class FairShareView(BaseModel):
 class WaitingForView(BaseModel):
     """The limit a queued job waits under: the first of its limits that is full."""
 
-    kind: Literal["concurrency", "limit", "max_running_jobs"] = Field(
+    kind: Literal["concurrency", "limit", "max_running_jobs", "rate"] = Field(
         description=(
             "`concurrency`: its workflow's; `limit`: an entry of the file's `limits:`; "
-            "`max_running_jobs`: the manager's --max-running-jobs."
+            "`max_running_jobs`: the manager's --max-running-jobs; `rate`: its workflow's "
+            "`rate` (after its concurrency limits: it holds their slots)."
         )
     )
     limit: str = Field(
-        description="The `limits:` entry's name (or `concurrency`, `max_running_jobs`).",
+        description="The `limits:` entry's name (or `concurrency`, `max_running_jobs`, `rate`).",
         examples=["per-tenant"],
     )
     key: str | None = Field(
         default=None, description="A keyed limit: the job's key (JSON).", examples=['"acme"']
     )
-    running: int = Field(description="Jobs holding its slots now (started, or starting).")
+    running: int = Field(
+        description="Jobs holding its slots now (started, or starting); for `rate`, the jobs "
+        "started in its window."
+    )
     of: int = Field(description="The limit.")
+    until: str | None = Field(
+        default=None,
+        description="`rate` only: when its turn may come at the earliest (later when others "
+        "wait before it; absent while a partition's quota of it is 0).",
+    )
 
 
 class SubmitResponse(BaseModel):
@@ -135,6 +144,11 @@ class StepEntry(BaseModel):
     )
     tasks_done: int | None = Field(default=None, description="Extra: running task steps only.")
     tasks_total: int | None = Field(default=None, description="Extra: running task steps only.")
+    tasks_needed: int | None = Field(
+        default=None,
+        description="Extra: running task steps with a join (min_success, first) only: the "
+        "children that must succeed for the step to complete.",
+    )
     message: dict[str, Any] | str | None = Field(
         default=None,
         description="Output of a completed step, error text of a failed one; the payload "
@@ -416,7 +430,8 @@ class JobPage(BaseModel):
         default=None,
         description=(
             "A queued job only: the limit it waits under (the first full one of its "
-            "workflow's `concurrency`, the file's `limits:` in order, --max-running-jobs)."
+            "workflow's `concurrency`, the file's `limits:` in order, --max-running-jobs, "
+            "then its workflow's `rate`)."
         ),
     )
     fair_share: FairShareView | None = Field(

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from workflow_manager.bulkactions import JobFilter
+from workflow_manager.cluster.bulkparts import MatchedJob
 from workflow_manager.cluster.directory import Directory
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine import EngineState, Job
@@ -121,6 +122,26 @@ class JobService(Protocol):
 
     async def bulk_status(self, bulk_id: str) -> dict[str, Any] | None:
         """Where a bulk action stands; None if there is none."""
+        ...
+
+    async def bulk_matches(
+        self, jobs: JobFilter, *, ended: bool
+    ) -> tuple[list[MatchedJob], list[int]]:
+        """Partitioned: the top-level jobs in memory `jobs` matches (with the journal's ended
+        ones when `ended`), and the partitions this manager answers for."""
+        ...
+
+    async def bulk_part(
+        self,
+        part_id: str,
+        partition: int,
+        action: str,
+        job_ids: tuple[str, ...],
+        params: dict[str, Any] | None,
+        filter: dict[str, Any] | None,
+    ) -> bool:
+        """Partitioned: journal and carry out one partition's part of a bulk (NotOwner when
+        another manager runs that partition); False when it existed already."""
         ...
 
     async def fork(

@@ -83,6 +83,8 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         if run.status is StepStatus.RUNNING:
             entry["tasks_total"] = len(run.children)
             entry["tasks_done"] = len(run.children) - run.children_left
+            if run.spec.join is not None and run.spec.join.policy != "all":
+                entry["tasks_needed"] = run.spec.join.needed(len(run.children))
     if run.status.is_done:
         entry["message"] = run.output
     elif run.status is StepStatus.FAILED:

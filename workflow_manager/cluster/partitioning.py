@@ -9,9 +9,10 @@ is in its top-level job id's partition.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+
+from workflow_manager.engine.quotas import hashed_partition
 
 __all__ = ["Partitioning", "partition_queue"]
 
@@ -48,7 +49,7 @@ class Partitioning:
         return partition_queue(self.queue, self.of(root_id, placed))
 
     def _hash(self, text: str) -> int:
-        return zlib.crc32(text.encode()) % self.count
+        return hashed_partition(text, self.count)
 
     def queues(self) -> list[str]:
         """Every partition's queue, in partition order."""

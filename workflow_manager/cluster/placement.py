@@ -75,5 +75,11 @@ class Placement:
     async def select(self, roots: Collection[str], wanted: set[int]) -> list[str]:
         """Those of the top-level jobs `roots` whose trees are in the `wanted` partitions: where
         the journal says each was placed, else by its id."""
+        return list(await self.partitions(roots, wanted))
+
+    async def partitions(self, roots: Collection[str], wanted: set[int]) -> dict[str, int]:
+        """The partition of each of the top-level jobs `roots` whose trees are in the `wanted`
+        partitions (as `select` finds them)."""
         placed = await self._journal.placements(roots)
-        return [root for root in roots if self.partitioning.of(root, placed.get(root)) in wanted]
+        found = {root: self.partitioning.of(root, placed.get(root)) for root in roots}
+        return {root: partition for root, partition in found.items() if partition in wanted}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from workflow_manager.cluster.partitioning import partition_queue
 from workflow_manager.cluster.view import UNPARTITIONED, cluster_json
+from workflow_manager.engine.bulk import bulk_journal_id
 from workflow_manager.errors import FencedOut
 from workflow_manager.transport import Delivery
 
@@ -79,9 +80,10 @@ class PartitionRuns:
             await self._consume_partition(partition)
 
     async def adopt(self, partitions: list[int]) -> None:
-        """Run partitions just taken (a failover, a hand-over): replay their running jobs,
-        publish their unconfirmed messages, arm their timers, consume their queue, and fire
-        what their schedules' firings missed meanwhile."""
+        """Run partitions just taken (a failover, a hand-over): count their rate windows'
+        recent starts, replay their running jobs, publish their unconfirmed messages, arm
+        their timers, consume their queue, and fire what their schedules' firings missed
+        meanwhile."""
         if not partitions:
             return
         assert self._ownership is not None
@@ -94,7 +96,9 @@ class PartitionRuns:
         unrun = self._ownership.unrun_for(partitions, within)
         roots = await self._recovery.running_roots(taken)
         recalled = await self._recovery.recalled(self._now(), taken)
-        self._pipeline.replay_for_adoption(await self._recovery.rows_to_replay(roots), recalled)
+        history = await self._recovery.rate_history(self._now(), taken)
+        rows = await self._recovery.rows_to_replay(roots, taken)  # their bulks under way too
+        self._pipeline.replay_for_adoption(rows, recalled, history)
         await self._work.tracked(self._outbox.publish_pending)(await self._recovery.pending(taken))
         self._pipeline.arm_timers()
         self._pipeline.adopted(partitions)
@@ -123,7 +127,11 @@ class PartitionRuns:
             for job in self._pipeline.state.jobs.values()
             if job.parent is None and of(job.id, job.partition) in gone
         )
-        self._pipeline.hand_over(gone, roots)
+        # Their bulks under way too (each filed in one partition): the next owner goes on.
+        bulks = tuple(
+            key for key in map(bulk_journal_id, self._pipeline.state.bulks) if of(key) in gone
+        )
+        self._pipeline.hand_over(gone, roots + bulks)
         queues = {partition_queue(self._settings.queue, p) for p in gone}
         try:
             # Bounded: the lease must be renewed meanwhile; a request not confirmed by then is

@@ -13,14 +13,22 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from workflow_manager.config.models import NAME_PATTERN
 from workflow_manager.config.yamlsource import Path, Problem
 
-__all__ = ["check_handlers", "check_document", "find_cycles", "number_text", "quote", "suggest"]
+__all__ = [
+    "check_handlers",
+    "check_document",
+    "find_cycles",
+    "mappings",
+    "number_text",
+    "quote",
+    "suggest",
+]
 
 _MAX_LISTED = 12
 _NAME = re.compile(NAME_PATTERN)
@@ -38,6 +46,15 @@ _LABELS = {"steps": "a main step", "on_error": "an on_error step", "on_cancel": 
 def number_text(value: float) -> str:
     """3 for 3.0, 0.5 for 0.5: how a person would write the number."""
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def mappings(value: Any, path: Path = ("workflows",)) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The mappings of a raw list (`workflows`, `tasks`, `steps`), each with its path; other
+    items and a value that is no list are left to model validation."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, dict):
+                yield (*path, index), item
 
 
 def quote(value: str, limit: int = 60) -> str:

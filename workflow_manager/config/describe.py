@@ -75,6 +75,12 @@ def _describe_starts(workflow: Workflow) -> list[str]:
     if (limit := workflow.concurrency) is not None:
         per = f" per key {quote(limit.key)}" if limit.key else ""
         lines.append(f"  concurrency: at most {limit.limit} running{per}; the others queue")
+    if (rate := workflow.rate) is not None:
+        per = f" per key {quote(rate.key)}" if rate.key is not None else ""
+        lines.append(
+            f"  rate: at most {rate.limit} jobs started in any {number_text(rate.per)}s{per};"
+            " the others queue"
+        )
     for schedule in workflow.schedules:
         when = (
             f"cron {quote(schedule.cron)} ({schedule.timezone})"
@@ -93,6 +99,8 @@ def _describe_route(step: Step) -> list[str]:
     if (rate := step.rate) is not None:
         per = f" per key {quote(rate.key)}" if rate.key is not None else ""
         parts.append(f"at most {rate.limit} requests started in any {number_text(rate.per)}s{per}")
+    if (fairness := step.fairness) is not None:
+        parts.append(f"waiting requests take turns per key {quote(fairness.key)}")
     if step.wait:
         timeout = f"; fails after {step.timeout:g}s" if step.timeout is not None else ""
         parts.append(f"waits for a signal{timeout}")
@@ -109,6 +117,15 @@ def _describe_steps(
         parts = [f"depends on {', '.join(step.depends)}"] if step.depends else []
         if step.task:
             parts.append(f"task {quote(step.task)}")
+        if step.join is not None and step.join.policy != "all":
+            parts.append(f"join {step.join.text} (then {step.join.then})")
+        if step.reduce is not None and step.reduce_step is not None:
+            reducer = step.reduce_step
+            policy = describe_policy(workflow.policy(flow, reducer.name))
+            detail = f"queue {quote(reducer.queue_name)}, batch {step.reduce.batch}"
+            parts.append(
+                f"reduce by {quote(reducer.name)} ({detail}{', ' + policy if policy else ''})"
+            )
         parts += _describe_route(step)
         if step.when is not None:
             parts.append(f"runs when {quote(step.when)} (else skipped)")

@@ -18,11 +18,14 @@ from pydantic_core import ErrorDetails
 
 from workflow_manager.config.checks import check_document, number_text, quote, suggest
 from workflow_manager.config.joblimits import JobLimit
+from workflow_manager.config.joinchecks import check_joins
+from workflow_manager.config.joins import Join
 from workflow_manager.config.limitchecks import check_limits
 from workflow_manager.config.models import (
     Backoff,
     Concurrency,
     Debounce,
+    Fairness,
     HandlerStep,
     HttpCall,
     Policy,
@@ -33,6 +36,8 @@ from workflow_manager.config.models import (
     Workflow,
     WorkflowFile,
 )
+from workflow_manager.config.reduce import Reduce
+from workflow_manager.config.reducechecks import check_reduces
 from workflow_manager.config.schedules import Schedule
 from workflow_manager.config.schemas import JsonSchema, resolve_schema_files
 from workflow_manager.config.webhookchecks import check_triggers
@@ -65,7 +70,10 @@ _MODELS: dict[str, type[BaseModel]] = {
     "compensate": HandlerStep,
     "unique": UniqueKey,
     "debounce": Debounce,
+    "fairness": Fairness,
     "rate": Rate,
+    "join": Join,
+    "reduce": Reduce,
     "concurrency": Concurrency,  # a step's is a number: only a workflow's has fields
     "schedules": Schedule,
     "webhooks": Webhook,
@@ -90,7 +98,7 @@ _BOUNDS = {
 }
 _NUMBER_FIELDS = {
     "retries", "timeout", "initial", "multiplier", "max", "max_failed_items", "tolerance_s",
-    "limit", "per",
+    "limit", "per", "batch",
 }  # fmt: skip
 # The number fields given in seconds.
 _SECONDS = {"initial", "max", "timeout", "http timeout", "tolerance_s", "per"}
@@ -120,6 +128,8 @@ def parse_workflows(
     problems += check_document(doc.data, doc.lines)
     problems += check_triggers(doc.data)
     problems += check_limits(doc.data, doc.lines)
+    problems += check_joins(doc.data)
+    problems += check_reduces(doc.data)
     problems += resolve_schema_files(doc.data, base_dir or FilePath("."))
     try:
         parsed = WorkflowFile.model_validate(doc.data, by_alias=True, by_name=False)
@@ -162,7 +172,7 @@ def _index(parsed: WorkflowFile, source: str) -> dict[str, Workflow]:
             _ = (workflow.content_hash, workflow.task_by_name, workflow.policies)
             for flow in (workflow, *workflow.tasks, *workflow.branches.values()):
                 _ = (flow.step_index, flow.dependents, flow.terminals)
-                _ = [(step.condition, step.fallback_step) for step in flow.steps]
+                _ = [(step.condition, step.fallback_step, step.reduce_step) for step in flow.steps]
                 _ = [_validators(step.input_schema, step.output_schema) for step in flow.steps]
             _ = _validators(workflow.payload_schema, *(t.payload_schema for t in workflow.tasks))
             for task in workflow.tasks:

@@ -43,6 +43,8 @@ from workflow_manager.config.flowcontrol import (
     UniqueKey,
 )
 from workflow_manager.config.joblimits import JobLimit
+from workflow_manager.config.joins import Join
+from workflow_manager.config.reduce import Reduce
 from workflow_manager.config.schedules import Schedule
 from workflow_manager.config.schemas import JsonSchema
 from workflow_manager.config.webhooks import Trigger, Webhook
@@ -212,6 +214,12 @@ class Step(ConfigModel):
     concurrency: int | None = Field(default=None, ge=1, strict=True)
     # At most `rate.limit` requests of the step started in any `rate.per` seconds.
     rate: Rate | None = None
+    # Its dispatches waiting for its `concurrency` or `rate` take turns by this key.
+    fairness: Fairness | None = None
+    # A task step: when its children are enough (`workflow_manager.config.joins`); None: all.
+    join: Join | None = None
+    # A task step: its children's results folded by a reducer step as they finish.
+    reduce: Reduce | None = None
 
     @cached_property
     def condition(self) -> Expression | None:
@@ -230,6 +238,16 @@ class Step(ConfigModel):
                 "concurrency bounds a step's outstanding requests, and a task step sends none; "
                 "bound its children with the task's max_in_flight"
             )
+        if self.fairness is not None and self.concurrency is None and self.rate is None:
+            raise ValueError(
+                "a step's fairness orders its dispatches that wait for its concurrency or "
+                "rate, and this step has neither; add one (e.g. concurrency: 10), or put "
+                "fairness on the workflow"
+            )
+        if self.join is not None and self.task is None:
+            raise ValueError("join says when a task step's children are enough; add task: NAME")
+        if self.reduce is not None and self.task is None:
+            raise ValueError("reduce folds a task step's children's results; add task: NAME")
         return self
 
     @property
@@ -243,6 +261,17 @@ class Step(ConfigModel):
         if self.fallback is None:
             return None
         return Step.model_validate(self.fallback.model_dump(exclude_defaults=True))
+
+    @cached_property
+    def reduce_step(self) -> Step | None:
+        """`reduce`'s reducer as a step of its own (no dependencies), for the engine to run."""
+        if self.reduce is None:
+            return None
+        reducer = self.reduce
+        own = {"queue": reducer.queue, "retries": reducer.retries, "timeout": reducer.timeout}
+        return Step.model_validate(
+            {"name": reducer.step, **{k: v for k, v in own.items() if v is not None}}
+        )
 
 
 class Flow(ConfigModel):
@@ -301,6 +330,8 @@ class Workflow(Flow):
     payload_schema: JsonSchema | None = None  # a trigger's payload, checked at submission
     unique: UniqueKey | None = None  # refuse a job whose key an unfinished job already has
     concurrency: Concurrency | None = None
+    # At most `rate.limit` top-level jobs started in any `rate.per` seconds (per key).
+    rate: Rate | None = None
     schedules: tuple[Schedule, ...] = ()
     debounce: Debounce | None = None  # triggers with one key within a period make one job
     fairness: Fairness | None = None  # waiting work released round-robin across keys
@@ -342,6 +373,9 @@ class Workflow(Flow):
                 if step.compensate is not None:
                     own = _effective(step.compensate, task_defaults, self.defaults)
                     result[(id(flow), step.compensate.name)] = own
+                if step.reduce_step is not None:
+                    own = _effective(step.reduce_step, task_defaults, self.defaults)
+                    result[(id(flow), step.reduce_step.name)] = own
         return result
 
     @cached_property

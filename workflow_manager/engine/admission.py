@@ -14,14 +14,16 @@ start time has come.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine.commands import JobQueued
 from workflow_manager.engine.extension import Part, Submission, Work
+from workflow_manager.engine.jobrates import hold_start, rate_wait, waits_for_turn
 from workflow_manager.engine.jobs import cancel_unstarted, start_job
 from workflow_manager.engine.metadata import key_data
+from workflow_manager.engine.quotas import JOBS, base_name, quota_limit, tree_partition
 from workflow_manager.engine.state import EngineState, Job, JobStatus, Rank, Slots
 from workflow_manager.engine.timers import JobAdmit, Timer
 
@@ -33,6 +35,7 @@ __all__ = [
     "WaitingFor",
     "concurrency_scope",
     "enqueue",
+    "fill",
     "limits_in_use",
     "waiting_for",
 ]
@@ -64,7 +67,12 @@ class Admission(Part):
         workflow, state = sub.workflow, work.state
         if workflow.concurrency is None and state.max_running_jobs is None and not state.limits:
             return
-        sub.scopes = _scopes_of(state, workflow, key_data(sub.event.payload, sub.event.meta))
+        event = sub.event
+        data = key_data(event.payload, event.meta)
+        partition = None
+        if state.quotas is not None:  # the limits but `concurrency` count per partition
+            partition = tree_partition(state.quotas.count, event.job_id, event.partition)
+        sub.scopes = _scopes_of(state, workflow, data, partition)
 
     def start_held(self, work: Work, job: Job, sub: Submission) -> bool:
         """A limited job waits for its slots (it starts when its admit timer fires, maybe at
@@ -93,7 +101,7 @@ class Admission(Part):
             slots.leave(rank)
             slots.holders.discard(job.id)
         for scope in job.scopes:
-            _fill(work, scope)
+            fill(work, scope)
 
     def cancel_held(self, work: Work, job: Job) -> bool:
         """Cancel a job that never started: it leaves the queue (or gives back the slots
@@ -110,11 +118,13 @@ class Admission(Part):
         for scope in job.scopes:
             slots = work.state.scopes[scope]
             if slots.free <= 0:
+                shared = "this partition's quota of " if scope != base_name(scope) else ""
+                scope = base_name(scope)
                 if scope == ALL_JOBS:
-                    limit = f"--max-running-jobs ({slots.limit})"
+                    limit = f"{shared}--max-running-jobs ({slots.limit})"
                 elif scope.startswith(LIMIT_PREFIX):
                     name, key = scope.removeprefix(LIMIT_PREFIX).split(":", 1)
-                    limit = f"limit '{name}' ({slots.limit} running) for key {key}"
+                    limit = f"{shared}limit '{name}' ({slots.limit} running) for key {key}"
                 else:
                     key = scope.split(":", 2)[2]
                     limit = (
@@ -131,8 +141,14 @@ class Admission(Part):
             work.state.scopes[scope].holders.add(job.id)
 
 
-def _scopes_of(state: EngineState, workflow: Workflow, data: dict[str, Any]) -> tuple[str, ...]:
+def _scopes_of(
+    state: EngineState, workflow: Workflow, data: dict[str, Any], partition: int | None
+) -> tuple[str, ...]:
+    """The scopes a job counts in, its slots made on first use. Partitioned (`partition`),
+    those of the `limits:` entries and `max_running_jobs` are the partition's, limited by its
+    quota (the workflow's `concurrency` holds cluster-wide already: placed by its key)."""
     scopes: list[str] = []
+    suffix = f"@{partition}" if partition is not None else ""
     if workflow.concurrency is not None:
         scope = concurrency_scope(workflow, data)
         slots = state.scopes.setdefault(scope, Slots(workflow.concurrency.limit))
@@ -140,14 +156,17 @@ def _scopes_of(state: EngineState, workflow: Workflow, data: dict[str, Any]) -> 
         scopes.append(scope)
     for entry in state.limits:
         if entry.applies_to(workflow.name):
-            scope = f"{LIMIT_PREFIX}{entry.name}:{entry.key_of(data)}"
-            slots = state.scopes.setdefault(scope, Slots(entry.limit))
-            slots.limit = entry.limit  # a new file's limit counts now
+            scope = f"{LIMIT_PREFIX}{entry.name}:{entry.key_of(data)}{suffix}"
+            limit = quota_limit(state, JOBS, scope, entry.limit)
+            slots = state.scopes.setdefault(scope, Slots(limit))
+            slots.limit = limit  # a new file's limit counts now
             scopes.append(scope)
     if state.max_running_jobs is not None:
-        slots = state.scopes.setdefault(ALL_JOBS, Slots(state.max_running_jobs))
-        slots.limit = state.max_running_jobs
-        scopes.append(ALL_JOBS)
+        scope = f"{ALL_JOBS}{suffix}"
+        limit = quota_limit(state, JOBS, scope, state.max_running_jobs)
+        slots = state.scopes.setdefault(scope, Slots(limit))
+        slots.limit = limit
+        scopes.append(scope)
     return tuple(scopes)
 
 
@@ -155,6 +174,10 @@ def enqueue(work: Work, job: Job) -> None:
     """A job (new, or delayed and due now) waits for its slots; one may be free at once."""
     job.status = JobStatus.QUEUED
     job.queued_at = work.at
+    for scope in job.scopes:
+        work.state.scopes[scope].wait(_rank(job), job.share)
+    waiting = waiting_for(work.state, job)  # in its lines now: the first full limit, if any
+    shown = None if waiting is None else {k: v for k, v in asdict(waiting).items() if v is not None}
     work.commands.append(
         JobQueued(
             job.id,
@@ -167,14 +190,13 @@ def enqueue(work: Work, job: Job) -> None:
             job.priority,
             job.scopes,
             job.trace_id,
+            shown,
         )  # fmt: skip
     )
-    for scope in job.scopes:
-        work.state.scopes[scope].wait(_rank(job), job.share)
-    _fill(work, job.scopes[0])
+    fill(work, job.scopes[0])
 
 
-def _fill(work: Work, scope: str) -> None:
+def fill(work: Work, scope: str) -> None:
     """Reserve free slots of `scope` for its waiting jobs, in turn, that fit all their limits."""
     slots = work.state.scopes[scope]
     for turn in slots.waiting.in_turn():  # past those full under another of their limits
@@ -195,7 +217,8 @@ def _reserve(work: Work, job: Job) -> None:
 
 
 def _start_due(work: Work, job: Job) -> None:
-    """A queued job starts now, taking its slots if this state had not reserved them."""
+    """A queued job starts now, taking its slots if this state had not reserved them (then,
+    under its workflow's `rate`, it waits for its turn holding them: `jobrates.hold_start`)."""
     rank = _rank(job)
     for scope in job.scopes:
         slots = work.state.scopes[scope]
@@ -203,6 +226,8 @@ def _start_due(work: Work, job: Job) -> None:
             slots.release(rank)
             slots.holders.add(job.id)
             _make_room(work, scope, job.id)
+    if hold_start(work, job):
+        return
     job.status = JobStatus.RUNNING
     start_job(work, job)
     work.job_running(job)
@@ -215,6 +240,7 @@ def _make_room(work: Work, scope: str, keep: str) -> None:
         reserved = [
             work.state.jobs[h] for h in slots.holders
             if h != keep and work.state.jobs[h].status is JobStatus.QUEUED
+            and not waits_for_turn(work.state, work.state.jobs[h])  # started: its rate next
         ]  # fmt: skip
         if not reserved:
             return  # running jobs alone: a retry may run over the limit
@@ -225,16 +251,18 @@ def _make_room(work: Work, scope: str, keep: str) -> None:
             work.state.scopes[other].wait(_rank(worst), worst.share)
         for other in worst.scopes:
             if other != scope:
-                _fill(work, other)
+                fill(work, other)
 
 
 @dataclass(frozen=True, slots=True)
 class WaitingFor:
     """The limit a queued job waits under: the first of its limits that is full.
 
-    `kind` is `concurrency` (its workflow's), `limit` (a `limits:` entry, named by `limit`) or
-    `max_running_jobs`; `key` the key's value (JSON) of a keyed limit; `running` the jobs that
-    hold its slots (started, or about to), `of` its limit.
+    `kind` is `concurrency` (its workflow's), `limit` (a `limits:` entry, named by `limit`),
+    `max_running_jobs` or `rate` (its workflow's, once it holds its slots); `key` the key's
+    value (JSON) of a keyed limit; `running` the jobs that hold its slots (started, or about
+    to; for `rate`, the jobs started in its window), `of` its limit; `until`, for `rate`, when
+    its turn may come at the earliest (None while its quota is 0).
     """
 
     kind: str
@@ -242,25 +270,32 @@ class WaitingFor:
     key: str | None
     running: int
     of: int
+    until: float | None = None
 
 
 def waiting_for(state: EngineState, job: Job) -> WaitingFor | None:
     """Which limit queued `job` waits under (in the order its scopes were made: the workflow's
-    `concurrency`, the `limits:` entries in file order, `max_running_jobs`); None when it does
-    not wait (it is not queued, or its slots are reserved and it starts now)."""
+    `concurrency`, the `limits:` entries in file order, `max_running_jobs`, then its workflow's
+    `rate`); None when it does not wait (it is not queued, or it starts now)."""
     if job.status is not JobStatus.QUEUED:
         return None
     for scope in job.scopes:
         slots = state.scopes.get(scope)
-        if slots is None or job.id in slots.holders:
-            return None  # reserved: its start timer is due now
+        if slots is None:
+            return None
+        if job.id in slots.holders:
+            break  # reserved or held: its start timer is due now, or its rate's turn next
         if slots.free <= 0:
             return _named(state, job, scope, slots)
-    return None
+    wait = rate_wait(state, job)
+    if wait is None:
+        return None
+    return WaitingFor("rate", "rate", wait.key, wait.started, wait.of, wait.until)
 
 
 def _named(state: EngineState, job: Job, scope: str, slots: Slots) -> WaitingFor:
-    running, of = len(slots.holders), slots.limit
+    running, of = len(slots.holders), slots.limit  # partitioned: the partition's, its quota
+    scope = base_name(scope)
     if scope == ALL_JOBS:
         return WaitingFor("max_running_jobs", "max_running_jobs", None, running, of)
     if scope.startswith(LIMIT_PREFIX):
@@ -289,6 +324,12 @@ def limits_in_use(state: EngineState) -> list[LimitUse]:
     uses = []
     for scope, slots in state.scopes.items():
         if scope.startswith(LIMIT_PREFIX) and (slots.holders or slots.waiting):
-            name, key = scope.removeprefix(LIMIT_PREFIX).split(":", 1)
+            name, key = base_name(scope).removeprefix(LIMIT_PREFIX).split(":", 1)
             uses.append(LimitUse(name, key, len(slots.holders), len(slots.waiting)))
-    return sorted(uses, key=lambda use: (use.name, use.key))
+    merged: dict[tuple[str, str], LimitUse] = {}  # partitioned: a key's partitions together
+    for use in uses:
+        seen = merged.get((use.name, use.key))
+        if seen is not None:
+            use = LimitUse(use.name, use.key, seen.running + use.running, seen.queued + use.queued)
+        merged[use.name, use.key] = use
+    return sorted(merged.values(), key=lambda use: (use.name, use.key))

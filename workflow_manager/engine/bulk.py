@@ -13,7 +13,7 @@ again: each job's rows replay what the slice did to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from workflow_manager.engine.commands import (
     BulkProgress,
@@ -35,15 +35,18 @@ from workflow_manager.engine.state import BulkRun, EngineState
 # The engine's `apply` (which imports this module).
 _Apply = Callable[[EngineState, Event], tuple[EngineState, list[Command]]]
 
-__all__ = ["MAX_ERRORS", "bulk_journal_id", "request", "carry_out", "progressed"]
+__all__ = ["MAX_ERRORS", "bulk_journal_id", "request", "carry_out", "progressed", "let_go"]
 
 MAX_ERRORS = 100
 """The reasons a bulk keeps for jobs its action did not change (the first ones); it counts all."""
 
 
+_PREFIX = "bulk:"
+
+
 def bulk_journal_id(bulk_id: str) -> str:
     """Where a bulk's rows are filed in the journal (their job_id and root_id)."""
-    return f"bulk:{bulk_id}"
+    return f"{_PREFIX}{bulk_id}"
 
 
 def request(state: EngineState, event: BulkRequested) -> list[Command]:
@@ -61,15 +64,11 @@ def request(state: EngineState, event: BulkRequested) -> list[Command]:
     key = bulk_journal_id(event.bulk_id)
     return [
         Subject(key, key),
-        BulkProgress(
-            event.bulk_id, event.action, 0, 0, 0, total, 0, 0, (), finished, event.at
-        ),
+        BulkProgress(event.bulk_id, event.action, 0, 0, 0, total, 0, 0, (), finished, event.at),
     ]
 
 
-def carry_out(
-    state: EngineState, event: BulkSlice, apply_one: _Apply
-) -> list[Command]:
+def carry_out(state: EngineState, event: BulkSlice, apply_one: _Apply) -> list[Command]:
     """Apply a slice's events in order (`apply_one`: the engine's `apply`); refused unless it
     starts where the bulk stands."""
     run = state.bulks.get(event.bulk_id)
@@ -121,6 +120,14 @@ def progressed(state: EngineState, event: BulkProgressed) -> list[Command]:
     return []
 
 
+def let_go(state: EngineState, journal_ids: Iterable[str]) -> None:
+    """Forget the bulks under way filed under those of `journal_ids` that name one (their
+    partition went to another manager, which replays them from the journal and goes on)."""
+    for key in journal_ids:
+        if key.startswith(_PREFIX):
+            state.bulks.pop(key.removeprefix(_PREFIX), None)
+
+
 def _moved(
     run: BulkRun,
     start: int,
@@ -165,4 +172,3 @@ def _reason(command: Refused | JobRejected | JobDuplicate) -> str:
     if isinstance(command, JobDuplicate):
         return f"a job with its unique key runs: {command.existing}"
     return command.reason
-

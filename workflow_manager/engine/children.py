@@ -2,7 +2,8 @@
 gathering their results as each settles (O(1) per child).
 
 Functions of the event's work (`workflow_manager.engine.extension.Work`); parts take part at
-`children_refused` (contracts) and `child_settled` (compensation).
+`children_refused` (contracts, joins) and `child_settled` (compensation). A step with a join
+policy (`workflow_manager.engine.joins`) may complete, or fail, before all its children end.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from workflow_manager.config.models import Task
+from workflow_manager.engine import joins, reducing
 from workflow_manager.engine.extension import Work
 from workflow_manager.engine.fanout import (
     FanOutError,
@@ -52,13 +54,21 @@ def fan_out(work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> None:
             return
     run.children = ids
     if not items:
-        work.complete_step(job, run, dict(data))
+        reduce = run.spec.reduce
+        work.complete_step(job, run, dict(reduce.initial) if reduce is not None else dict(data))
         return
-    run.child_results = [None] * len(ids)
+    if run.spec.reduce is not None:
+        reducing.start(run)  # results are reduced as they come, not kept per child
+    else:
+        run.child_results = [None] * len(ids)
     run.children_left = len(ids)
     run.next_child = 0
-    if job.fork is not None:
+    # A fork's reduce step runs every child again: the source's results are in no batch.
+    if job.fork is not None and run.reduction is None:
         keep_children(job, run, task, data, items)
+        # A fork may have kept enough of its source's children for the join already.
+        if joins.join_of(run) is not None and joins.decided(work, job, run, task):
+            return
     start_children(work, job, run, task)
 
 
@@ -101,8 +111,16 @@ def child_finished(work: Work, child: Job) -> None:
     run = parent.steps[link.step]
     # An on_error/on_cancel task step gathers its children after the job itself has ended.
     if not parent.is_live(run.name) or run.status is not StepStatus.RUNNING:
+        if run.status.is_done and joins.join_of(run) is not None:
+            # A `then: finish` child, ending after its step met its join: noted, not gathered.
+            why = f"task step '{run.name}' of job {parent.id} is {run.status} already"
+            work.ignore(child.id, f"{why}; this child's result is not gathered")
         return
-    assert run.child_results is not None  # set when the step fanned out
+    if run.reduction is not None and run.reduction.closed:
+        # A `then: finish` child, ending after its reduce step met its join.
+        why = f"task step '{run.name}' of job {parent.id} met its join already"
+        work.ignore(child.id, f"{why}; this child's result is not reduced")
+        return
     for part in work.parts.of(parent.workflow).child_settled:
         part.child_settled(work, parent, run, child)
     if child.status is JobStatus.FAILED and not _tolerate(parent, run, child):
@@ -113,7 +131,7 @@ def child_finished(work: Work, child: Job) -> None:
         )
         work.fail_step(parent, run, message)
         return
-    run.child_results[link.index] = child.result
+    _keep_result(run, child)
     run.children_left -= 1
     if child.status is JobStatus.COMPLETED:
         # Its result is all the parent needs; its JobFinished carries its final snapshot.
@@ -122,14 +140,32 @@ def child_finished(work: Work, child: Job) -> None:
         work.state.gone[child.id] = root
         work.state.gone_by_root.setdefault(root, []).append(child.id)
     task = parent.workflow.task_by_name[run.spec.task or ""]
-    if run.children_left > 0:
-        start_children(work, parent, run, task)
-    else:
+    if joins.join_of(run) is not None and joins.decided(work, parent, run, task):
+        return
+    if run.children_left == 0:
         _gathered(work, parent, run, task)
+    elif run.reduction is not None:
+        reducing.go_on(work, parent, run)  # a full batch to the reducer; children as allowed
+    else:
+        start_children(work, parent, run, task)
+
+
+def _keep_result(run: StepRun, child: Job) -> None:
+    """Keep a settled child's result in its element's place, or (reduce) in the pending batch."""
+    assert child.parent is not None
+    if run.reduction is None:
+        assert run.child_results is not None  # set when the step fanned out
+        run.child_results[child.parent.index] = child.result
+    elif child.status is JobStatus.COMPLETED:
+        reducing.add(run, child.result)
 
 
 def _gathered(work: Work, job: Job, run: StepRun, task: Task) -> None:
-    """Every child of a task step has settled: its output gathers their results."""
+    """Every child of a task step has settled: its output gathers their results (or, with
+    `reduce`, the last batch is reduced and the accumulator is its output)."""
+    if run.reduction is not None:
+        reducing.close(work, job, run)
+        return
     assert run.child_results is not None
     output = gather(task, run.child_results)
     if run.failed_items:
@@ -139,10 +175,11 @@ def _gathered(work: Work, job: Job, run: StepRun, task: Task) -> None:
 
 
 def _tolerate(parent: Job, run: StepRun, child: Job) -> bool:
-    """Accept a failed child when the task allows more failures (max_failed_items)."""
+    """Accept a failed child when the task allows more failures (max_failed_items), or its
+    step's join is `min_success` (which fails the step itself once it cannot be met)."""
     task = parent.workflow.task_by_name[run.spec.task or ""]
     failed = run.failed_items if run.failed_items is not None else []
-    if len(failed) >= task.max_failed_items:
+    if len(failed) >= task.max_failed_items and not joins.tolerates_failures(run):
         return False
     assert child.parent is not None
     failed.append({"index": child.parent.index, "id": child.id, "error": child.error})

@@ -31,6 +31,7 @@ __all__ = [
     "ScheduleKnown",
     "StepWaiting",
     "StepThrottled",
+    "JobThrottled",
     "ThrottleEnded",
     "StepSignalled",
     "JobFinished",
@@ -42,6 +43,8 @@ __all__ = [
     "StartTimer",
     "CancelTimer",
     "JobsReleased",
+    "QuotaUse",
+    "QuotasUsed",
     "Refused",
     "JobCompensating",
     "StepCompensation",
@@ -154,21 +157,36 @@ class StepWaiting:
 @dataclass(slots=True)
 class StepThrottled:
     """A step's next request waits for its turn under the step's `rate`: the window lets it go
-    at `until` at the earliest (later when others wait before it). Nothing is journaled for it."""
+    at `until` at the earliest (later when others wait before it; None: when its partition is
+    granted a quota of the rate, with several managers). Nothing is journaled for it."""
 
     job_id: str
     root_id: str
     workflow: str
     step: str
     at: float
-    until: float
+    until: float | None
+    trace_id: str = ""
+
+
+@dataclass(slots=True)
+class JobThrottled:
+    """A queued top-level job waits for its turn under its workflow's `rate`: the window lets
+    it go at `until` at the earliest (later when others wait before it; None while its quota
+    is 0). Nothing is journaled for it."""
+
+    job_id: str
+    workflow: str
+    at: float
+    until: float | None
     trace_id: str = ""
 
 
 @dataclass(slots=True)
 class ThrottleEnded:
     """A throttled step's turn came and its request was sent, `waited_s` after it was
-    throttled (for metrics). Nothing is journaled for it."""
+    throttled (for metrics); a job's, under its workflow's `rate`, has `step` "". Nothing is
+    journaled for it."""
 
     job_id: str
     workflow: str
@@ -212,7 +230,9 @@ class JobScheduled:
 class JobQueued:
     """A top-level job waits for a slot under its concurrency limits (status `queued`).
 
-    `scopes` names the limits it waits for (`workflow:<name>:<key JSON>`, `all`).
+    `scopes` names the limits it waits for (`workflow:<name>:<key JSON>`, `all`);
+    `waiting_for` the first full one as `GET /api/job/{id}` shows it (`kind`, `limit`, `key`,
+    `running`, `of`; None when a slot was free and it starts at once).
     """
 
     job_id: str
@@ -225,6 +245,7 @@ class JobQueued:
     priority: int
     scopes: tuple[str, ...]
     trace_id: str = ""
+    waiting_for: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -365,6 +386,29 @@ class JobsReleased:
     jobs: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class QuotaUse:
+    """One limit that holds across managers, in one partition this manager runs: `of` the
+    configured limit, `quota` how much of it this partition may use now, `used` how much it
+    uses (slots held, or starts in the rate window), `waiting` the work waiting for it.
+    `limit` is named as in `workflow_manager.engine.events.Quota`."""
+
+    limit: str
+    partition: int
+    of: int
+    quota: int
+    used: int
+    waiting: int
+
+
+@dataclass(slots=True)
+class QuotasUsed:
+    """The answer to `QuotasSet`: every shared limit with a quota, a use or waiting work in
+    this manager's memory, once the quotas are set."""
+
+    uses: tuple[QuotaUse, ...]
+
+
 @dataclass(slots=True)
 class Refused:
     """A cancel, retry, signal or schedule pause request cannot be done; `kind` is "not-found",
@@ -468,6 +512,7 @@ Command = (
     | SchedulePauseSet
     | StepWaiting
     | StepThrottled
+    | JobThrottled
     | ThrottleEnded
     | StepSignalled
     | JobFinished
@@ -479,6 +524,7 @@ Command = (
     | StartTimer
     | CancelTimer
     | JobsReleased
+    | QuotasUsed
     | Refused
     | JobCompensating
     | StepCompensation

@@ -2,7 +2,8 @@
 
 A part (`workflow_manager.engine.extension.Part`). The job exists at once (so it can be read,
 cancelled, and its id is taken); a journaled timer (`timers.JobStart`)
-starts it, so a replay after a crash starts it once, at the same time.
+starts it, so a replay after a crash starts it once, at the same time. When it comes due, a
+job under limits queues for them, and one of a workflow with `rate` waits for its turn.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from workflow_manager.engine.admission import enqueue
 from workflow_manager.engine.commands import JobScheduled
 from workflow_manager.engine.extension import Part, Submission, Work
+from workflow_manager.engine.jobrates import hold_start
 from workflow_manager.engine.jobs import cancel_unstarted, start_job
 from workflow_manager.engine.state import Job, JobStatus
 from workflow_manager.engine.timers import JobStart, Timer
@@ -78,6 +80,8 @@ class DelayedStarts(Part):
         if job.scopes:
             enqueue(work, job)  # under a concurrency limit: it queues from now
             return
+        if hold_start(work, job):
+            return  # the workflow's rate: it waits for its turn from now
         job.status = JobStatus.RUNNING
         start_job(work, job)
         work.job_running(job)

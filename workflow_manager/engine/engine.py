@@ -25,6 +25,7 @@ from workflow_manager.engine.events import (
     JobsRecalled,
     JobSubmitted,
     PauseRequested,
+    QuotasSet,
     RateHistory,
     RetryRequested,
     SchedulePaused,
@@ -34,8 +35,9 @@ from workflow_manager.engine.events import (
     TimerFired,
 )
 from workflow_manager.engine.handover import hand_over
+from workflow_manager.engine.jobrates import remember_starts
 from workflow_manager.engine.pausing import pause
-from workflow_manager.engine.rates import remember_history
+from workflow_manager.engine.quotaset import set_quotas
 from workflow_manager.engine.scheduling import pause_schedule, schedule_seen
 from workflow_manager.engine.state import EngineState
 from workflow_manager.engine.submission import submit
@@ -58,6 +60,7 @@ _EVENTS = (
     JobsHandedOver,
     JobsRecalled,
     RateHistory,
+    QuotasSet,
     BulkRequested,
     BulkSlice,
     BulkProgressed,
@@ -65,11 +68,12 @@ _EVENTS = (
 
 
 # The events that are not one job's transition: the hand-over of trees, ended jobs recalled,
-# rate limits' recent starts, and bulk actions.
+# rate limits' recent starts, quotas of cluster-wide limits, and bulk actions.
 _WHOLE: dict[type, Callable[[EngineState, Any], list[Command]]] = {
     JobsHandedOver: lambda state, event: hand_over(state, event.roots),
     JobsRecalled: recall_windows,
-    RateHistory: remember_history,
+    RateHistory: remember_starts,
+    QuotasSet: set_quotas,
     BulkRequested: bulk.request,
     BulkSlice: lambda state, event: bulk.carry_out(state, event, apply),
     BulkProgressed: bulk.progressed,

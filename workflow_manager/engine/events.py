@@ -20,7 +20,10 @@ __all__ = [
     "JobsRecalled",
     "RecalledJob",
     "RateHistory",
+    "Quota",
+    "QuotasSet",
     "RateStart",
+    "JobRateStart",
     "SchedulePaused",
     "ScheduleSeen",
     "BULK_ACTIONS",
@@ -202,7 +205,8 @@ class JobsRecalled:
 @dataclass(frozen=True, slots=True)
 class RateStart:
     """A step request sent lately (attempt `attempt` of `step` of job `job_id`, to `queue`, with
-    its `input` and the job's `meta`), as read from its journal row at a start or a take-over."""
+    its `input` and the job's `meta`), as read from its journal row at a start or a take-over;
+    `partition`: its job tree's, when partitioned (its window is the partition's)."""
 
     workflow: str
     step: str
@@ -212,17 +216,34 @@ class RateStart:
     input: dict[str, Any]
     meta: dict[str, Any] | None
     at: float
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRateStart:
+    """A top-level job of a workflow with `rate` that started lately (its first start: job
+    `job_id` of `workflow`, with its `payload` and `meta` as submitted), as read from the
+    journal at a start or a take-over; `partition`: its tree's, when partitioned."""
+
+    workflow: str
+    job_id: str
+    payload: dict[str, Any]
+    meta: dict[str, Any] | None
+    at: float
+    partition: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RateHistory:
     """The step requests sent within their rate limits' windows, oldest first, read from the
     journal when memory is rebuilt from it (replay brings back running jobs only, and a job
-    that ended within a window took a start too). Not journaled itself: it is read from the
-    journal. A start it shares with a replayed dispatch counts once."""
+    that ended within a window took a start too); `jobs`, likewise, the top-level jobs started
+    within their workflows' `rate` windows. Not journaled itself: it is read from the journal.
+    A start it shares with a replayed one counts once."""
 
     starts: tuple[RateStart, ...]
     at: float
+    jobs: tuple[JobRateStart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +253,37 @@ class JobsHandedOver:
 
     roots: tuple[str, ...]
     at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """How much of limit `limit` the jobs of `partition` may use (`QuotasSet`).
+
+    `limit` names one limit that holds across managers, as `QuotaUse` does: `jobs/all`
+    (`max_running_jobs`), `jobs/limit:<name>:<key JSON>` (a `limits:` entry's key),
+    `step/<workflow>:<flow>:<step>` (a step's `concurrency`),
+    `rate/step:<workflow>:<flow>:<step>:<key JSON>` (a step's `rate` window) or
+    `rate/job:<workflow>:<key JSON>` (a workflow's `rate` window)."""
+
+    limit: str
+    partition: int
+    quota: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuotasSet:
+    """Several managers: this manager's quotas of the limits that hold across the cluster,
+    for the partitions it runs (`workflow_manager.cluster.quotas` decides them). A quota set
+    below what its partition uses now takes nothing back: the work under way finishes, and
+    nothing more starts until the use is under it; a quota raised releases waiting work at
+    once. `running`, when given, are the partitions this manager runs: the quotas of any
+    other are forgotten. Answered by `QuotasUsed`, with every limit in use and where it stands
+    (empty `quotas` only asks). Not journaled: the releases it makes are, when their timers
+    fire."""
+
+    quotas: tuple[Quota, ...]
+    at: float
+    running: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +361,7 @@ Event = (
     | JobsHandedOver
     | JobsRecalled
     | RateHistory
+    | QuotasSet
     | SchedulePaused
     | ScheduleSeen
     | BulkRequested

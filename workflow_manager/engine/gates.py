@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine.extension import Part, Work, every_step
+from workflow_manager.engine.fairshares import step_share
+from workflow_manager.engine.quotas import STEP, quota_limit, quota_name
 from workflow_manager.engine.state import EngineState, Job, Rank, Slots, StepRun, StepStatus
 from workflow_manager.engine.timers import StepRelease, Timer
 
-__all__ = ["StepGates"]
+__all__ = ["StepGates", "fill"]
 
 
 def _holder(job: Job, run: StepRun) -> str:
@@ -43,14 +45,13 @@ class StepGates(Part):
             return False
         run.status = StepStatus.QUEUED
         run.queued_at = work.at
-        slots = _gate(work.state, job, run)
-        slots.limit = run.spec.concurrency  # a new definition's limit counts now
+        slots = _gate(work.state, job, run, refresh=True)  # a new definition's limit counts now
         if slots.free > 0:
             slots.holders.add(_holder(job, run))
-            slots.waiting.took_turn(job.share)
+            slots.waiting.took_turn(step_share(work.state, job, run))
             work.start_timer(StepRelease(job.id, run.name, run.attempt + 1), work.at)
         else:
-            slots.wait(_rank(job, run), job.share)
+            slots.wait(_rank(job, run), step_share(work.state, job, run))
         return True
 
     def timer_fired(self, work: Work, key: str, timer: Timer, job: Job | None) -> None:
@@ -78,21 +79,37 @@ class StepGates(Part):
         if holder not in slots.holders:
             return
         slots.holders.discard(holder)
-        while slots.free > 0 and (turn := slots.waiting.next()) is not None:
-            slots.release(turn)
-            next_holder = turn[2]
-            job_id, _, step = next_holder.partition(":")
-            waiting = work.state.jobs[job_id]
-            slots.holders.add(next_holder)
-            attempt = waiting.steps[step].attempt + 1
-            work.start_timer(StepRelease(job_id, step, attempt), work.at)
+        _release_free(work, slots)
 
 
-def _gate(state: EngineState, job: Job, run: StepRun) -> Slots:
-    name = f"{job.workflow.name}:{job.flow_of(run.name).name}:{run.name}"
+def fill(work: Work, name: str) -> None:
+    """Gate `name` may have room (its quota grew): the best waiting take the free slots."""
+    _release_free(work, work.state.gates[name])
+
+
+def _release_free(work: Work, slots: Slots) -> None:
+    """Each free slot goes to the waiting step whose turn it is: reserved, released at once."""
+    while slots.free > 0 and (turn := slots.waiting.next()) is not None:
+        slots.release(turn)
+        next_holder = turn[2]
+        job_id, _, step = next_holder.partition(":")
+        waiting = work.state.jobs[job_id]
+        slots.holders.add(next_holder)
+        attempt = waiting.steps[step].attempt + 1
+        work.start_timer(StepRelease(job_id, step, attempt), work.at)
+
+
+def _gate(state: EngineState, job: Job, run: StepRun, refresh: bool = False) -> Slots:
+    """The step's slots (partitioned: its partition's, limited by their quota), made on first
+    use; `refresh`: their limit becomes `run`'s step's."""
+    base = f"{job.workflow.name}:{job.flow_of(run.name).name}:{run.name}"
+    name = quota_name(state, base, job)
     slots = state.gates.get(name)
-    if slots is None:
-        slots = state.gates[name] = Slots(run.spec.concurrency or 1)
+    if slots is None or refresh:
+        limit = quota_limit(state, STEP, name, run.spec.concurrency or 1)
+        if slots is None:
+            slots = state.gates[name] = Slots(limit)
+        slots.limit = limit
     return slots
 
 
@@ -121,4 +138,4 @@ def _take_back(work: Work, slots: Slots, keep: str) -> None:
         rank, job, run = max(reserved, key=lambda entry: entry[0])
         work.cancel_timer(StepRelease(job.id, run.name, run.attempt + 1))
         slots.holders.discard(_holder(job, run))
-        slots.wait(rank, job.share)
+        slots.wait(rank, step_share(work.state, job, run))

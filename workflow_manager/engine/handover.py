@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from workflow_manager.engine.bulk import let_go as let_go_of_bulks
 from workflow_manager.engine.commands import CancelTimer, Command, JobsReleased
 from workflow_manager.engine.snapshot import descendants, forget
 from workflow_manager.engine.state import EngineState, Slots
@@ -31,8 +32,11 @@ def _let_go(slots: Slots, doomed: set[str]) -> None:
 
 
 def hand_over(state: EngineState, roots: Iterable[str]) -> list[Command]:
-    """Forget the job trees of `roots` (top-level job ids; unknown ones are skipped); the
-    commands cancel their timers, then name every job let go (`JobsReleased`)."""
+    """Forget the job trees of `roots` (top-level job ids; unknown ones are skipped), and the
+    bulks under way among them (`bulk:<id>`); the commands cancel their timers, then name
+    every job let go (`JobsReleased`)."""
+    roots = list(roots)  # read twice
+    let_go_of_bulks(state, roots)
     doomed: set[str] = set()
     for root in roots:
         job = state.jobs.get(root)
@@ -50,6 +54,11 @@ def hand_over(state: EngineState, roots: Iterable[str]) -> list[Command]:
     for limits in (state.scopes, state.gates):
         for slots in limits.values():
             _let_go(slots, doomed)
+    for window in state.rates.values():
+        # A window is its partition's (`quota_name`): all of its line leaves with the trees.
+        window.waiting.keep_only(lambda rank: _job_of(rank[2]) not in doomed)
+        if window.armed is not None and _job_of(window.armed) in doomed:
+            window.armed = None  # its timer was cancelled above
     state.unique = {key: job for key, job in state.unique.items() if job not in doomed}
     state.compensating = {
         corr: job for corr, job in state.compensating.items() if job not in doomed

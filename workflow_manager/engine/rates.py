@@ -14,9 +14,9 @@ slot, then waits for its turn under the rate while holding it (`release_held`: a
 by the concurrency limit does not skip the rate). Neither limit is exceeded: requests out
 never pass the slots, and starts are counted when sent.
 
-The limit a window may use is read through `allowed_limit`: today the configured one (each
-manager holds a rate on its own; with partitions, per manager). A cluster-wide allocator can
-give a manager a share of it there.
+The limit a window may use is read through `allowed_limit`: the configured one with one
+manager; with several (partitions), each partition's window may use its quota of it
+(`workflow_manager.engine.quotas`), so the cluster together keeps the rate.
 
 As for step concurrency (`workflow_manager.engine.gates`), the release is journaled under the
 job it dispatches and obeyed as it comes, so a replay of only the running jobs follows the live
@@ -25,27 +25,38 @@ run. A part (`workflow_manager.engine.extension.Part`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 
 from workflow_manager.config.models import Rate, Step, Workflow
 from workflow_manager.engine.commands import Command, StepThrottled, ThrottleEnded
 from workflow_manager.engine.events import RateHistory
 from workflow_manager.engine.extension import Part, Work, every_step
+from workflow_manager.engine.fairshares import step_share
 from workflow_manager.engine.metadata import job_meta, key_data
+from workflow_manager.engine.quotas import RATE, quota_limit, quota_name
 from workflow_manager.engine.ratewindow import RateWindow
 from workflow_manager.engine.state import EngineState, Job, Rank, StepRun, StepStatus
 from workflow_manager.engine.timers import RateRelease, Timer
 
-__all__ = ["StepRates", "allowed_limit", "rated_steps", "remember_history", "step_window_name"]
+__all__ = [
+    "StepRates",
+    "allowed_limit",
+    "arm_window",
+    "rate_window",
+    "rated_steps",
+    "remember_history",
+    "step_window_name",
+]
 
 _SWEEP = 2
 """Idle windows checked for leaving memory per window used (the least recently used)."""
 
 
 def allowed_limit(state: EngineState, name: str, rate: Rate) -> int:
-    """The starts per window this manager may use of `rate` for window `name`: the one
-    place a cluster-wide allocator would give a manager its share (today, all of it)."""
-    return rate.limit
+    """The starts per window window `name` may use of `rate`: all of it with one manager, its
+    partition's quota with several (0 until granted)."""
+    return quota_limit(state, RATE, name, rate.limit)
 
 
 def step_window_name(state: EngineState, job: Job, run: StepRun) -> str:
@@ -55,7 +66,8 @@ def step_window_name(state: EngineState, job: Job, run: StepRun) -> str:
     key = "null"
     if rate.expression is not None:
         key = rate.key_of(key_data(run.input or {}, job_meta(state, job)))
-    return _window_name(job.workflow.name, job.flow_of(run.name).name, run.name, key)
+    base = _window_name(job.workflow.name, job.flow_of(run.name).name, run.name, key)
+    return quota_name(state, base, job)
 
 
 def _window_name(workflow: str, flow: str, step: str, key: str) -> str:
@@ -78,6 +90,8 @@ def remember_history(state: EngineState, event: RateHistory) -> list[Command]:
             if rate.expression is not None:
                 key = rate.key_of(key_data(start.input, start.meta))
             name = _window_name(workflow.name, flow, step.name, key)
+            if state.quotas is not None and start.partition is not None:
+                name = f"{name}@{start.partition}"
             window = _window(state, name, rate, event.at)
             window.record(start.at, f"{start.job_id}:{step.name}:{start.attempt}")
     return []
@@ -117,6 +131,12 @@ def _rank(job: Job, run: StepRun) -> Rank:
     return (-job.priority, run.throttled_at or 0.0, _holder(job, run))
 
 
+def rate_window(state: EngineState, name: str, rate: Rate, at: float) -> RateWindow:
+    """Window `name` of `rate`, made on first use (`workflow_manager.engine.jobrates` keeps its
+    windows among the steps': idle ones leave memory alike)."""
+    return _window(state, name, rate, at)
+
+
 def _window(state: EngineState, name: str, rate: Rate, at: float) -> RateWindow:
     """Window `name` (made on first use), now the most recently used; the least recently
     used idle ones leave memory, so keyed windows do not pile up."""
@@ -125,6 +145,8 @@ def _window(state: EngineState, name: str, rate: Rate, at: float) -> RateWindow:
     if window is None:
         window = RateWindow(rate.limit, rate.per)
     window.limit, window.per = rate.limit, rate.per  # a new definition's rate counts now
+    if state.quotas is not None:
+        quota_limit(state, RATE, name, rate.limit)  # its use is reported: a replay's too
     for _ in range(_SWEEP):
         oldest = next(iter(rates), None)
         if oldest is None or not rates[oldest].is_idle(at):
@@ -172,7 +194,7 @@ class StepRates(Part):
         if window.armed == _holder(job, run):
             work.cancel_timer(RateRelease(job.id, run.name, run.attempt + 1))
             window.armed = None
-        _arm(work, window, name, rate)
+        _arm(work, window, name)
 
     def timer_fired(self, work: Work, key: str, timer: Timer, job: Job | None) -> None:
         """A throttled step's turn came: dispatch it (the journal says it was), arm the next."""
@@ -194,18 +216,20 @@ def _throttled(work: Work, job: Job, run: StepRun, rate: Rate) -> bool:
     name = step_window_name(work.state, job, run)
     window = _window(work.state, name, rate, work.at)
     holder = _holder(job, run)
-    if window.passing == holder:
+    if window.passing == holder or window.counts(f"{holder}:{run.attempt + 1}"):
+        # Its turn came, or the journal's history says this attempt was sent: a replay at
+        # recovery meets its own start, counted already, and must not wait for it.
         return False
     window.forget_before(work.at)
     limit = allowed_limit(work.state, name, rate)
     if not window.waiting and window.has_room(work.at, limit):
-        window.waiting.took_turn(job.share)
+        window.waiting.took_turn(step_share(work.state, job, run))
         return False
     run.status = StepStatus.THROTTLED
     run.throttled_at = work.at
-    run.throttled_until = window.free_at(work.at, limit)
-    window.waiting.wait(_rank(job, run), job.share)
-    _arm(work, window, name, rate)
+    run.throttled_until = _until(window.free_at(work.at, limit))
+    window.waiting.wait(_rank(job, run), step_share(work.state, job, run))
+    _arm(work, window, name)
     work.commands.append(
         StepThrottled(
             job.id, job.root_id, job.workflow.name, run.name, work.at,
@@ -215,8 +239,19 @@ def _throttled(work: Work, job: Job, run: StepRun, rate: Rate) -> bool:
     return True
 
 
-def _arm(work: Work, window: RateWindow, name: str, rate: Rate) -> None:
-    """Arm the release timer of the line's next turn, due when the window allows a start."""
+def _until(due: float) -> float | None:
+    """When a window lets a start go; None while its quota is 0 (it goes once one is granted)."""
+    return None if math.isinf(due) else due
+
+
+def arm_window(work: Work, name: str) -> None:
+    """Window `name` may have room earlier (its quota grew): arm its next turn again."""
+    _arm(work, work.state.rates[name], name)
+
+
+def _arm(work: Work, window: RateWindow, name: str) -> None:
+    """Arm the release timer of the line's next turn, due when the window allows a start (not
+    while its quota is 0: `arm_window` arms it once one is granted)."""
     head = window.waiting.next()
     if head is None:
         return
@@ -230,9 +265,14 @@ def _arm(work: Work, window: RateWindow, name: str, rate: Rate) -> None:
         if armed is not None and armed_step in armed.steps:
             attempt = armed.steps[armed_step].attempt + 1
             work.cancel_timer(RateRelease(armed_job, armed_step, attempt))
+    due = window.free_at(work.at, quota_limit(work.state, RATE, name, window.limit))
+    run.throttled_until = _until(due)
+    if math.isinf(due):
+        if window.armed == head[2]:
+            work.cancel_timer(timer)
+        window.armed = None
+        return
     window.armed = head[2]
-    due = window.free_at(work.at, allowed_limit(work.state, name, rate))
-    run.throttled_until = due
     if work.state.timers.get(timer.key) != due:
         work.start_timer(timer, due)
 
@@ -246,7 +286,7 @@ def _release(work: Work, job: Job, run: StepRun, rate: Rate) -> None:
     if window.armed == holder and not window.has_room(
         work.at, allowed_limit(work.state, name, rate)
     ):
-        _arm(work, window, name, rate)
+        _arm(work, window, name)
         return
     window.waiting.release(_rank(job, run))
     if window.armed == holder:
@@ -260,4 +300,4 @@ def _release(work: Work, job: Job, run: StepRun, rate: Rate) -> None:
     if run.status is StepStatus.RUNNING and run.dispatched_at == work.at:
         waited = work.at - (run.throttled_at or work.at)
         work.commands.append(ThrottleEnded(job.id, job.workflow.name, run.name, work.at, waited))
-    _arm(work, window, name, rate)
+    _arm(work, window, name)

@@ -11,6 +11,7 @@ of the same dispatch) counts it once. Pure: times are passed in.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -55,10 +56,26 @@ class RateWindow:
             self._ids.discard(starts.popleft()[1])
         return True
 
+    def counts(self, identity: str) -> bool:
+        """True when a start of `identity` lies in the window (as far as it keeps them)."""
+        return identity in self._ids
+
+    def discard(self, identity: str) -> None:
+        """Count `identity`'s start no more (a turn given to work that did not start after
+        all, or that starts later than it was counted)."""
+        if identity in self._ids:
+            self._ids.discard(identity)
+            kept = [start for start in self.starts if start[1] != identity]
+            self.starts.clear()
+            self.starts.extend(kept)
+
     def free_at(self, now: float, limit: int | None = None) -> float:
         """When the next start may go: `now` when the window has room, else the oldest of the
-        last `limit` starts + `per`. `limit` may be less than the configured one (a share)."""
+        last `limit` starts + `per`. `limit` may be less than the configured one (a quota);
+        none (inf) while it is 0."""
         limit = self.limit if limit is None else limit
+        if limit <= 0:
+            return math.inf
         if len(self.starts) < limit:
             return now
         oldest = self.starts[len(self.starts) - limit][0]

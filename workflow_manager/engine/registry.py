@@ -21,9 +21,12 @@ from workflow_manager.engine.extension import Parts
 from workflow_manager.engine.fairshares import FairShares
 from workflow_manager.engine.fallbacks import Fallbacks
 from workflow_manager.engine.gates import StepGates
+from workflow_manager.engine.jobrates import JobRates
+from workflow_manager.engine.joins import Joins
 from workflow_manager.engine.metadata import Metadata
 from workflow_manager.engine.pausing import Pauses
 from workflow_manager.engine.rates import StepRates
+from workflow_manager.engine.reducing import Reducers
 from workflow_manager.engine.scheduling import Schedules
 from workflow_manager.engine.uniqueness import UniqueJobs
 from workflow_manager.engine.waiting import WaitingSteps
@@ -40,6 +43,9 @@ PARTS = Parts(
         Conditions(),
         # JSON Schemas: submission_refused, step_starting_held, reply_problem, children_refused
         Contracts(),
+        # task steps' join (after the contracts: a list is checked before its length):
+        # children_refused, job_stopped
+        Joins(),
         # x-meta: job_created, reply_problem
         Metadata(),
         # paused schedules, overlap: skip: submission_refused, job_created
@@ -51,13 +57,18 @@ PARTS = Parts(
         # unique: submission_refused, job_created, retry_refusal, job_revived, job_settled
         UniqueJobs(),
         # fairness (the group a job's held-back work waits in, for admission and step
-        # concurrency): submission_refused, job_created
+        # concurrency; a step's own, failing a step whose share cannot be read before its
+        # concurrency and rate hold it): submission_refused, job_created, dispatch_held
         FairShares(),
         # compensate: claims_reply, step_completed, child_settled, wind_down_held,
         # retry_refusal, timers CompensationTimeout and CompensationRetry
         Compensations(),
         # not_before: submission_prepared, start_held, cancel_held, timer JobStart
         DelayedStarts(),
+        # workflow rate: start_held, cancel_held, job_settled, timer JobRateRelease. A job under
+        # concurrency limits takes its slots first and reaches its rate from admission's start
+        # (here, before Admission, only so that a cancelled queued job leaves its line first)
+        JobRates(),
         # workflow concurrency, max_running_jobs, priorities: submission_prepared, start_held,
         # job_settled, cancel_held, retry_refusal, job_revived, timer JobAdmit
         Admission(),
@@ -70,6 +81,9 @@ PARTS = Parts(
         WaitingSteps(),
         # fallback: failure_held, completion_held
         Fallbacks(),
+        # reduce: claims_reply (an earlier batch's late reply), completion_held, failure_held,
+        # retry_refusal
+        Reducers(),
         # step timeout_s, retries: dispatched, timers StepTimeout and RetryDue
         Retries(),
         # workflow timeout: job_running, job_stopped, timer JobTimeout

@@ -14,6 +14,7 @@ from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
 from workflow_manager.engine.fairness import NO_SHARE, FairShare, Rank, Slots
 from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
+from workflow_manager.engine.quotas import Quotas
 from workflow_manager.engine.ratewindow import RateWindow
 from workflow_manager.engine.statuses import (
     ENDED_STATUSES,
@@ -34,6 +35,7 @@ __all__ = [
     "ForkedFrom",
     "BulkRun",
     "DebounceWindow",
+    "Reduction",
     "CompensationRun",
     "Compensation",
     "Job",
@@ -49,6 +51,20 @@ class DebounceWindow:
     job_id: str
     ends_at: float
     debounced: int = 0
+
+
+@dataclass(slots=True)
+class Reduction:
+    """A task step with `reduce` (`workflow_manager.engine.reducing`): the accumulator so far,
+    the finished children's results not sent yet (in the order they finished), how many the
+    batch in flight holds (its results are the reducer run's input) and how many were reduced.
+    `closed`: its children are all in (or its join is met); what is left is sent, then it ends."""
+
+    accumulator: dict[str, Any]
+    pending: list[Any] = field(default_factory=list)
+    sending: int = 0
+    reduced: int = 0
+    closed: bool = False
 
 
 @dataclass(slots=True)
@@ -89,6 +105,10 @@ class StepRun:
     # Workflows with `compensate` only: the compensations of each child that finished, in the
     # order they finished (a completed child leaves memory; what undoing it needs stays here).
     child_plans: list[list[CompensationRun]] | None = None
+    # A task step with `reduce`: its reduction (then `child_results` stays None); a reducer's
+    # run (in its job's steps, like a fallback's): the task step it reduces for.
+    reduction: Reduction | None = None
+    reduces: str | None = None
 
     @property
     def name(self) -> str:
@@ -242,6 +262,11 @@ class Job:
     # since when it has been queued for them.
     scopes: tuple[str, ...] = ()
     queued_at: float | None = None
+    # Workflows with `rate` (`workflow_manager.engine.jobrates`): since when the queued job
+    # waits for its turn under the workflow's rate, and when its window lets it go at the
+    # earliest (None while it waits for none, or its quota is 0).
+    throttled_at: float | None = None
+    throttled_until: float | None = None
     # Workflows with `fairness`: the key group (and weight) its held-back work waits in; a
     # child's is its top-level job's.
     share: FairShare = NO_SHARE
@@ -336,6 +361,9 @@ class EngineState:
     # Rate limits (`workflow_manager.engine.rates`): bucket name -> its recent starts and the
     # work waiting for a turn, least recently used first; an idle one leaves memory.
     rates: dict[str, RateWindow] = field(default_factory=dict)
+    # Several managers: each partition's quota of the limits that hold across the cluster
+    # (`workflow_manager.engine.quotas`); None with one manager, where limits are used whole.
+    quotas: Quotas | None = None
 
     @classmethod
     def from_workflows(
@@ -345,8 +373,10 @@ class EngineState:
         max_running_jobs: int | None = None,
         max_fanout_bytes: int = DEFAULT_MAX_FANOUT_BYTES,
         limits: Iterable[JobLimit] = (),
+        partitions: int | None = None,
     ) -> EngineState:
-        """A fresh state serving `workflows`; `pinned` adds older versions running jobs use."""
+        """A fresh state serving `workflows`; `pinned` adds older versions running jobs use;
+        `partitions`: the count, when several managers share the jobs (limits by quota)."""
         definitions = {wf.content_hash: wf for wf in pinned}
         definitions.update({wf.content_hash: wf for wf in workflows.values()})
         current = {name: wf.content_hash for name, wf in workflows.items()}
@@ -356,6 +386,7 @@ class EngineState:
             max_running_jobs=max_running_jobs,
             max_fanout_bytes=max_fanout_bytes,
             limits=tuple(limits),
+            quotas=Quotas(partitions) if partitions is not None else None,
         )
 
     def workflow(self, name: str, definition: str | None = None) -> Workflow | None:

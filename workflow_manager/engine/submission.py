@@ -3,7 +3,8 @@
 Functions of the event's work (`workflow_manager.engine.extension.Work`). A new job goes through
 the parts in order: `submission_refused` (payload contract, schedules, unique keys),
 `submission_prepared` (a later start, concurrency limits), then, once the job exists,
-`job_created` (metadata, schedules, unique keys) and `start_held` (delays, admission);
+`job_created` (metadata, schedules, unique keys) and `start_held` (delays, the workflow's
+rate, admission);
 a fork (`workflow_manager.engine.forking`) keeps its source's earlier outputs before it starts;
 a job none of them holds back runs now (`job_running`: its deadline).
 """
@@ -75,7 +76,8 @@ def _new_job(work: Work, sub: Submission) -> Job:
     keeps its source's outputs first, so only the steps it runs again are ready."""
     event = sub.event
     trace = (event.trace_id or derived_trace_id(sub.job_id), event.trace_parent)
-    start = sub.start_at is None and not sub.scopes
+    # Held back: a later start, concurrency limits, or the workflow's rate (its turn starts it).
+    start = sub.start_at is None and not sub.scopes and sub.workflow.rate is None
     job = create_job(
         work, sub.workflow, sub.workflow, sub.job_id, event.payload, None, trace, event.priority,
         start and event.fork is None, sub.scopes, event.partition,

@@ -4,9 +4,9 @@ Inside the engine a timer is one of the `Timer` classes below, dispatched with `
 state, the commands and the journal hold its text (`Timer.key`, e.g. `timeout:<job>:<step>:2`),
 parsed back at the edge by `parse_timer`: the format is the one journals have always held, so
 recovery reads old journals unchanged. Held-back work given a slot (`JobAdmit`, `StepRelease`)
-is due at once (a throttled step's `RateRelease`: at its turn) but journaled when it fires,
-under the job it starts, so a replay of only the running jobs follows what was decided
-(admission, gates, rates).
+is due at once (a throttled step's `RateRelease`, a job's `JobRateRelease`: at its turn) but
+journaled when it fires, under the job it starts, so a replay of only the running jobs follows
+what was decided (admission, gates, rates).
 
 Retry waits are drawn between half the nominal delay and the nominal delay, spreading retries
 of many jobs apart. The draw hashes (job, step, attempt), so a replay of the journal computes
@@ -25,6 +25,7 @@ __all__ = [
     "CompensationRetry",
     "CompensationTimeout",
     "JobAdmit",
+    "JobRateRelease",
     "JobStart",
     "JobTimeout",
     "RateRelease",
@@ -36,6 +37,7 @@ __all__ = [
     "compensation_retry",
     "compensation_timeout",
     "job_admit",
+    "job_rate_release",
     "job_start",
     "job_timeout",
     "parse",
@@ -113,6 +115,19 @@ class JobAdmit:
 
 
 @dataclass(frozen=True, slots=True)
+class JobRateRelease:
+    """A queued job's start under its workflow's `rate`, due when the window lets its turn go
+    (held-back work: `workflow_manager.engine.jobrates`)."""
+
+    job_id: str
+
+    @property
+    def key(self) -> str:
+        """The text form the state and the journal hold."""
+        return f"job-rate:{self.job_id}"
+
+
+@dataclass(frozen=True, slots=True)
 class StepRelease:
     """`attempt` of a step held by its concurrency limit, once a slot is reserved (held-back
     work)."""
@@ -172,19 +187,20 @@ class CompensationRetry:
 
 
 Timer = (
-    StepTimeout | RetryDue | JobTimeout | JobStart | JobAdmit | StepRelease | RateRelease
-    | CompensationTimeout | CompensationRetry
+    StepTimeout | RetryDue | JobTimeout | JobStart | JobAdmit | JobRateRelease | StepRelease
+    | RateRelease | CompensationTimeout | CompensationRetry
 )  # fmt: skip
 """Every timer the engine starts."""
 
-HELD_WORK = (JobAdmit, StepRelease, RateRelease)
+HELD_WORK = (JobAdmit, JobRateRelease, StepRelease, RateRelease)
 """Held-back work given its slot: obeyed when it fires even if this state has not armed it
 (a replay of only the running jobs may not have reserved that slot)."""
 
-_OF_JOB: dict[str, type[JobTimeout | JobStart | JobAdmit]] = {
+_OF_JOB: dict[str, type[JobTimeout | JobStart | JobAdmit | JobRateRelease]] = {
     "job-timeout": JobTimeout,
     "start": JobStart,
     "admit": JobAdmit,
+    "job-rate": JobRateRelease,
 }
 _OF_STEP: dict[str, type[StepTimeout | RetryDue | StepRelease | RateRelease]] = {
     "timeout": StepTimeout,
@@ -238,7 +254,7 @@ def parse(key: str) -> TimerKey | None:
     timer = parse_timer(key)
     kind = key.partition(":")[0]
     match timer:
-        case JobTimeout() | JobStart() | JobAdmit():
+        case JobTimeout() | JobStart() | JobAdmit() | JobRateRelease():
             return TimerKey(kind, timer.job_id)
         case StepTimeout() | RetryDue() | StepRelease() | RateRelease():
             return TimerKey(kind, timer.job_id, timer.step, timer.attempt)
@@ -270,6 +286,11 @@ def job_start(job_id: str) -> str:
 def job_admit(job_id: str) -> str:
     """The key of a queued job's start, once a slot is reserved for it."""
     return JobAdmit(job_id).key
+
+
+def job_rate_release(job_id: str) -> str:
+    """The key of a queued job's start under its workflow's rate, due at its turn."""
+    return JobRateRelease(job_id).key
 
 
 def step_release(job_id: str, step: str, attempt: int) -> str:

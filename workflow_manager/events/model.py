@@ -6,10 +6,13 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
     JobDebounced           job.debounced                    a trigger joined the job's debounce
                                                             window: reason names it; start_at
                                                             (trailing) when the job starts
-    JobQueued              job.queued                       status queued (a concurrency limit)
+    JobQueued              job.queued                       status queued (a concurrency limit);
+                                                            waiting_for: the first full limit
     StepWaiting            step.waiting                     status waiting
     StepThrottled          step.throttled                   status throttled (a rate limit);
                                                             start_at: when it may go
+    JobThrottled           job.throttled                    status queued (its workflow's rate);
+                                                            start_at: when it may start
     StepSignalled          step.signalled                   status completed, or kept (early)
     JobStarted             job.started                      status running
     JobFinished            job.completed|failed|cancelled   status as the job ended
@@ -47,6 +50,7 @@ from workflow_manager.engine import (
     JobQueued,
     JobScheduled,
     JobStarted,
+    JobThrottled,
     SchedulePauseSet,
     StepCompensation,
     StepFinished,
@@ -61,6 +65,7 @@ EVENT_TYPES = (
     "job.scheduled",
     "job.debounced",
     "job.queued",
+    "job.throttled",
     "job.started",
     "job.completed",
     "job.failed",
@@ -115,6 +120,7 @@ class RunEvent:
     done: int | None = None  # bulk.*: the jobs acted on so far, of `total`
     total: int | None = None
     schedule: str | None = None  # schedule.*: the schedule's name (`job` is `<workflow>/<name>`)
+    waiting_for: dict[str, Any] | None = None  # job.queued: the limit, as GET /api/job shows it
     seq: int = 0
     id: str = ""
 
@@ -153,6 +159,8 @@ class RunEvent:
             body["done"], body["total"] = self.done, self.total
         if self.schedule is not None:
             body["schedule"] = self.schedule
+        if self.waiting_for is not None:
+            body["waiting_for"] = self.waiting_for
         body["at"] = self.at
         return body
 
@@ -272,6 +280,11 @@ def _run_event(command: Command) -> RunEvent | None:
             )  # fmt: skip
         case StepWaiting() | StepThrottled() | StepSignalled():
             return _step_wait_event(command)
+        case JobThrottled():
+            return RunEvent(
+                "job.throttled", command.job_id, command.job_id, command.workflow, command.at,
+                status="queued", start_at=command.until,
+            )  # fmt: skip
         case JobCompensating():
             return RunEvent(
                 "job.compensating", command.job_id, command.root_id, command.workflow,
@@ -291,6 +304,7 @@ def _run_event(command: Command) -> RunEvent | None:
                 command.workflow,
                 command.at,
                 status="queued",
+                waiting_for=command.waiting_for,
             )
         case JobFinished():
             status = str(command.status)

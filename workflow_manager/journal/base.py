@@ -211,6 +211,11 @@ class BaseJournal:
             "recent step requests", lambda c: ratereads.dispatched_since(c, steps, since)
         )
 
+    async def job_starts_since(self, since: float) -> list[tuple[float, EventRow]]:
+        """The first starts of top-level jobs at or after `since`, oldest first, each with its
+        submission row (what recovery feeds workflow rates)."""
+        return await self._read("recent job starts", lambda c: ratereads.job_starts_since(c, since))
+
     async def ended_since(self, workflow: str, since: float) -> list[recalls.EndedRecently]:
         """The ended top-level jobs of `workflow` submitted at or after `since`, oldest first."""
         return await self._read(

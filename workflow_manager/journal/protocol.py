@@ -124,6 +124,11 @@ class Journal(JobHistory, Protocol):
         (what recovery feeds rate limits: their windows outlive a restart)."""
         ...
 
+    async def job_starts_since(self, since: float) -> list[tuple[float, EventRow]]:
+        """The first starts of top-level jobs at or after `since`, oldest first: when each
+        started, and its submission row (what recovery feeds workflows' rates)."""
+        ...
+
     async def ended_since(self, workflow: str, since: float) -> list[EndedRecently]:
         """The ended top-level jobs of `workflow` submitted at or after `since`, oldest first
         (what recovery recalls of ended jobs whose rules outlive them)."""

@@ -195,8 +195,8 @@ CASES = [
         [
             "wf.yaml:4: workflow 'w', on_error step 'alert': unknown field 'depend' (allowed:"
             " name, depends, queue, task, http, retries, retry_backoff, timeout, when, wait,"
-            " input_schema, output_schema, fallback, compensate, concurrency, rate);"
-            " did you mean 'depends'?"
+            " input_schema, output_schema, fallback, compensate, concurrency, rate, fairness,"
+            " join, reduce); did you mean 'depends'?"
         ],
     ),
     (
@@ -210,7 +210,7 @@ CASES = [
         [
             "wf.yaml:4: workflow 'w': unknown field 'on_failure' (allowed: name, steps,"
             " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique,"
-            " concurrency, schedules, debounce, fairness, triggers); did you mean 'on_error'?"
+            " concurrency, rate, schedules, debounce, fairness, triggers); did you mean 'on_error'?"
         ],
     ),
 ]

@@ -55,7 +55,7 @@ CASES = [
             "wf.yaml:6: workflow 'w', step 'b': unknown field 'depend'"
             " (allowed: name, depends, queue, task, http, retries, retry_backoff, timeout, when,"
             " wait, input_schema, output_schema, fallback, compensate,"
-            " concurrency, rate); did you mean 'depends'?"
+            " concurrency, rate, fairness, join, reduce); did you mean 'depends'?"
         ],
     ),
     (
@@ -69,7 +69,7 @@ CASES = [
         [
             "wf.yaml:3: workflow 'w': unknown field 'priority'"
             " (allowed: name, steps, defaults, tasks, vhosts, timeout, on_error, on_cancel,"
-            " payload_schema, unique, concurrency, schedules, debounce, fairness, triggers)"
+            " payload_schema, unique, concurrency, rate, schedules, debounce, fairness, triggers)"
         ],
     ),
     (

@@ -107,7 +107,7 @@ STEP_FIELDS = [
         "retry: 3",
         "unknown field 'retry' (allowed: name, depends, queue, task, http, retries, retry_backoff,"
         " timeout, when, wait, input_schema, output_schema, fallback, compensate,"
-        " concurrency, rate); did you mean"
+        " concurrency, rate, fairness, join, reduce); did you mean"
         " 'retries'?",
     ),
     (
@@ -115,7 +115,7 @@ STEP_FIELDS = [
         "backoff: {initial: 1}",
         "unknown field 'backoff' (allowed: name, depends, queue, task, http, retries,"
         " retry_backoff, timeout, when, wait, input_schema, output_schema, fallback, compensate,"
-        " concurrency, rate);"
+        " concurrency, rate, fairness, join, reduce);"
         " did you mean 'retry_backoff'?",
     ),
 ]
@@ -204,11 +204,11 @@ CASES = [
         [
             "wf.yaml:3: workflow 'w': unknown field 'retries' (allowed: name, steps, defaults,"
             " tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique, concurrency,"
-            " schedules, debounce, fairness, triggers);"
+            " rate, schedules, debounce, fairness, triggers);"
             " to set retries for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:4: workflow 'w': unknown field 'retry_backoff' (allowed: name, steps,"
             " defaults, tasks, vhosts, timeout, on_error, on_cancel, payload_schema, unique,"
-            " concurrency, schedules, debounce, fairness, triggers);"
+            " concurrency, rate, schedules, debounce, fairness, triggers);"
             " to set retry_backoff for every step of the workflow, put it under 'defaults:'",
             "wf.yaml:7: workflow 'w', task 't': unknown field 'timeout' (allowed: name, steps,"
             " defaults, itemListKey, itemKey, max_failed_items, max_in_flight, payload_schema);"

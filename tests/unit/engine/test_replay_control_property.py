@@ -16,7 +16,9 @@ and cancel and retry requests. Then:
 4. each new dispatch of a workflow or task step has the attempt after the previous one;
 5. under concurrency limits (a workflow's per-key limit, nested `limits:`, max_running_jobs,
    a step's `concurrency`), with random priorities, no job or step limit is ever exceeded,
-   and a job queues before it starts.
+   and a job queues before it starts;
+6. under a workflow's `rate` (maybe per `p`, with those limits too), no window of `per`
+   seconds holds more first starts of top-level jobs than its limit.
 
 Some submissions carry a `not_before`: those jobs are scheduled and started by their timer
 (or cancelled before they start). Some steps wait for a signal (`wait: true`): signals come
@@ -61,6 +63,7 @@ from workflow_manager.engine import (
     JobScheduled,
     JobStarted,
     JobSubmitted,
+    JobThrottled,
     NotifyOutcome,
     PauseRequested,
     Refused,
@@ -195,6 +198,12 @@ def _limits(draw: st.DrawFn, spec: dict[str, Any]) -> None:
         if draw(st.booleans()):
             limit["key"] = "p"
         spec["concurrency"] = limit
+    if draw(st.integers(0, 2)) == 0:
+        # At most one job started in any 3 s (per `p`, or for all): the others wait their turn.
+        rate: dict[str, Any] = {"limit": 1, "per": 3.0}
+        if draw(st.booleans()):
+            rate["key"] = "p"
+        spec["rate"] = rate
     if draw(st.integers(0, 2)) == 0:
         # Work waiting for a limit goes round-robin across the values of `p`, weighted by it.
         spec["fairness"] = {"key": "p", "weight": "p"}
@@ -432,6 +441,22 @@ def _check_lives(run: Run) -> None:
                 assert command.job_id in ended or resubmitted, command
 
 
+def _check_rate(run: Run) -> None:
+    """No window of the workflow's rate holds more first starts (per key) than its limit."""
+    rate = run.wf.rate
+    if rate is None:
+        return
+    firsts: dict[str, tuple[float, str]] = {}
+    for happened, commands in zip(run.events, run.commands, strict=True):
+        for command in commands:
+            if isinstance(command, JobStarted) and command.parent_id is None:
+                key = rate.key_of(command.payload) if rate.key is not None else "null"
+                firsts.setdefault(command.job_id, (happened.at, key))
+    for at, key in firsts.values():
+        within = [a for a, k in firsts.values() if k == key and at - rate.per < a <= at]
+        assert len(within) <= rate.limit, (at, key, firsts)
+
+
 def _check_attempts(run: Run) -> None:
     last: dict[str, int] = defaultdict(int)
     made_again: set[str] = set()  # child jobs started (again): their steps may start at 1
@@ -465,6 +490,7 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     run = _drive(data.draw, wf)
     _check_replay(run)
     _check_lives(run)
+    _check_rate(run)
     _check_attempts(run)
     first = run.state.jobs.get(JOB)
     event(f"first job: {first.status if first is not None else 'rejected by its schema'}")
@@ -477,6 +503,8 @@ def test_random_failures_timers_and_requests_replay_exactly(wf: Workflow, data):
     event(f"branch ran: {any(d.step[0] in 'ex' for d in run.sent)}")
     queued = any(isinstance(c, JobQueued) for commands in run.commands for c in commands)
     event(f"a job queued: {queued}")
+    throttled = any(isinstance(c, JobThrottled) for commands in run.commands for c in commands)
+    event(f"a job waited for its workflow's rate: {throttled}")
     held = any("release:" in getattr(e, "key", "") for e in run.events)
     event(f"a step held by its concurrency: {held}")
     signalled = [c for cs in run.commands for c in cs if isinstance(c, StepSignalled)]

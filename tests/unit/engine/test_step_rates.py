@@ -284,6 +284,25 @@ def test_the_history_of_a_restart_holds_the_window_and_counts_each_start_once():
     assert not stale.state.rates
 
 
+def test_a_recovery_replays_the_running_jobs_dispatches_counted_in_its_history():
+    clock = Clock(RATED)
+    clock.submit("a")
+    clock.submit("b")
+    history = RateHistory(
+        tuple(
+            RateStart("w", "call", "call", clock.id(name), 1, {}, None, 0.0)
+            for name in ("a", "b")
+        ),
+        5.0,
+    )
+    state = clock.fresh()
+    apply(state, history)  # as `Recovery.state` does: the history, then the replay
+    replay(state, clock.events)
+    for name in ("a", "b"):  # sent in the live run: running, not throttled a second time
+        assert state.jobs[clock.id(name)].steps["call"].status is StepStatus.RUNNING
+    assert not [key for key in state.timers if key.startswith("rate:")]
+
+
 def test_a_release_timer_that_fires_early_waits_for_its_time_again():
     clock = Clock(RATED.replace("limit: 2", "limit: 1"))
     clock.submit("a")

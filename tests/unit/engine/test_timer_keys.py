@@ -9,6 +9,7 @@ from workflow_manager.engine.timers import (
     CompensationRetry,
     CompensationTimeout,
     JobAdmit,
+    JobRateRelease,
     JobStart,
     JobTimeout,
     RateRelease,
@@ -29,6 +30,7 @@ WIRE: list[tuple[Timer, str]] = [
     (JobTimeout(JOB), f"job-timeout:{JOB}"),
     (JobStart(JOB), f"start:{JOB}"),
     (JobAdmit(JOB), f"admit:{JOB}"),
+    (JobRateRelease(JOB), f"job-rate:{JOB}"),
     (StepRelease(JOB, "fetch", 1), f"release:{JOB}:fetch:1"),
     (RateRelease(JOB, "fetch", 2), f"rate:{JOB}:fetch:2"),
     (CompensationTimeout(JOB, 4, 1), f"compensation-timeout:{JOB}:4:1"),
@@ -49,6 +51,7 @@ def test_the_key_builders_write_the_same_text():
     assert timers.job_timeout(JOB) == JobTimeout(JOB).key
     assert timers.job_start(JOB) == JobStart(JOB).key
     assert timers.job_admit(JOB) == JobAdmit(JOB).key
+    assert timers.job_rate_release(JOB) == JobRateRelease(JOB).key
     assert timers.step_release(JOB, "a", 1) == StepRelease(JOB, "a", 1).key
     assert timers.compensation_timeout(JOB, 3, 1) == CompensationTimeout(JOB, 3, 1).key
     assert timers.compensation_retry(JOB, 3, 2) == CompensationRetry(JOB, 3, 2).key
@@ -87,5 +90,5 @@ def test_the_flat_view_names_kind_job_step_and_attempt():
     assert parse("nonsense") is None
 
 
-def test_held_work_is_the_job_admit_the_step_release_and_the_rate_release():
-    assert set(timers.HELD_WORK) == {JobAdmit, StepRelease, RateRelease}
+def test_held_work_is_the_job_admit_the_step_release_and_the_rate_releases():
+    assert set(timers.HELD_WORK) == {JobAdmit, JobRateRelease, StepRelease, RateRelease}

@@ -126,8 +126,24 @@ CREATE TABLE partition_commits (
 );
 """
 
+# Each partition's quota of the limits that hold across the cluster
+# (workflow_manager/cluster/quotas.py): one row per limit and partition that uses, wants or holds
+# some of it, written by the manager holding the partition's lease. A limit's quotas together
+# never exceed it.
+_V6 = """
+CREATE TABLE limit_quotas (
+    limit_name text COLLATE "C" NOT NULL,
+    partition integer NOT NULL,
+    quota integer NOT NULL,
+    want integer NOT NULL,
+    used integer NOT NULL,
+    updated_at timestamptz NOT NULL,
+    PRIMARY KEY (limit_name, partition)
+);
+"""
+
 # MIGRATIONS[i] takes a journal from version i to i + 1, in the transaction that opens it.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -32,6 +32,7 @@ function header(job, actions) {
       [job.status === "scheduled" ? "Starts" : "Start time", job.start_at ? h("span", { "data-field": "start-at" }, time(job.start_at)) : undefined],
       ["Queued since", job.queued_at ? h("span", { "data-field": "queued-at" }, time(job.queued_at)) : undefined],
       ["Waits for", job.waiting_for ? h("span", { "data-field": "waiting-for" }, waitingFor(job.waiting_for)) : undefined],
+      ["Throttled until", job.waiting_for && job.waiting_for.until ? h("span", { "data-field": "throttled-until" }, time(job.waiting_for.until)) : undefined],
       ["Finished", job.finished_at ? time(job.finished_at) : undefined],
       ["Duration", job.status === "running" ? h("span", { "data-ticking": job.elapsed, "data-read-at": Date.now() }, duration(job.elapsed)) : duration(job.elapsed)],
       ["Priority", job.priority ? h("span", { "data-field": "priority" }, String(job.priority)) : undefined],
@@ -49,11 +50,14 @@ function header(job, actions) {
   ];
 }
 
-/** The limit a queued job waits under, as text: "limit per-tenant (key "acme"): 10 of 10 running". */
+/** The limit a queued job waits under, as text: "limit per-tenant (key "acme"): 10 of 10 running",
+ * or for its workflow's rate "the workflow's rate (key "acme"): 5 of 5 started in its window". */
 function waitingFor(w) {
-  const name = w.kind === "limit" ? `limit ${w.limit}` : w.kind === "concurrency" ? "the workflow's concurrency" : "--max-running-jobs";
+  const names = { limit: `limit ${w.limit}`, concurrency: "the workflow's concurrency", rate: "the workflow's rate" };
+  const name = names[w.kind] || "--max-running-jobs";
   const key = w.key !== undefined && w.key !== null ? ` (key ${w.key})` : "";
-  return `${name}${key}: ${w.running} of ${w.of} running`;
+  const use = w.kind === "rate" ? "started in its window" : "running";
+  return `${name}${key}: ${w.running} of ${w.of} ${use}`;
 }
 
 function count(n, one, many) {
