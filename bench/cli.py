@@ -24,6 +24,7 @@ from bench.runs import run_batch
 from bench.scenarios import FULL, QUICK, Plan, fan_out, latency, linear, throughput, warm_up
 from bench.session import BrokerUnreachable, ManagedRun, Session, SessionOptions
 from bench.shapes import wordcount_jobs
+from bench.throttling import rate_scenario
 from workflow_manager.journal import is_postgres_url
 
 __all__ = ["main"]
@@ -33,7 +34,7 @@ EXIT_ERROR = 1  # a job failed or timed out, or a process died: no figures
 EXIT_USAGE = 2
 EXIT_BROKER = 3  # RabbitMQ unreachable
 SCENARIOS = ("throughput", "latency", "linear", "fanout", "recovery", "managers", "fork", "bulk")
-OPT_IN = ("fairness", "reduce")  # run only when `--only` names them (not part of a full run)
+OPT_IN = ("fairness", "reduce", "rate")  # run only when `--only` names them (not in a full run)
 
 EPILOG = """\
 examples:
@@ -47,6 +48,7 @@ examples:
   python -m bench --only bulk                  # cancel 100,000 running jobs in one bulk action
   python -m bench --only fairness              # tenant B's first step while A has 100,000 waiting
   python -m bench --only reduce                # 100,000 children reduced as they finish
+  python -m bench --only rate                  # how precisely a step's rate: 100 per 1 s holds
 
 exit codes: 0 measured (missed targets are reported, not failed), 1 a job failed or timed
 out, 2 bad arguments, 3 RabbitMQ unreachable
@@ -193,7 +195,7 @@ async def _own_manager_scenarios(
     session: Session, plan: Plan, only: tuple[str, ...], results: Results
 ) -> None:
     """The scenarios that start a manager on a workflow of their own: fork, bulk, fairness,
-    reduce."""
+    reduce, rate."""
     if "fork" in only:
         results.add(await fork(session, plan.fork_children, plan.timeout_s))
     if "bulk" in only:
@@ -202,6 +204,9 @@ async def _own_manager_scenarios(
         results.add(await fairness(session, plan.fairness_children, plan.timeout_s))
     if "reduce" in only:
         results.add(await reduce_scenario(session, plan.reduce_children, plan.timeout_s))
+    if "rate" in only:
+        rate = await rate_scenario(session, plan.rate_jobs, plan.rate_seconds, plan.timeout_s)
+        results.add(rate)
 
 
 def _measure(

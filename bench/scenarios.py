@@ -36,6 +36,8 @@ class Plan:
     bulk_jobs: int = 100_000  # the bulk scenario's running jobs, cancelled in one bulk action
     fairness_children: int = 100_000  # the fairness scenario's tenant A: its waiting children
     reduce_children: int = 100_000  # the reduce scenario's job: its children, reduced
+    rate_jobs: int = 2500  # the rate scenario's backlog: more than its window lets go
+    rate_seconds: float = 20.0  # the rate scenario's measured interval (after its first 1 s)
 
 
 FULL = Plan(
@@ -63,6 +65,8 @@ QUICK = Plan(
     bulk_jobs=5000,
     fairness_children=5000,
     reduce_children=5000,
+    rate_jobs=800,
+    rate_seconds=5.0,
 )
 
 
