@@ -151,8 +151,8 @@ async def test_bulk_cancel_acts_on_every_managers_jobs_once_and_reads_alike_anyw
 async def test_a_bulk_goes_on_after_its_partition_owner_is_killed(cluster):
     survivor, victim, owner_of = await two_managers(cluster)
     theirs = sorted(k for k, url in owner_of.items() if url == victim.api_url)
-    # Most jobs in one of the victim's partitions: its part takes several slices (500 each).
-    counts = {k: 5 for k in range(cluster.partitions)} | {theirs[0]: 2400}
+    # Most jobs in one of the victim's partitions: its part takes several slices (1,000 a cancel).
+    counts = {k: 5 for k in range(cluster.partitions)} | {theirs[0]: 3600}
     held: list[str] = []
     async with httpx.AsyncClient(timeout=15) as http:
         for partition, count in counts.items():
