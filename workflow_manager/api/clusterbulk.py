@@ -67,7 +67,7 @@ class _Part(BaseModel):
     id: str = Field(description="The part's id (`workflow_manager.cluster.bulkparts.part_id`).")
     partition: int = Field(ge=0)
     action: Literal["cancel", "retry", "pause", "resume", "fork"]
-    jobs: list[str]
+    jobs: list[str] = Field(max_length=MAX_BULK_JOBS)  # as a bulk's own limit
     params: dict[str, Any] | None = None
     filter: dict[str, Any] | None = None
 
