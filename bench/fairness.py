@@ -17,20 +17,17 @@ There is no baseline: the driver has no limits to be fair under, so the figures 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
-from bench.procs import BenchError, Child, start_manager
+from bench.procs import BenchError
 from bench.report import Figure, Target
 from bench.session import Session
-from workflow_manager.transport import manager_queues
 
 __all__ = ["FAIRNESS_TARGET_S", "fairness"]
 
@@ -102,27 +99,6 @@ class Measured:
     a_between: int  # A's requests that reached the worker meanwhile
 
 
-@contextlib.asynccontextmanager
-async def _manager(session: Session, prefix: str, children: int) -> AsyncIterator[Child]:
-    """A fresh manager on this scenario's workflow and a fresh journal."""
-    config = session.tmp / "fairness.yaml"
-    config.write_text(
-        WORKFLOW.replace("{p}", prefix).replace("{n}", str(children))
-        .replace("{slots}", str(SLOTS))
-    )  # fmt: skip
-    queue = f"{prefix}wm"
-    session.owns(*manager_queues(queue), f"{queue}.outcomes", f"{prefix}work")
-    db = session.journals.new("fairness")
-    pin = session.pinner.manager if session.pinner else None
-    process = await start_manager(config, db, queue, session.options.amqp_url, None, pin)
-    try:
-        yield process
-    finally:
-        code = await process.stop(timeout_s=120)
-    if code != 0:
-        raise BenchError(f"the fairness scenario's manager exited with {code}:\n{process.output}")
-
-
 async def _trigger(channel: AbstractChannel, queue: str, tenant: str, items: list) -> str:
     """Publish a job of `tenant` (its `x-meta`) fanning out `items`; its id."""
     job_id = str(uuid.uuid4())
@@ -147,7 +123,12 @@ async def _measure(session: Session, children: int, timeout_s: float) -> Measure
         # Declared as the manager declares it, before the manager, so no request waits.
         queue = await channel.declare_queue(f"{prefix}work", durable=True)
         await queue.consume(worker.on_request)
-        async with _manager(session, prefix, children):
+        workflows = (
+            WORKFLOW.replace("{p}", prefix).replace("{n}", str(children))
+            .replace("{slots}", str(SLOTS))
+        )  # fmt: skip
+        db = session.journals.new("fairness")
+        async with session.own_manager("fairness", workflows, db, prefix, f"{prefix}work"):
             started = time.perf_counter()
             await _trigger(channel, f"{prefix}wm", "a", list(range(children)))
             try:

@@ -19,16 +19,14 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
-from bench.procs import BenchError, Child, memory_kb, reset_peak, start_manager
+from bench.procs import BenchError, memory_kb, reset_peak
 from bench.report import Figure, Target
 from bench.session import Session
-from workflow_manager.transport import manager_queues
 
 __all__ = ["REDUCE_RSS_TARGET_MB", "REDUCE_READY_TARGET_S", "reduce_scenario"]
 
@@ -130,24 +128,6 @@ class Measured:
     reductions: int
 
 
-@contextlib.asynccontextmanager
-async def _manager(session: Session, prefix: str) -> AsyncIterator[Child]:
-    """A fresh manager on this scenario's workflow and a fresh journal."""
-    config = session.tmp / "reduce.yaml"
-    config.write_text(WORKFLOW.replace("{p}", prefix).replace("{batch}", str(BATCH)))
-    queue = f"{prefix}wm"
-    session.owns(*manager_queues(queue), f"{queue}.outcomes", f"{prefix}work", f"{prefix}total")
-    db = session.journals.new("reduce")
-    pin = session.pinner.manager if session.pinner else None
-    process = await start_manager(config, db, queue, session.options.amqp_url, None, pin)
-    try:
-        yield process
-    finally:
-        code = await process.stop(timeout_s=120)
-    if code != 0:
-        raise BenchError(f"the reduce scenario's manager exited with {code}:\n{process.output}")
-
-
 async def _measure(session: Session, children: int, timeout_s: float) -> Measured:
     assert session.connection is not None
     prefix = f"{session.prefix}reduce."
@@ -161,7 +141,10 @@ async def _measure(session: Session, children: int, timeout_s: float) -> Measure
         await work.consume(worker.on_work)
         await total.consume(worker.on_total)
         outcomes = await channel.declare_queue(exclusive=True)
-        async with _manager(session, prefix) as manager:
+        workflows = WORKFLOW.replace("{p}", prefix).replace("{batch}", str(BATCH))
+        db = session.journals.new("reduce")
+        queues = (f"{prefix}work", f"{prefix}total")
+        async with session.own_manager("reduce", workflows, db, prefix, *queues) as manager:
             rss_start = memory_kb(manager.pid, "VmRSS")
             peak_reset = reset_peak(manager.pid)
             sampler = RssSampler(manager.pid)

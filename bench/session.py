@@ -184,6 +184,29 @@ class Session:
             if code != 0:
                 raise BenchError(f"a manager exited with {code}:\n{process.output}")
 
+    @contextlib.asynccontextmanager
+    async def own_manager(
+        self, scenario: str, workflows: str, db: str, prefix: str, *queues: str
+    ) -> AsyncIterator[Child]:
+        """A manager of one scenario's own (the opt-in ones): `workflows` written to its
+        config, the journal `db`, the manager queue `<prefix>wm` and the step `queues` owned
+        (deleted at the end); stopped on the way out, BenchError naming `scenario` when it
+        did not exit cleanly."""
+        config = self.tmp / f"{scenario}.yaml"
+        config.write_text(workflows)
+        queue = f"{prefix}wm"
+        self.owns(*manager_queues(queue), f"{queue}.outcomes", *queues)
+        pin = self.pinner.manager if self.pinner else None
+        process = await start_manager(config, db, queue, self.options.amqp_url, None, pin)
+        try:
+            yield process
+        finally:
+            code = await process.stop(timeout_s=120)
+        if code != 0:
+            raise BenchError(
+                f"the {scenario} scenario's manager exited with {code}:\n{process.output}"
+            )
+
     async def __aexit__(self, *exc_info: object) -> None:
         try:
             for worker in self.workers:

@@ -29,16 +29,15 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
-from bench.procs import BenchError, Child, start_manager
+from bench.procs import BenchError
 from bench.report import Figure, Target
 from bench.session import Session
-from workflow_manager.transport import manager_queues
 
 __all__ = [
     "LIMIT",
@@ -130,26 +129,6 @@ class Measured:
         return [round(achieved(self.sent, self.begin + s, 1.0)) for s in range(int(self.seconds))]
 
 
-@contextlib.asynccontextmanager
-async def _manager(session: Session, prefix: str, db: str) -> AsyncIterator[Child]:
-    """A fresh manager on this scenario's workflow and the journal `db`."""
-    config = session.tmp / "rate.yaml"
-    config.write_text(
-        WORKFLOW.replace("{p}", prefix).replace("{limit}", str(LIMIT))
-        .replace("{per}", f"{PER:g}")
-    )  # fmt: skip
-    queue = f"{prefix}wm"
-    session.owns(*manager_queues(queue), f"{queue}.outcomes", f"{prefix}call")
-    pin = session.pinner.manager if session.pinner else None
-    process = await start_manager(config, db, queue, session.options.amqp_url, None, pin)
-    try:
-        yield process
-    finally:
-        code = await process.stop(timeout_s=120)
-    if code != 0:
-        raise BenchError(f"the rate scenario's manager exited with {code}:\n{process.output}")
-
-
 async def _trigger(channel: AbstractChannel, queue: str, jobs: int) -> None:
     """Publish `jobs` jobs of the rated workflow, confirmed a chunk at a time."""
 
@@ -190,7 +169,11 @@ async def _measure(session: Session, jobs: int, seconds: float, timeout_s: float
         # Declared as the manager declares it, before the manager, so no request waits.
         queue = await channel.declare_queue(f"{prefix}call", durable=True)
         await queue.consume(worker.on_request)
-        async with _manager(session, prefix, db):
+        workflows = (
+            WORKFLOW.replace("{p}", prefix).replace("{limit}", str(LIMIT))
+            .replace("{per}", f"{PER:g}")
+        )  # fmt: skip
+        async with session.own_manager("rate", workflows, db, prefix, f"{prefix}call"):
             await _trigger(channel, f"{prefix}wm", jobs)
             try:
                 await asyncio.wait_for(worker.first.wait(), timeout_s)
