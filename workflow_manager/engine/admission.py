@@ -23,7 +23,13 @@ from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.jobrates import hold_start, rate_wait, waits_for_turn
 from workflow_manager.engine.jobs import cancel_unstarted, start_job
 from workflow_manager.engine.metadata import key_data
-from workflow_manager.engine.quotas import JOBS, base_name, quota_limit, tree_partition
+from workflow_manager.engine.quotas import (
+    JOBS,
+    base_name,
+    partition_name,
+    quota_limit,
+    tree_partition,
+)
 from workflow_manager.engine.state import EngineState, Job, JobStatus, Rank, Slots
 from workflow_manager.engine.timers import JobAdmit, Timer
 
@@ -148,7 +154,6 @@ def _scopes_of(
     those of the `limits:` entries and `max_running_jobs` are the partition's, limited by its
     quota (the workflow's `concurrency` holds cluster-wide already: placed by its key)."""
     scopes: list[str] = []
-    suffix = f"@{partition}" if partition is not None else ""
     if workflow.concurrency is not None:
         scope = concurrency_scope(workflow, data)
         slots = state.scopes.setdefault(scope, Slots(workflow.concurrency.limit))
@@ -156,13 +161,14 @@ def _scopes_of(
         scopes.append(scope)
     for entry in state.limits:
         if entry.applies_to(workflow.name):
-            scope = f"{LIMIT_PREFIX}{entry.name}:{entry.key_of(data)}{suffix}"
+            base = f"{LIMIT_PREFIX}{entry.name}:{entry.key_of(data)}"
+            scope = partition_name(state, base, partition)
             limit = quota_limit(state, JOBS, scope, entry.limit)
             slots = state.scopes.setdefault(scope, Slots(limit))
             slots.limit = limit  # a new file's limit counts now
             scopes.append(scope)
     if state.max_running_jobs is not None:
-        scope = f"{ALL_JOBS}{suffix}"
+        scope = partition_name(state, ALL_JOBS, partition)
         limit = quota_limit(state, JOBS, scope, state.max_running_jobs)
         slots = state.scopes.setdefault(scope, Slots(limit))
         slots.limit = limit

@@ -39,8 +39,8 @@ from workflow_manager.engine.events import RateHistory
 from workflow_manager.engine.extension import Part, Submission, Work
 from workflow_manager.engine.jobs import start_job
 from workflow_manager.engine.metadata import key_data
-from workflow_manager.engine.quotas import RATE, quota_limit, quota_name
-from workflow_manager.engine.ratewindow import RateWindow
+from workflow_manager.engine.quotas import RATE, partition_name, quota_limit, quota_name
+from workflow_manager.engine.ratewindow import RateWindow, waits_until
 from workflow_manager.engine.state import EngineState, Job, JobStatus, Rank
 from workflow_manager.engine.timers import JobRateRelease, Timer
 
@@ -80,11 +80,6 @@ def _rank(job: Job) -> Rank:
     return (-job.priority, job.throttled_at or 0.0, job.id)
 
 
-def _until(due: float) -> float | None:
-    """When a window lets a start go; None while its quota is 0 (it goes once one is granted)."""
-    return None if math.isinf(due) else due
-
-
 def _window(work: Work, job: Job) -> tuple[str, RateWindow]:
     rate = job.workflow.rate
     assert rate is not None  # only asked of jobs of workflows with a rate
@@ -117,7 +112,7 @@ def hold_start(work: Work, job: Job) -> bool:
     else:
         throttled = True
         job.throttled_at = work.at
-        job.throttled_until = _until(window.free_at(work.at, limit))
+        job.throttled_until = waits_until(window.free_at(work.at, limit))
         window.waiting.wait(_rank(job), job.share)
     if not throttled:
         work.start_timer(JobRateRelease(job.id), work.at)
@@ -204,7 +199,7 @@ def _arm(work: Work, window: RateWindow, name: str) -> None:
             window.record(work.at, job.id)
             work.start_timer(timer, work.at)
             continue
-        job.throttled_until = _until(due)
+        job.throttled_until = waits_until(due)
         if window.armed is not None and window.armed != job.id:
             work.cancel_timer(JobRateRelease(window.armed))
             window.armed = None
@@ -320,9 +315,8 @@ def remember_starts(state: EngineState, event: RateHistory) -> list[Command]:
         rate = workflow.rate
         if start.at <= event.at - rate.per:
             continue
-        name = _base_name(workflow.name, rate, start.payload, start.meta)
-        if state.quotas is not None and start.partition is not None:
-            name = f"{name}@{start.partition}"
+        base = _base_name(workflow.name, rate, start.payload, start.meta)
+        name = partition_name(state, base, start.partition)
         rates.rate_window(state, name, rate, event.at).record(start.at, start.job_id)
     return commands
 

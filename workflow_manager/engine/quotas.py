@@ -32,6 +32,7 @@ __all__ = [
     "Quotas",
     "base_name",
     "hashed_partition",
+    "partition_name",
     "quota_limit",
     "quota_name",
     "tree_partition",
@@ -92,7 +93,15 @@ def quota_name(state: _Holder, base: str, job: _InTree) -> str:
     quotas = state.quotas
     if quotas is None:
         return base
-    return f"{base}@{tree_partition(quotas.count, job.root_id, job.partition)}"
+    return partition_name(state, base, tree_partition(quotas.count, job.root_id, job.partition))
+
+
+def partition_name(state: _Holder, base: str, partition: int | None) -> str:
+    """The name of limit `base`'s slots or window in `partition`: `base@<partition>` when
+    partitioned, else (or with no partition known) `base` itself."""
+    if state.quotas is None or partition is None:
+        return base
+    return f"{base}@{partition}"
 
 
 def base_name(name: str) -> str:

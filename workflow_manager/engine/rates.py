@@ -34,8 +34,8 @@ from workflow_manager.engine.events import RateHistory
 from workflow_manager.engine.extension import Part, Work, every_step
 from workflow_manager.engine.fairshares import step_share
 from workflow_manager.engine.metadata import job_meta, key_data
-from workflow_manager.engine.quotas import RATE, quota_limit, quota_name
-from workflow_manager.engine.ratewindow import RateWindow
+from workflow_manager.engine.quotas import RATE, partition_name, quota_limit, quota_name
+from workflow_manager.engine.ratewindow import RateWindow, waits_until
 from workflow_manager.engine.state import EngineState, Job, Rank, StepRun, StepStatus
 from workflow_manager.engine.timers import RateRelease, Timer
 
@@ -89,9 +89,8 @@ def remember_history(state: EngineState, event: RateHistory) -> list[Command]:
             key = "null"
             if rate.expression is not None:
                 key = rate.key_of(key_data(start.input, start.meta))
-            name = _window_name(workflow.name, flow, step.name, key)
-            if state.quotas is not None and start.partition is not None:
-                name = f"{name}@{start.partition}"
+            base = _window_name(workflow.name, flow, step.name, key)
+            name = partition_name(state, base, start.partition)
             window = _window(state, name, rate, event.at)
             window.record(start.at, f"{start.job_id}:{step.name}:{start.attempt}")
     return []
@@ -227,7 +226,7 @@ def _throttled(work: Work, job: Job, run: StepRun, rate: Rate) -> bool:
         return False
     run.status = StepStatus.THROTTLED
     run.throttled_at = work.at
-    run.throttled_until = _until(window.free_at(work.at, limit))
+    run.throttled_until = waits_until(window.free_at(work.at, limit))
     window.waiting.wait(_rank(job, run), step_share(work.state, job, run))
     _arm(work, window, name)
     work.commands.append(
@@ -237,11 +236,6 @@ def _throttled(work: Work, job: Job, run: StepRun, rate: Rate) -> bool:
         )
     )  # fmt: skip
     return True
-
-
-def _until(due: float) -> float | None:
-    """When a window lets a start go; None while its quota is 0 (it goes once one is granted)."""
-    return None if math.isinf(due) else due
 
 
 def arm_window(work: Work, name: str) -> None:
@@ -266,7 +260,7 @@ def _arm(work: Work, window: RateWindow, name: str) -> None:
             attempt = armed.steps[armed_step].attempt + 1
             work.cancel_timer(RateRelease(armed_job, armed_step, attempt))
     due = window.free_at(work.at, quota_limit(work.state, RATE, name, window.limit))
-    run.throttled_until = _until(due)
+    run.throttled_until = waits_until(due)
     if math.isinf(due):
         if window.armed == head[2]:
             work.cancel_timer(timer)

@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 
 from workflow_manager.engine.fairness import WaitingLine
 
-__all__ = ["RateWindow"]
+__all__ = ["RateWindow", "waits_until"]
+
+
+def waits_until(due: float) -> float | None:
+    """When work waiting for a window may go (`RateWindow.free_at`); None while the window's
+    quota is 0 (it goes once one is granted)."""
+    return None if math.isinf(due) else due
 
 
 @dataclass(slots=True, eq=False)
