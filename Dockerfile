@@ -17,16 +17,17 @@ COPY pyproject.toml README.md ./
 COPY workflow_manager ./workflow_manager
 COPY pyworker ./pyworker
 COPY amqp_outage ./amqp_outage
+COPY payload_refs ./payload_refs
 RUN pip install . && rm -rf build *.egg-info
 
 COPY workflows.yaml ./workflows.yaml
 COPY examples ./examples
 
 RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin wm \
-    && mkdir /data \
-    && chown wm:wm /data
+    && mkdir /data /payloads \
+    && chown wm:wm /data /payloads
 USER wm
-VOLUME ["/data"]
+VOLUME ["/data", "/payloads"]
 
 EXPOSE 8080
 CMD ["workflow-manager", "serve", "--config", "/app/workflows.yaml", "--db", "/data/wm.db", "--host", "0.0.0.0", "--port", "8080"]

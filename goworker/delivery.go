@@ -27,8 +27,12 @@ func (w *Worker) outcome(ctx context.Context, handler Handler, d amqp.Delivery, 
 	ctx = context.WithValue(ctx, metaPatchKey{}, patch)
 	result, err := w.invoke(ctx, handler, d.Body, info)
 	var r reply
+	var body []byte
 	if err == nil {
-		r, err = resultReply(result, info.Attempt, patch)
+		body, err = w.settings.payloads.replyBody(ctx, result, info.CorrelationID)
+	}
+	if err == nil {
+		r, err = successReply(body, info.Attempt, patch)
 	}
 	if err != nil {
 		r = errorReply(err, info.Attempt)
@@ -44,11 +48,17 @@ func (w *Worker) outcome(ctx context.Context, handler Handler, d amqp.Delivery, 
 	return r
 }
 
-// invoke decodes the body and calls the handler, turning a panic into a PanicError.
+// invoke decodes the body, resolves its references (when x-payload-refs says it has some) and
+// calls the handler, turning a panic into a PanicError.
 func (w *Worker) invoke(ctx context.Context, handler Handler, body []byte, info StepInfo) (result map[string]any, err error) {
 	data, err := decodeRequest(body, w.settings.useNumber)
 	if err != nil {
 		return nil, err
+	}
+	if _, hasRefs := info.Headers[HeaderPayloadRefs]; hasRefs {
+		if err := w.settings.payloads.resolve(ctx, data, w.settings.useNumber); err != nil {
+			return nil, err
+		}
 	}
 	defer func() {
 		if value := recover(); value != nil {

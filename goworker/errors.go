@@ -16,6 +16,7 @@ import (
 //	InvalidRequestError  a request body is not a JSON object        (x-error-type InvalidRequest)
 //	InvalidResultError   a handler's result cannot be encoded as JSON (x-error-type InvalidResult)
 //	PanicError           a handler panicked                           (x-error-type Panic)
+//	PayloadRefError      a reference cannot be resolved or a value stored (x-error-type PayloadRefError)
 //	StepError            returned by a handler to choose the x-error-type itself
 
 // SettingsError reports an invalid option or environment variable.
@@ -71,6 +72,20 @@ func (e *PanicError) Error() string { return fmt.Sprint(e.Value) }
 
 // ErrorType names the error in the x-error-type header.
 func (e *PanicError) ErrorType() string { return "Panic" }
+
+// PayloadRefError reports a reference in a request that cannot be resolved (no store of that
+// name, a missing value, an unreachable store, bytes that do not match), or a reply's value
+// that cannot be stored. URI is the reference, wm://<store>/<key>.
+type PayloadRefError struct {
+	URI    string
+	Reason string
+}
+
+// Error returns "<uri>: <reason>".
+func (e *PayloadRefError) Error() string { return e.URI + ": " + e.Reason }
+
+// ErrorType names the error in the x-error-type header.
+func (e *PayloadRefError) ErrorType() string { return "PayloadRefError" }
 
 // StepError is an error whose x-error-type the handler chooses, e.g. Fail("NotFound", ...).
 type StepError struct {

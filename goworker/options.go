@@ -39,6 +39,13 @@ type Options struct {
 	UseNumber bool
 	// IgnoreSignals leaves SIGINT/SIGTERM alone: Run then stops only when its context ends.
 	IgnoreSignals bool
+	// PayloadStores names the payload stores, "NAME=URL NAME=URL" (file:///<dir> or
+	// postgresql://...): references in requests are resolved from them, and a large reply's
+	// values are stored in the first. Default: $WM_PAYLOAD_STORES (none: replies go inline).
+	PayloadStores string
+	// PayloadRefThreshold is the size in bytes of a reply's JSON text above which its large
+	// values are stored by reference. Default: $WM_PAYLOAD_REF_THRESHOLD, else 262144 (256 KiB).
+	PayloadRefThreshold int
 	// Getenv reads the environment (default os.Getenv); for tests.
 	Getenv func(string) string
 }
@@ -53,6 +60,7 @@ type settings struct {
 	logger      *log.Logger
 	useNumber   bool
 	signals     bool
+	payloads    payloads
 }
 
 // resolve checks the options and fills in defaults and environment values.
@@ -86,6 +94,9 @@ func (o Options) resolve() (settings, error) {
 	}
 	if s.stopTimeout == 0 {
 		s.stopTimeout = defaultStopTimeout
+	}
+	if s.payloads, err = resolvePayloads(o, getenv); err != nil {
+		return s, err
 	}
 	if s.name == "" {
 		host, _ := os.Hostname()

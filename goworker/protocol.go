@@ -89,14 +89,33 @@ func jsonKind(value any) string {
 // resultReply encodes a handler's result (nil is {}); InvalidResultError if it is not JSON.
 // A non-empty metaPatch goes in the x-meta-patch header.
 func resultReply(result map[string]any, attempt int, metaPatch map[string]any) (reply, error) {
+	body, err := encodeResult(result)
+	if err != nil {
+		return reply{}, err
+	}
+	return successReply(body, attempt, metaPatch)
+}
+
+// encodeResult is a handler's result (nil is {}) as JSON text; InvalidResultError if it is not JSON.
+func encodeResult(result map[string]any) ([]byte, error) {
 	if result == nil {
 		result = map[string]any{}
 	}
 	body, err := encodeJSON(result)
 	if err != nil {
-		return reply{}, &InvalidResultError{fmt.Sprintf(
-			"a step's result is not JSON-serialisable: %v", err)}
+		return nil, invalidResult(err)
 	}
+	return body, nil
+}
+
+// invalidResult is the InvalidResultError for a result that encoding/json refused.
+func invalidResult(err error) error {
+	return &InvalidResultError{fmt.Sprintf("a step's result is not JSON-serialisable: %v", err)}
+}
+
+// successReply is the reply with the given body; a non-empty metaPatch goes in x-meta-patch,
+// and a body holding references gets x-payload-refs.
+func successReply(body []byte, attempt int, metaPatch map[string]any) (reply, error) {
 	headers := map[string]any{HeaderAttempt: int32(attempt)}
 	if len(metaPatch) > 0 {
 		patch, err := encodeJSON(metaPatch)
@@ -105,6 +124,9 @@ func resultReply(result map[string]any, attempt int, metaPatch map[string]any) (
 				"a metadata patch is not JSON-serialisable: %v", err)}
 		}
 		headers[HeaderMetaPatch] = string(patch)
+	}
+	if refs := countRefMembers(body); refs > 0 {
+		headers[HeaderPayloadRefs] = int32(refs)
 	}
 	return reply{body: body, headers: headers}, nil
 }

@@ -150,8 +150,10 @@ func (w *Worker) start() ([]step, error) {
 	return steps, nil
 }
 
+// finish marks the worker stopped and lets go of its payload stores.
 func (w *Worker) finish() {
 	w.mu.Lock()
+	w.settings.payloads.close()
 	w.running = false
 	w.mu.Unlock()
 }

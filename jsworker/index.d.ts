@@ -5,6 +5,7 @@ export {
   InvalidRequest,
   InvalidResult,
   JsworkerError,
+  PayloadRefError,
   ProtocolError,
   SettingsError,
   StepDefinitionError,
@@ -13,5 +14,7 @@ export {
 export type { JsonObject } from './src/protocol.js';
 export { DEFAULT_AMQP_URL, consoleLogger, maskUrl } from './src/settings.js';
 export type { Logger, WorkerOptions, WorkerSettings } from './src/settings.js';
+export type { PayloadReference } from './src/refs.js';
+export type { StoreEntry } from './src/storeconfig.js';
 export { Worker } from './src/worker.js';
 export type { StepHandler, RunOptions } from './src/worker.js';

@@ -11,6 +11,7 @@ export {
   InvalidRequest,
   InvalidResult,
   JsworkerError,
+  PayloadRefError,
   ProtocolError,
   SettingsError,
   StepDefinitionError,

@@ -18,6 +18,7 @@ from pyworker.errors import (
     CommandTimeout,
     InvalidRequest,
     InvalidResult,
+    PayloadRefError,
     ProtocolError,
     PyworkerError,
     SettingsError,
@@ -47,5 +48,6 @@ __all__ = [
     "StepError",
     "CommandFailed",
     "CommandTimeout",
+    "PayloadRefError",
     "__version__",
 ]

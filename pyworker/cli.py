@@ -12,7 +12,9 @@ from pyworker.cliopts import (
     EXIT_OK,
     EXIT_USAGE,
     add_common_options,
+    add_payload_options,
     configure_logging,
+    payload_options,
     run_reporting,
 )
 from pyworker.execcli import exec_main
@@ -33,10 +35,16 @@ examples:
   pyworker mypackage.workers:worker --prefetch 4 --log-level DEBUG
   AMQP_URL=amqp://user:pass@rabbit:5672/ pyworker mypackage.workers:worker
   pyworker examples/word-counts/workers.py:worker --queue-prefix staging.
+  pyworker examples/echo/echo.py:worker --payload-store main=file:///srv/wm-payloads
   pyworker exec segment-word-counts -- examples/exec/word-count.sh
 
 The broker URL is --amqp-url, else the Worker's own amqp_url, else $AMQP_URL, else
 $AMQP_SERVER, else amqp://guest:guest@localhost:5672/.
+
+Payloads by reference: references in a request are resolved from the payload stores before
+the handler runs; a reply larger than the threshold has its largest values stored in the first
+store and sent as references. --payload-store flags replace the Worker's own and
+$WM_PAYLOAD_STORES.
 
 exit codes:
   0  stopped by SIGINT/SIGTERM (in-flight requests finished and replied)
@@ -58,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         "--prefetch", type=int, metavar="N", help="requests handled at once per step queue"
     )
     add_common_options(parser, "every step queue name")
+    add_payload_options(parser)
     return parser
 
 
@@ -73,9 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, os.getcwd())
 
     def run() -> None:
+        payloads = payload_options(args)
         worker = load_target(args.target)
         worker.configure(
-            amqp_url=args.amqp_url, prefetch=args.prefetch, queue_prefix=args.queue_prefix
+            amqp_url=args.amqp_url,
+            prefetch=args.prefetch,
+            queue_prefix=args.queue_prefix,
+            **payloads,
         )
         worker.run()
 

@@ -6,15 +6,23 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from pyworker.errors import BrokerError, PyworkerError
+from pyworker.settings import (
+    STORES_ENV_VAR,
+    THRESHOLD_ENV_VAR,
+    parse_store_entries,
+)
 
 __all__ = [
     "EXIT_OK",
     "EXIT_BROKER",
     "EXIT_USAGE",
     "add_common_options",
+    "add_payload_options",
     "configure_logging",
+    "payload_options",
     "run_reporting",
 ]
 
@@ -37,6 +45,46 @@ def add_common_options(parser: argparse.ArgumentParser, prefixed: str) -> None:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="logging level (default: INFO)",
     )
+
+
+def _byte_count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}")
+    return int(text)
+
+
+def add_payload_options(parser: argparse.ArgumentParser) -> None:
+    """`--payload-store NAME=URL` (repeatable) and `--payload-ref-threshold BYTES`."""
+    parser.add_argument(
+        "--payload-store",
+        action="append",
+        metavar="NAME=URL",
+        help="a payload store (file:///DIR or postgresql://...) to resolve references from; "
+        "the first also stores large replies' values; repeatable "
+        f"(default: ${STORES_ENV_VAR}, NAME=URL entries separated by spaces)",
+    )
+    parser.add_argument(
+        "--payload-ref-threshold",
+        type=_byte_count,
+        metavar="BYTES",
+        help="store the largest values of a reply whose JSON is larger than BYTES "
+        f"(default: ${THRESHOLD_ENV_VAR}, else 262144)",
+    )
+
+
+def payload_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The payload flags as Worker settings (None: not given, the environment's apply).
+
+    Raises:
+        SettingsError: A `--payload-store` is not NAME=URL with a usable URL, or a name repeats.
+    """
+    stores = args.payload_store
+    if stores is not None:
+        parse_store_entries(stores, "--payload-store")
+    return {
+        "payload_stores": None if stores is None else tuple(stores),
+        "payload_ref_threshold": args.payload_ref_threshold,
+    }
 
 
 def configure_logging(level: str) -> None:

@@ -23,6 +23,7 @@ from amqp_outage import is_disconnect
 from pyworker.context import StepContext
 from pyworker.errors import ProtocolError, StepError
 from pyworker.handlers import StepHandler
+from pyworker.payloadrefs import NO_PAYLOADS, Payloads
 from pyworker.protocol import (
     CONTENT_TYPE,
     HEADER_ERROR,
@@ -56,15 +57,25 @@ def context_of(message: AbstractIncomingMessage, queue: str) -> StepContext:
 
 
 async def _outcome(
-    handler: StepHandler, body: bytes, ctx: StepContext, executor: Executor, spans: HandlerSpans
+    handler: StepHandler,
+    body: bytes,
+    ctx: StepContext,
+    executor: Executor,
+    spans: HandlerSpans,
+    payloads: Payloads,
 ) -> Reply:
-    """The reply for this request: the handler's result, or an x-error for whatever was raised."""
+    """The reply for this request: the handler's result, or an x-error for whatever was raised.
+
+    References in the request are resolved before the handler runs, and a large result's values
+    stored after it: a reference that cannot be resolved, or a value that cannot be stored, is an
+    x-error like any failure of the step."""
     started_s = time.monotonic()
     try:
         with spans.span(ctx):  # a failure is recorded on the span, then answered below
-            data = decode_request(body)
+            data = await payloads.resolve_request(decode_request(body), ctx.headers)
             result = await handler.invoke(data, ctx, executor)
             reply = result_reply(result, ctx.attempt, ctx.meta_patch)
+            reply = await payloads.store_reply(reply, result or {}, ctx)
     except Exception as exc:  # every failure of a step is reported to the manager, never raised
         reply = error_reply(exc, ctx.attempt)
         expected = isinstance(exc, ProtocolError | StepError | ValidationError)
@@ -119,10 +130,12 @@ async def handle_delivery(
     channel: AbstractChannel,
     executor: Executor,
     spans: HandlerSpans = DEFAULT_SPANS,
+    payloads: Payloads = NO_PAYLOADS,
 ) -> bool:
     """Run `handler` on one request, publish its reply (or x-error) to `reply_to`, then ack.
 
     With OpenTelemetry, the handler runs in a span from `spans` that continues the job's trace.
+    `payloads` resolves the request's references and stores a large reply's values.
 
     Returns False when the request was left unanswered or unsettled because the connection was
     lost (RabbitMQ redelivers it once the worker is back); True otherwise.
@@ -133,7 +146,7 @@ async def handle_delivery(
         return await _settle(message, ctx, ack=True)
     again = " (redelivered)" if ctx.redelivered else ""
     log.debug("%s received on %r%s", ctx.log_fields, handler.queue, again)
-    reply = await _outcome(handler, message.body, ctx, executor, spans)
+    reply = await _outcome(handler, message.body, ctx, executor, spans, payloads)
     if _channel_closed(message):
         # Lost with its connection: RabbitMQ redelivers it, so a reply now would be a duplicate.
         log.debug("%s its channel closed while it ran; not replying", ctx.log_fields)

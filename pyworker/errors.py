@@ -11,12 +11,15 @@
     │   └── InvalidResult       a handler returned something that is not a JSON object
     └── StepError               a step failed, and the message says all (logged without traceback)
         ├── CommandFailed       the exec worker's command exited non-zero (or could not start)
-        └── CommandTimeout      the exec worker's command ran past --timeout and was killed
+        ├── CommandTimeout      the exec worker's command ran past --timeout and was killed
+        └── PayloadRefError     a payload reference cannot be read (or a value cannot be stored)
 
 Every message names the thing, shows the bad value and, where there is one, suggests the fix.
 """
 
 from __future__ import annotations
+
+from payload_refs import errors as shared
 
 __all__ = [
     "PyworkerError",
@@ -31,6 +34,7 @@ __all__ = [
     "StepError",
     "CommandFailed",
     "CommandTimeout",
+    "PayloadRefError",
 ]
 
 
@@ -80,3 +84,9 @@ class CommandFailed(StepError):
 
 class CommandTimeout(StepError):
     """The exec worker's command ran longer than its timeout and was killed."""
+
+
+class PayloadRefError(StepError, shared.PayloadRefError):
+    """A payload reference cannot be resolved, or a value cannot be stored: its message names
+    the reference (`wm://<store>/<key>`) or the store, and why (the stores' own error, in
+    pyworker's tree)."""

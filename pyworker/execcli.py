@@ -8,7 +8,13 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 
-from pyworker.cliopts import add_common_options, configure_logging, run_reporting
+from pyworker.cliopts import (
+    add_common_options,
+    add_payload_options,
+    configure_logging,
+    payload_options,
+    run_reporting,
+)
 from pyworker.errors import SettingsError
 from pyworker.execstep import ExecStep, resolve_command
 from pyworker.settings import resolve_queue_prefix
@@ -26,6 +32,8 @@ one line of JSON; it must print the step output, a JSON object, on stdout (print
 counts as {}). A non-zero exit fails the step with an x-error reply carrying the end of its
 stderr; the manager then retries the step as its workflow says. The request's metadata is in
 the environment: WM_JOB_ID, WM_STEP, WM_ATTEMPT, WM_WORKFLOW, WM_CORRELATION_ID.
+With payload stores (--payload-store or $WM_PAYLOAD_STORES), references in the input are
+resolved before COMMAND runs, and a large output's values are stored and sent as references.
 
 examples:
   pyworker exec segment-word-counts -- examples/exec/word-count.sh
@@ -82,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--amqp-url", metavar="URL", help="RabbitMQ URL (default: $AMQP_URL)")
     add_common_options(parser, "the queue name")
+    add_payload_options(parser)
     return parser
 
 
@@ -110,6 +119,7 @@ def build_exec_worker(
         stop_timeout_s=stop_timeout_s,
         queue_prefix=args.queue_prefix,
         environ=environ,
+        **payload_options(args),
     )
     worker.step(args.queue)(step)
     return worker

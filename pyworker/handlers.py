@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +21,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from pyworker.context import StepContext
-from pyworker.errors import StepDefinitionError
+from pyworker.errors import SettingsError, StepDefinitionError
 
-__all__ = ["StepHandler", "inspect_handler", "check_queue_name"]
+__all__ = ["StepHandler", "inspect_handler", "check_queue_name", "prefixed_handlers"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _MAX_QUEUE_BYTES = 255
@@ -75,6 +76,23 @@ def check_queue_name(queue: object) -> str:
     if len(queue.encode("utf-8")) > _MAX_QUEUE_BYTES:
         raise StepDefinitionError(f"step queue name {queue[:40]!r}...: longer than 255 bytes")
     return queue
+
+
+def prefixed_handlers(handlers: Mapping[str, StepHandler], prefix: str) -> list[StepHandler]:
+    """The handlers with their queue names as declared: `prefix` + step queue name.
+
+    Raises:
+        SettingsError: The prefix makes a queue name RabbitMQ would refuse.
+    """
+    if not prefix:
+        return list(handlers.values())
+    try:
+        return [
+            dataclasses.replace(handler, queue=check_queue_name(prefix + queue))
+            for queue, handler in handlers.items()
+        ]
+    except StepDefinitionError as exc:
+        raise SettingsError(f"queue_prefix {prefix!r} makes a bad queue name: {exc}") from exc
 
 
 def _name(func: Callable[..., Any]) -> str:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import enum
 import functools
 import logging
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
@@ -27,12 +26,16 @@ from amqp_outage import Outage, ReconnectSettingsError, connect, quiet_disconnec
 from pyworker.delivery import handle_delivery
 from pyworker.draining import InFlight, wait_until_idle
 from pyworker.errors import BrokerError, SettingsError, StepDefinitionError, WorkerStateError
-from pyworker.handlers import StepHandler, check_queue_name, inspect_handler
+from pyworker.handlers import StepHandler, check_queue_name, inspect_handler, prefixed_handlers
+from pyworker.payloadrefs import NO_PAYLOADS, Payloads
 from pyworker.settings import (
     WorkerSettings,
     mask_url,
     resolve_amqp_url,
+    resolve_payload_stores,
+    resolve_payload_threshold,
     resolve_queue_prefix,
+    store_entries,
 )
 from pyworker.signals import stopping_on_signals
 from pyworker.tracing import HandlerSpans
@@ -75,6 +78,11 @@ class Worker:
         tracer_provider: The OpenTelemetry TracerProvider for handler spans (default: the
             global one). Used only when opentelemetry-api is installed: each handler then runs
             in a span whose parent is the request's `traceparent`.
+        payload_stores: `NAME=URL` entries (`file:///dir`, `postgresql://...`) naming where
+            requests' references are read; a large reply's values are stored in the first.
+            Default: $WM_PAYLOAD_STORES ("NAME=URL NAME=URL"), else none.
+        payload_ref_threshold: Bytes of a reply's JSON above which its values are stored.
+            Default: $WM_PAYLOAD_REF_THRESHOLD, else 262144 (256 KiB).
 
     Example:
         >>> worker = Worker(prefetch=4)
@@ -94,8 +102,13 @@ class Worker:
         queue_prefix: str | None = None,
         environ: Mapping[str, str] | None = None,
         tracer_provider: Any = None,
+        payload_stores: Sequence[str] | str | None = None,
+        payload_ref_threshold: int | None = None,
     ) -> None:
-        self._settings = WorkerSettings(amqp_url, prefetch, name, stop_timeout_s, queue_prefix)
+        stores = store_entries(payload_stores)
+        self._settings = WorkerSettings(
+            amqp_url, prefetch, name, stop_timeout_s, queue_prefix, stores, payload_ref_threshold
+        )
         self._environ = environ
         self._spans = HandlerSpans(tracer_provider)
         self._handlers: dict[str, StepHandler] = {}
@@ -104,6 +117,7 @@ class Worker:
         self._channel: AbstractRobustChannel | None = None
         self._consumers: dict[str, tuple[AbstractQueue, str]] = {}
         self._executor: ThreadPoolExecutor | None = None
+        self._payloads = NO_PAYLOADS
         self._in_flight = InFlight()
         self._outage = Outage("RabbitMQ connection", logger=log)
         self._stop_requested = asyncio.Event()
@@ -188,7 +202,8 @@ class Worker:
 
         Raises:
             WorkerStateError: No steps are registered, or the worker is already running.
-            SettingsError: The URL or queue prefix (from the environment) is invalid.
+            SettingsError: The URL, queue prefix or payload stores (from the environment) are
+                invalid.
             BrokerError: RabbitMQ cannot be reached or refused a declaration.
         """
         if self._state not in (_State.NEW, _State.STOPPED):
@@ -199,10 +214,14 @@ class Worker:
             )
         environ = os.environ if self._environ is None else self._environ
         url = resolve_amqp_url(self._settings.amqp_url, environ)
-        handlers = self._prefixed(resolve_queue_prefix(self._settings.queue_prefix, environ))
+        prefix = resolve_queue_prefix(self._settings.queue_prefix, environ)
+        handlers = prefixed_handlers(self._handlers, prefix)
+        stores = resolve_payload_stores(self._settings.payload_stores, environ)
+        threshold = resolve_payload_threshold(self._settings.payload_ref_threshold, environ)
         self._state = _State.STARTING
         self._stopped = asyncio.Event()  # a fresh one: each start may be on a new event loop
         try:
+            self._payloads = Payloads.open(stores, threshold)
             await self._connect(url, handlers)
         except BaseException:
             await self._close()
@@ -211,18 +230,8 @@ class Worker:
             raise
         self._state = _State.RUNNING
         log.info("worker consuming %s on %s", ", ".join(self._consumers), mask_url(url))
-
-    def _prefixed(self, prefix: str) -> list[StepHandler]:
-        """The handlers with their queue names as declared: `prefix` + step queue name."""
-        if not prefix:
-            return list(self._handlers.values())
-        try:
-            return [
-                dataclasses.replace(handler, queue=check_queue_name(prefix + queue))
-                for queue, handler in self._handlers.items()
-            ]
-        except StepDefinitionError as exc:
-            raise SettingsError(f"queue_prefix {prefix!r} makes a bad queue name: {exc}") from exc
+        if self._payloads.stores:
+            log.info("worker has %s", self._payloads.describe())
 
     async def _connect(self, url: str, handlers: list[StepHandler]) -> None:
         name = self._settings.name or f"pyworker {socket.gethostname()} pid={os.getpid()}"
@@ -272,7 +281,7 @@ class Worker:
         with self._in_flight.track(task):
             try:
                 answered = await handle_delivery(
-                    message, handler, self._channel, self._executor, self._spans
+                    message, handler, self._channel, self._executor, self._spans, self._payloads
                 )
             except asyncio.CancelledError:
                 if (
@@ -330,6 +339,8 @@ class Worker:
                     log.debug("error while closing %r: %s", closable, exc)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        payloads, self._payloads = self._payloads, NO_PAYLOADS
+        await payloads.close()
 
     async def __aenter__(self) -> Worker:
         await self.start()

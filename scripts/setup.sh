@@ -42,9 +42,11 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 if ! command -v go >/dev/null 2>&1 \
   || [ ! -f /usr/share/gocode/src/github.com/rabbitmq/amqp091-go/go.mod ] \
-  || [ ! -f /usr/share/gocode/src/golang.org/x/text/go.mod ]; then
+  || [ ! -f /usr/share/gocode/src/golang.org/x/text/go.mod ] \
+  || [ ! -f /usr/share/gocode/src/github.com/lib/pq/go.mod ]; then
   # goworker builds offline against Debian's Go toolchain and packaged libraries.
   apt_install golang-go golang-github-rabbitmq-amqp091-go-dev golang-golang-x-text-dev \
+    golang-github-lib-pq-dev \
     || echo "setup: Go or its packaged libraries are missing; the Go worker tests will be skipped" >&2
 fi
 if [ ! -x /usr/bin/chromium ]; then

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-.venv/bin/ruff check workflow_manager pyworker amqp_outage tests examples bench docs_gen
+.venv/bin/ruff check workflow_manager pyworker amqp_outage payload_refs tests examples bench docs_gen
 # The documentation site into site/ (mkdocs.yml); --strict fails on a broken link or anchor.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 .venv/bin/mypy  # which files, and where strict: [tool.mypy] in pyproject.toml

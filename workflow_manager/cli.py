@@ -26,6 +26,7 @@ from workflow_manager.conformance.command import run_conformance_command
 from workflow_manager.errors import ApiUnreachable, BrokerError, ConfigError, ManagerError
 from workflow_manager.limitoptions import LimitError, limits_from_args
 from workflow_manager.logformat import LOG_FORMATS
+from workflow_manager.payloads.options import payload_settings
 from workflow_manager.testing.command import replay_command, test_command
 
 __all__ = ["main", "build_parser"]
@@ -77,6 +78,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_running_jobs = int(max_running_jobs)
     try:
         limits, http = limits_from_args(args)
+        limits.update(payload_settings(args))
     except LimitError as exc:
         return usage_error(str(exc))
     configure_logging(args.log_level, args.log_format)

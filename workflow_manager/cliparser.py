@@ -18,6 +18,7 @@ from workflow_manager.conformance.command import add_conformance_parser
 from workflow_manager.engine.state import MAX_PRIORITY
 from workflow_manager.limitoptions import add_limit_options
 from workflow_manager.logformat import LOG_FORMATS
+from workflow_manager.payloads.options import add_payload_options
 from workflow_manager.starttimes import MAX_DELAY_S
 from workflow_manager.testing.command import add_testing_parsers
 
@@ -264,6 +265,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         " default: %(default)s)",
     )
     add_limit_options(serve, env)
+    add_payload_options(serve, env)
 
     validate = commands.add_parser("validate", help="check a workflow file and describe it")
     validate.add_argument("file", help="the workflow YAML file")

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from payload_refs.errors import PayloadRefError
 from workflow_manager import intake
 from workflow_manager.cluster import handoff
 from workflow_manager.cluster.ours import OurTrees
@@ -24,6 +25,7 @@ from workflow_manager.journal import Journal
 from workflow_manager.notices import duplicate_reason, rejection_notice
 from workflow_manager.observers import DeadLetterWatcher, Observer
 from workflow_manager.outbox import Outbox
+from workflow_manager.payloads.stage import PayloadRefs
 from workflow_manager.pipeline import Pipeline
 from workflow_manager.recorder import finished_notice
 from workflow_manager.requests import ApiRequests
@@ -56,6 +58,7 @@ class Deliveries:
         transport: Transport,
         outbox: Outbox,
         clock: Callable[[], float],
+        payloads: PayloadRefs,
         observers: Sequence[Observer] = (),
         *,
         partitioned: bool = False,
@@ -68,6 +71,7 @@ class Deliveries:
         self._transport = transport
         self._outbox = outbox
         self._now = clock
+        self._payloads = payloads
         self._watchers = tuple(o for o in observers if isinstance(o, DeadLetterWatcher))
         self._partitioned = partitioned
 
@@ -135,6 +139,8 @@ class Deliveries:
             await self._dead_letter(delivery, event.reason, "bad_reply")
             self._transport.ack(delivery)
             return
+        if self._payloads.concerns(event):
+            event = await self._payloads.reply(event)
         # A redelivered reply makes the very same requests (same message ids): send them now.
         _, sending = await self._pipeline.process(event, early=True)
         self._transport.ack(delivery)  # only after the commit: a crash before means redelivery
@@ -164,6 +170,11 @@ class Deliveries:
                 chosen = None if named else event.job_id
                 await self._hand_over(delivery, event.partition, handoff.TRIGGER, chosen)
                 return
+        if self._payloads.store is not None and not isinstance(event, intake.Undeliverable):
+            try:
+                event = await self._payloads.submission(event, len(delivery.body))
+            except PayloadRefError as exc:
+                event = intake.Undeliverable(f"PayloadRefError: {exc}")
         if isinstance(event, intake.Undeliverable):
             await self._reject(delivery, event.reason, "invalid_trigger")
             if delivery.reply_to:
@@ -204,6 +215,11 @@ class Deliveries:
             return
         else:
             reason = await self._requests.finished_reason(event.job_id)
+            if reason is None:
+                try:
+                    event = await self._requests.payload_signal(event)
+                except PayloadRefError as exc:
+                    reason = f"PayloadRefError: {exc}"
             if reason is None:
                 result, sending = await self._pipeline.process(event)
                 reason = result.refused.reason if result.refused is not None else None

@@ -26,6 +26,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from workflow_manager.config.models import Workflow
 from workflow_manager.engine import (
     BulkProgress,
     Command,
@@ -48,6 +49,9 @@ from workflow_manager.engine import (
     StepWaiting,
     ThrottleEnded,
 )
+from workflow_manager.fanmetrics import FAN_IN_METRIC_NAMES, FanInCounters
+from workflow_manager.payloads.metrics import PAYLOAD_METRIC_NAMES, PayloadMetrics
+from workflow_manager.payloads.stage import PayloadCounts
 
 __all__ = ["Metrics", "Watched", "METRIC_NAMES"]
 
@@ -98,6 +102,8 @@ METRIC_NAMES: dict[str, str] = {
     f"{_P}lease_renewal_seconds": "gauge",
     f"{_P}rejoins_total": "counter",
     f"{_P}webhook_requests_total": "counter",
+    **FAN_IN_METRIC_NAMES,
+    **PAYLOAD_METRIC_NAMES,
 }
 """Every metric /metrics exposes, by its exposed name, with its type (for docs and tests)."""
 
@@ -147,7 +153,7 @@ class Metrics:
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, workflows: Iterable[str] = ()) -> None:
+    def __init__(self, workflows: Mapping[str, Workflow] | Iterable[str] = ()) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         wf, step = ["workflow"], ["workflow", "step"]
@@ -311,6 +317,11 @@ class Metrics:
             JobStarted: self._job_started,
             JobFinished: self._job_finished,
         }
+        # Joins and reductions need the definitions: which steps have a join, or are reducers.
+        served = workflows if isinstance(workflows, Mapping) else {}
+        self._fan_in = FanInCounters(r, served)
+        self._payloads = PayloadMetrics(PayloadCounts())  # at 0 until `watch_payloads`
+        r.register(self._payloads)
         for name in workflows:
             self._workflow(name)  # every workflow served shows, at 0, before its first job
 
@@ -326,6 +337,10 @@ class Metrics:
         """Read the partitions held and the last renewal's seconds from `source` at each scrape."""
         self._owned.set_function(lambda: float(len(source.held)))
         self._renewal.set_function(lambda: source.renewal_s)
+
+    def watch_payloads(self, counts: PayloadCounts) -> None:
+        """Read what the payload stage stored and read back from `counts` at each scrape."""
+        self._payloads.counts = counts
 
     def rejoined(self, cause: str) -> None:
         """This manager stopped running its partitions and rejoins as a standby (`cause`:
@@ -437,6 +452,8 @@ class Metrics:
             duration.observe(command.at - command.dispatched_at)
         if command.outcome in _FAILED_OUTCOMES:
             self._failures(command.workflow, command.step, command.reason or "error").inc()
+        else:
+            self._fan_in.step_finished(command)
 
     def _job_scheduled(self, command: JobScheduled) -> None:
         self._join_unstarted(command.job_id, self._workflow(command.workflow).scheduled)

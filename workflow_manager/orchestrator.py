@@ -47,6 +47,7 @@ from workflow_manager.inflight import InFlight
 from workflow_manager.journal import JobHistory, JobRow, Journal
 from workflow_manager.observers import Observer
 from workflow_manager.outbox import Outbox
+from workflow_manager.payloads.stage import PayloadRefs
 from workflow_manager.pipeline import Pipeline
 from workflow_manager.recovery import Recovery
 from workflow_manager.requests import ApiRequests
@@ -56,6 +57,7 @@ from workflow_manager.traces import TraceParent
 from workflow_manager.transport import Transport, manager_queues, signal_queue, trigger_queue
 
 if TYPE_CHECKING:
+    from payload_refs import PayloadStore
     from workflow_manager.cluster.ownership import Ownership
 
 __all__ = ["ManagerSettings", "Orchestrator", "step_queues"]
@@ -86,6 +88,11 @@ class Orchestrator:
     ) -> None:
         self.workflows = dict(workflows)
         self.settings = settings
+        # Payloads by reference: the stage between intake and the pipeline, and its store by
+        # name (--payload-store), which the API serves values from.
+        workflow_of = lambda job_id: getattr(self.state.jobs.get(job_id), "workflow", None)  # noqa: E731
+        self.payloads = PayloadRefs.from_settings(settings, self.workflows, workflow_of, clock)
+        self.payload_stores: dict[str, PayloadStore] = self.payloads.stores
         self.journal = journal
         self.transport = transport
         self.now = clock
@@ -114,22 +121,23 @@ class Orchestrator:
         )  # fmt: skip
         trees = OurTrees(self.pipeline, ownership, placement, new_id)
         self.requests = ApiRequests(
-            self.pipeline, trees, self.workflows, settings, journal, clock, ownership
-        )
+            self.pipeline, trees, self.workflows, settings, journal, clock, ownership,
+            self.payloads,
+        )  # fmt: skip
         self.bulks = BulkRunner(
             self.pipeline, self.requests, journal, clock,
             None if ownership is None else ownership.partitioning,
         )  # fmt: skip
         self.deliveries = Deliveries(
             self.pipeline, trees, self.requests, settings, journal, transport, self._outbox,
-            clock, observers, partitioned=ownership is not None,
+            clock, self.payloads, observers, partitioned=ownership is not None,
         )  # fmt: skip
         self.schedules = Scheduler(self.requests.schedules, clock)
         self.partitions = PartitionRuns(
             self.pipeline, self._recovery, self.deliveries, self._work, settings, journal,
             transport, self._outbox, self.schedules, clock, ownership,
         )  # fmt: skip
-        self._retention: asyncio.Task[None] | None = None
+        self._retention: list[asyncio.Task[None]] = []
 
     def __repr__(self) -> str:
         jobs = self.pipeline.state.jobs
@@ -195,7 +203,9 @@ class Orchestrator:
             await self.partitions.consume_held()
         await self.transport.consume(trigger_queue(queue), tracked(guarded(deliveries.on_trigger)))
         await self.transport.consume(signal_queue(queue), tracked(guarded(deliveries.on_signal)))
-        self._retention = asyncio.create_task(self._keep_retention(), name="retention")
+        self._retention.append(asyncio.create_task(self._keep_retention(), name="retention"))
+        if sweeps := self.payloads.retention(journal=self.journal, state=lambda: self.state):
+            self._retention.append(asyncio.create_task(sweeps.run(), name="payload-retention"))
         await self.schedules.start()
         self.bulks.resume()  # those under way when the manager stopped go on
         log.info(
@@ -207,8 +217,8 @@ class Orchestrator:
 
     async def stop(self) -> None:
         """Stop consuming, finish the messages in hand, then close the connection and journal."""
-        if self._retention is not None:
-            self._retention.cancel()
+        for task in self._retention:
+            task.cancel()
         self.schedules.close()
         await self.bulks.stop()
         self.pipeline.close()
@@ -220,6 +230,7 @@ class Orchestrator:
             await self.journal.close()
         except JournalError as exc:
             self._work.fail(exc)
+        await self.payloads.close()
         log.info("stopped")
 
     async def _restored(self) -> None:

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from payload_refs.errors import PayloadRefError
 from workflow_manager.bulkrequests import BulkRequests
 from workflow_manager.config import Workflow
 from workflow_manager.engine import (
@@ -54,6 +55,7 @@ from workflow_manager.traces import TraceParent, new_trace_id
 if TYPE_CHECKING:
     from workflow_manager.cluster.ours import OurTrees
     from workflow_manager.cluster.ownership import Ownership
+    from workflow_manager.payloads.stage import PayloadRefs
     from workflow_manager.pipeline import Pipeline
     from workflow_manager.settings import ManagerSettings
 
@@ -83,8 +85,10 @@ class ApiRequests:
         journal: Journal,
         clock: Callable[[], float],
         ownership: Ownership | None = None,
+        payloads: PayloadRefs | None = None,
     ) -> None:
         self.workflows = workflows
+        self._payloads = payloads
         self._pipeline = pipeline
         self._trees = trees
         self._settings = settings
@@ -142,6 +146,11 @@ class ApiRequests:
             )
         ):
             raise DuplicateJob(f"a job with id {canonical} already exists")
+        if self._payloads is not None:
+            try:
+                submitted = await self._payloads.submission(submitted)
+            except PayloadRefError as exc:
+                raise InvalidPayload(f"PayloadRefError: {exc}") from None
         await self._submitted(submitted)
         return canonical or job_id
 
@@ -157,6 +166,14 @@ class ApiRequests:
             await sending
             raise Debounced(debounced_reason(result.debounced), result.debounced.existing)
         await sending
+
+    async def payload_signal(self, signal: SignalReceived) -> SignalReceived:
+        """A signal with its large values stored and its rules' references read in
+        (`PayloadRefs`); PayloadRefError when one cannot be read."""
+        if self._payloads is None:
+            return signal
+        job = self._pipeline.state.jobs.get(signal.job_id)
+        return await self._payloads.signal(signal, job.workflow.name if job else None)
 
     async def fork(
         self,
@@ -320,6 +337,10 @@ class ApiRequests:
         # Read before: a job that completes leaves memory.
         job = self._pipeline.state.jobs.get(canonical)
         signalled = SignalReceived(canonical, step, payload, self._now())
+        try:
+            signalled = await self.payload_signal(signalled)
+        except PayloadRefError as exc:
+            raise JobConflict(f"PayloadRefError: {exc}") from None
         result, sending = await self._pipeline.process(signalled)
         refused = result.refused
         if refused is not None or job is None:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from payload_refs import DEFAULT_THRESHOLD
 from workflow_manager.config import Workflow
 from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.limits import DEFAULT_JSON_DEPTH, DEFAULT_LIMITS
@@ -61,6 +62,14 @@ class ManagerSettings(BaseModel):
     # A task step's children's inputs together (each child copies the step's other input
     # keys): a fan-out past this fails its step, saying the size, before any child starts.
     max_fanout_bytes: int = Field(default=DEFAULT_LIMITS["max_fanout_bytes"], ge=1024)
+    # Payloads by reference (docs/protocol.md): where large values are stored (`NAME=URL`;
+    # None: nowhere, references pass through untouched), the size past which a trigger's,
+    # a reply's or a signal's top-level values are stored, and how long after its top-level
+    # job ended a job's values stay (retention looks this often).
+    payload_store: str | None = None
+    payload_ref_threshold: int = Field(default=DEFAULT_THRESHOLD, ge=1024)
+    payload_retention_s: float = Field(default=3600.0, ge=0)
+    payload_sweep_every_s: float = Field(default=300.0, gt=0)
 
 
 class HttpSettings(BaseModel):

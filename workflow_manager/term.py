@@ -144,6 +144,7 @@ async def start_term(parts: TermParts) -> Term:
     )
     metrics.watch(orchestrator)
     metrics.watch_leases(ownership or _NO_LEASES)
+    metrics.watch_payloads(orchestrator.payloads.counts)
     journal.watch_commits(metrics.journal_committed)
     try:
         await orchestrator.start()

@@ -21,6 +21,7 @@ import httpx
 from workflow_manager.client import api_headers
 from workflow_manager.errors import ApiUnreachable, ManagerError
 from workflow_manager.events.sse import SseMessage, read_events
+from workflow_manager.payloads.view import ref_lines
 
 __all__ = ["watch_job", "render_job_view", "progress_bar"]
 
@@ -45,12 +46,24 @@ def _step_line(entry: dict[str, Any], status: str) -> str:
         status = "retrying"
     line = f"  {_MARKS.get(status, '?')} {entry.get('name', '?'):<24} {status:<9}"
     tasks = entry.get("tasks")
-    if tasks is not None:
+    join = entry.get("join")
+    if join is not None:
+        # Done means needed: the bar fills as children succeed, up to what the join needs.
+        needed = join.get("needed", 0)
+        line += f" {progress_bar(min(join.get('succeeded', 0), needed), needed)} needed"
+        line += f"  join {join.get('policy')}: {join.get('failed', 0)} failed"
+        line += f", {join.get('left', 0)} left"
+        if join.get("met"):
+            line += ", met" + (" (the rest left to finish)" if join.get("then") == "finish" else "")
+    elif tasks is not None:
         total = entry.get("tasks_total", len(tasks))
         done = entry.get("tasks_done", total if status == "completed" else 0)
         line += f" {progress_bar(done, total)}"
     else:
         line += f" {entry.get('elapsed', 0.0):.2f}s"
+    if (reduce := entry.get("reduce")) is not None and "reduced" in reduce:
+        batches = reduce.get("batches", 0)
+        line += f"  reduced {reduce['reduced']} in {batches} batch{'' if batches == 1 else 'es'}"
     if entry.get("attempt"):
         line += f"  attempt {entry['attempt']}"
     if status == "retrying" and entry.get("lastError") is not None:
@@ -73,6 +86,9 @@ def render_job_view(job: dict[str, Any]) -> list[str]:
     lines.extend(_step_line(entry, status) for _, status, entry in entries)
     if job.get("error") is not None:
         lines.append(f"  error: {str(job['error'])[:500]}")
+    if stored := ref_lines(job.get("result"), "    "):
+        lines.append("  result (stored values, by size; GET /api/payloads/... downloads them):")
+        lines.extend(stored)
     lines.extend(_compensation_lines(job.get("compensations")))
     return lines
 
@@ -95,7 +111,18 @@ def _event_line(event: dict[str, Any]) -> str:
     where = f" {event['step']}" if event.get("step") else ""
     attempt = f" attempt {event['attempt']}" if event.get("attempt") else ""
     reason = f" ({event['reason']})" if event.get("reason") else ""
-    return f"{clock} {event.get('type')}{where}{attempt}{reason}"
+    return f"{clock} {event.get('type')}{where}{attempt}{reason}{_totals(event)}"
+
+
+def _totals(event: dict[str, Any]) -> str:
+    """A join or reduce task step's totals, as its step.completed/failed event tells them."""
+    text = ""
+    if isinstance(join := event.get("join"), dict):
+        text += f"  join {join.get('policy')}: {join.get('succeeded')} of {join.get('needed')}"
+        text += f" needed succeeded, {join.get('failed')} failed, {join.get('left')} left"
+    if isinstance(reduce := event.get("reduce"), dict):
+        text += f"  reduced {reduce.get('reduced')} in {reduce.get('batches')} batch(es)"
+    return text
 
 
 class _View:

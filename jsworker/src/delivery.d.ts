@@ -1,5 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
 import type { StepContext } from './context.js';
+import type { PayloadRefs } from './payloads.js';
 import type { Reply } from './protocol.js';
 import type { Session } from './session.js';
 import type { Logger } from './settings.js';
@@ -7,7 +8,13 @@ import type { StepHandler } from './worker.js';
 
 export const REFUSED_REPLY_DELAY_MS: number;
 /** The reply for one request: the handler's result, or an x-error for whatever it threw. */
-export function outcome(handler: StepHandler, body: Uint8Array, ctx: StepContext, logger: Logger): Promise<Reply>;
+export function outcome(
+  handler: StepHandler,
+  body: Uint8Array,
+  ctx: StepContext,
+  logger: Logger,
+  payloads?: PayloadRefs,
+): Promise<Reply>;
 /** Handle one delivered request: reply to `reply_to` after the handler, then ack. */
 export function handleDelivery(args: {
   message: ConsumeMessage;
@@ -15,4 +22,5 @@ export function handleDelivery(args: {
   handler: StepHandler;
   session: Session;
   logger: Logger;
+  payloads?: PayloadRefs;
 }): Promise<void>;

@@ -5,23 +5,34 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StepContext } from './context.js';
-import { ProtocolError } from './errors.js';
+import { PayloadRefError, ProtocolError } from './errors.js';
 import { HEADER_ERROR, decodeRequest, errorReply, resultReply } from './protocol.js';
+import { HEADER_PAYLOAD_REFS } from './refs.js';
 import { ReplyRefused } from './session.js';
 
 /** Wait this long before requeueing a request whose reply the broker refused (e.g. a full
  * reply queue), so a lasting refusal does not become a hot redelivery loop. */
 export const REFUSED_REPLY_DELAY_MS = 1000;
 
-/** The reply for one request: the handler's result, or an x-error for whatever it threw. */
-export async function outcome(handler, body, ctx, logger) {
+/**
+ * The reply for one request: the handler's result, or an x-error for whatever it threw. With
+ * `payloads`, the request's references are resolved before the handler runs (a request with
+ * `x-payload-refs`) and a large result's values are stored after it.
+ * @param {import('./payloads.js').PayloadRefs} [payloads]
+ */
+export async function outcome(handler, body, ctx, logger, payloads) {
   try {
     const data = decodeRequest(body);
-    return resultReply(await handler(data, ctx), ctx.echoAttempt, ctx.metaPatch);
+    const refs = ctx.headers[HEADER_PAYLOAD_REFS];
+    if (payloads !== undefined && refs !== undefined && refs !== null) await payloads.resolve(data);
+    const result = await handler(data, ctx);
+    const reply = resultReply(result, ctx.echoAttempt, ctx.metaPatch);
+    return payloads === undefined ? reply : await payloads.shrinkReply(reply, result, ctx);
   } catch (err) {
     const reply = errorReply(err, ctx.echoAttempt);
-    // A protocol error is the sender's or the handler's contract broken, not a bug with a stack.
-    const where = err instanceof ProtocolError || !err?.stack ? '' : ` (${firstFrame(err.stack)})`;
+    // A protocol or payload error says all there is to say; a stack frame would only add noise.
+    const plain = err instanceof ProtocolError || err instanceof PayloadRefError || !err?.stack;
+    const where = plain ? '' : ` (${firstFrame(err.stack)})`;
     logger.warn(`${ctx.logFields} failed: ${reply.headers[HEADER_ERROR]}${where}`);
     return reply;
   }
@@ -35,7 +46,7 @@ function firstFrame(stack) {
 }
 
 /** Handle one delivered request on `queue` with `handler`: reply to `reply_to`, then ack. */
-export async function handleDelivery({ message, queue, handler, session, logger }) {
+export async function handleDelivery({ message, queue, handler, session, logger, payloads }) {
   const ctx = StepContext.fromMessage(message, queue);
   const { replyTo } = message.properties;
   if (!replyTo) {
@@ -43,7 +54,7 @@ export async function handleDelivery({ message, queue, handler, session, logger 
     session.ack(message);
     return;
   }
-  const reply = await outcome(handler, message.content, ctx, logger);
+  const reply = await outcome(handler, message.content, ctx, logger, payloads);
   let published;
   try {
     published = await session.publish(replyTo, reply, ctx.correlationId);

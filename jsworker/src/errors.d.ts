@@ -10,6 +10,8 @@ export class SettingsError extends JsworkerError {}
 export class WorkerStateError extends JsworkerError {}
 /** RabbitMQ cannot be reached or refused an operation at start-up. */
 export class BrokerError extends JsworkerError {}
+/** A payload reference cannot be resolved or a reply's value cannot be stored (x-error reply). */
+export class PayloadRefError extends JsworkerError {}
 /** A request or a handler's result breaks the wire protocol; answered with an x-error reply. */
 export class ProtocolError extends JsworkerError {}
 /** The request body is not a JSON object. */

@@ -5,6 +5,7 @@
 //   ├── SettingsError           a worker option or environment variable is invalid
 //   ├── WorkerStateError        a lifecycle call made in the wrong state (e.g. start twice)
 //   ├── BrokerError             RabbitMQ cannot be reached or refused a declaration at start
+//   ├── PayloadRefError         a payload reference cannot be read or a value cannot be stored
 //   └── ProtocolError           a request or result breaks the wire protocol (answered with x-error)
 //       ├── InvalidRequest      the request body is not a JSON object
 //       └── InvalidResult       a handler returned something that is not a JSON object
@@ -31,6 +32,10 @@ export class WorkerStateError extends JsworkerError {}
 
 /** RabbitMQ cannot be reached or refused an operation at start-up. */
 export class BrokerError extends JsworkerError {}
+
+/** A payload reference cannot be resolved (unknown store, missing value, unreachable store,
+ * bytes that do not match) or a reply's value cannot be stored; answered with an x-error reply. */
+export class PayloadRefError extends JsworkerError {}
 
 /** A request or a handler's result breaks the wire protocol; answered with an x-error reply. */
 export class ProtocolError extends JsworkerError {}

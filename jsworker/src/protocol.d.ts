@@ -23,7 +23,7 @@ export function isPlainObject(value: unknown): value is JsonObject;
 /** The request body as a JSON object; throws InvalidRequest when it is not one. */
 export function decodeRequest(body: Uint8Array): JsonObject;
 /** The reply for a handler's return value; throws InvalidResult unless it is a JSON object. */
-export function resultReply(result: unknown, attempt: number | undefined): Reply;
+export function resultReply(result: unknown, attempt: number | undefined, metaPatch?: JsonObject): Reply;
 /** The name to report for a thrown value: its class name. */
 export function errorType(err: unknown): string;
 /** The x-error reply for a thrown value. */

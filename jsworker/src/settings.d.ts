@@ -1,3 +1,5 @@
+import type { StoreEntry } from './storeconfig.js';
+
 /** Where a Worker writes its few log lines (start, outage, stop, failed steps). */
 export interface Logger {
   info(line: string): void;
@@ -19,8 +21,15 @@ export interface WorkerOptions {
   stopTimeoutMs?: number;
   /** Where log lines go. Default: stdout (info) and stderr (warnings, errors), prefixed `jsworker:`. */
   logger?: Logger;
-  /** Environment to read AMQP_URL / AMQP_SERVER / QUEUE_PREFIX from. Default: process.env. */
+  /** Environment to read AMQP_URL / AMQP_SERVER / QUEUE_PREFIX / WM_PAYLOAD_* from. Default: process.env. */
   env?: Record<string, string | undefined>;
+  /**
+   * Payload stores, `"NAME=URL NAME=URL"` or `{ NAME: URL }` (file:///dir, postgresql://...);
+   * replies are stored in the first. Default: $WM_PAYLOAD_STORES, else none.
+   */
+  payloadStores?: string | Record<string, string>;
+  /** A reply whose JSON text is larger (bytes) has values stored. Default: $WM_PAYLOAD_REF_THRESHOLD, else 262144. */
+  payloadRefThreshold?: number;
 }
 
 /** The validated options, frozen. */
@@ -32,6 +41,10 @@ export interface WorkerSettings {
   readonly stopTimeoutMs: number;
   readonly logger: Logger;
   readonly env: Record<string, string | undefined> | undefined;
+  /** The payloadStores option parsed; undefined: $WM_PAYLOAD_STORES at start. */
+  readonly payloadStores: readonly StoreEntry[] | undefined;
+  /** The payloadRefThreshold option; undefined: $WM_PAYLOAD_REF_THRESHOLD (or 262144) at start. */
+  readonly payloadRefThreshold: number | undefined;
 }
 
 export const DEFAULT_AMQP_URL: string;

@@ -1,13 +1,25 @@
-// Worker options: validated once in the constructor, frozen; the broker URL and queue prefix
-// fall back to the environment, which is read when the worker starts (never at import).
+// Worker options: validated once in the constructor, frozen; the broker URL, the queue prefix
+// and the payload stores fall back to the environment, which is read when the worker starts
+// (never at import).
 
 import { SettingsError } from './errors.js';
+import { parseThreshold, storesOption } from './storeconfig.js';
 
 export const DEFAULT_AMQP_URL = 'amqp://guest:guest@localhost:5672/';
 export const URL_ENV_VARS = Object.freeze(['AMQP_URL', 'AMQP_SERVER']);
 export const PREFIX_ENV_VAR = 'QUEUE_PREFIX';
 const MAX_PREFETCH = 65535; // basic.qos prefetch-count is a 16-bit field
-const KNOWN = new Set(['url', 'queuePrefix', 'prefetch', 'name', 'stopTimeoutMs', 'logger', 'env']);
+const KNOWN = new Set([
+  'url',
+  'queuePrefix',
+  'prefetch',
+  'name',
+  'stopTimeoutMs',
+  'logger',
+  'env',
+  'payloadStores',
+  'payloadRefThreshold',
+]);
 
 /** `url` with its password replaced by `******`, for logs and messages. */
 export function maskUrl(url) {
@@ -76,6 +88,7 @@ export function workerSettings(options = {}) {
     throw new SettingsError(`Worker options: unknown option(s) ${unknown.join(', ')} (known: ${[...KNOWN].join(', ')})`);
   }
   const { url, queuePrefix, prefetch = 10, name, stopTimeoutMs = 30_000, logger = consoleLogger, env } = options;
+  const { payloadStores, payloadRefThreshold } = options;
   if (url !== undefined && url !== null) checkUrl(url, 'url');
   if (!Number.isInteger(prefetch) || prefetch < 1 || prefetch > MAX_PREFETCH) {
     throw new SettingsError(
@@ -91,5 +104,17 @@ export function workerSettings(options = {}) {
   if (typeof stopTimeoutMs !== 'number' || !(stopTimeoutMs >= 0)) {
     throw new SettingsError(`stopTimeoutMs: expected a number of milliseconds >= 0, got ${JSON.stringify(stopTimeoutMs)}`);
   }
-  return Object.freeze({ url: url ?? undefined, queuePrefix, prefetch, name, stopTimeoutMs, logger: checkLogger(logger), env });
+  return Object.freeze({
+    url: url ?? undefined,
+    queuePrefix,
+    prefetch,
+    name,
+    stopTimeoutMs,
+    logger: checkLogger(logger),
+    env,
+    // Left undefined, each falls back to its environment variable when the worker starts.
+    payloadStores: payloadStores === undefined ? undefined : storesOption(payloadStores),
+    payloadRefThreshold:
+      payloadRefThreshold === undefined ? undefined : parseThreshold(payloadRefThreshold, 'payloadRefThreshold'),
+  });
 }

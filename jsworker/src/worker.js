@@ -5,8 +5,10 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { handleDelivery } from './delivery.js';
 import { StepDefinitionError, WorkerStateError } from './errors.js';
+import { PayloadRefs } from './payloads.js';
 import { Session } from './session.js';
 import { maskUrl, resolveAmqpUrl, resolveQueuePrefix, workerSettings } from './settings.js';
+import { resolvePayloadConfig } from './storeconfig.js';
 
 /** First wait before reconnecting, doubled after each failed attempt up to the maximum. */
 export const RECONNECT_DELAY_MS = 500;
@@ -45,6 +47,7 @@ export class Worker {
   #session;
   #queues = new Map(); // declared queue name -> handler
   #url;
+  #payloads; // the payload stores, opened at start and closed at stop
   #inFlight = new Set();
   #loop;
   #wake = deferred(); // resolved when stop() begins, to end sleeps and waits at once
@@ -107,7 +110,8 @@ export class Worker {
 
   /**
    * Connect, declare each step queue (durable, no arguments) and start consuming; from then on
-   * reconnect by itself after any outage. Throws BrokerError when RabbitMQ cannot be reached now.
+   * reconnect by itself after any outage. Throws BrokerError when RabbitMQ cannot be reached now,
+   * SettingsError for a bad $AMQP_URL, $WM_PAYLOAD_STORES or $WM_PAYLOAD_REF_THRESHOLD.
    */
   async start() {
     if (this.#state !== 'new' && this.#state !== 'stopped') {
@@ -120,18 +124,28 @@ export class Worker {
     this.#url = resolveAmqpUrl(this.#settings.url, env);
     const prefix = resolveQueuePrefix(this.#settings.queuePrefix, env);
     this.#queues = new Map([...this.#handlers].map(([queue, handler]) => [checkQueueName(prefix + queue), handler]));
+    const payloadConfig = resolvePayloadConfig(this.#settings, env);
     this.#state = 'starting';
     this.#wake = deferred();
     this.#stopped = deferred();
     try {
+      this.#payloads = await PayloadRefs.open(payloadConfig, this.#settings.logger);
       this.#session = await this.#open();
     } catch (err) {
+      await this.#payloads?.close();
+      this.#payloads = undefined;
       this.#state = 'stopped';
       this.#stopped.resolve();
       throw err;
     }
     this.#state = 'running';
-    this.#settings.logger.info(`listening on ${[...this.#queues.keys()].join(', ')} at ${maskUrl(this.#url)}`);
+    const { logger } = this.#settings;
+    logger.info(`listening on ${[...this.#queues.keys()].join(', ')} at ${maskUrl(this.#url)}`);
+    if (this.#payloads.replyStore !== undefined) {
+      logger.info(
+        `payload stores: ${this.#payloads.describe()}; replies over ${this.#payloads.threshold} bytes store values in "${this.#payloads.replyStore.name}"`,
+      );
+    }
     this.#loop = this.#keepConnected();
     if (this.#stopAfterStart) void this.stop();
   }
@@ -150,7 +164,7 @@ export class Worker {
   #onDelivery(message, queue, session) {
     const { logger } = this.#settings;
     const handler = this.#queues.get(queue);
-    const done = handleDelivery({ message, queue, handler, session, logger })
+    const done = handleDelivery({ message, queue, handler, session, logger, payloads: this.#payloads })
       .catch((err) => logger.error(`unexpected error while handling a request on "${queue}": ${err?.stack ?? err}`))
       .finally(() => this.#inFlight.delete(done));
     this.#inFlight.add(done);
@@ -212,6 +226,9 @@ export class Worker {
     const drained = await this.#drain();
     this.#session = undefined;
     await session?.close();
+    // Abandoned handlers may still use a store; their requests are redelivered anyway.
+    await this.#payloads?.close();
+    this.#payloads = undefined;
     this.#drained = drained;
     this.#state = 'stopped';
     this.#stopped.resolve();

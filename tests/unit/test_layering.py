@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 
 import amqp_outage
+import payload_refs
 import pyworker
 import workflow_manager
 
@@ -37,11 +38,12 @@ def test_pyworker_does_not_import_the_manager():
     assert result.stdout.strip() == "False"
 
 
-# The manager and pyworker meet only in `amqp_outage` (reconnects and outages), the shared layer
-# below both, with two exceptions on purpose, each a package that runs pyworker's handlers:
-# the manager's HTTP bridge *is* a pyworker worker (it serves `http:` steps with pyworker's
-# Worker, StepContext and errors), and `workflow_manager.testing` runs a workflow's pyworker
-# handlers in a simulated run. The conformance kit runs pyworker as a command, never imports it.
+# The manager and pyworker meet only in the shared layer below both: `amqp_outage` (reconnects
+# and outages) and `payload_refs` (the payload reference format and stores), with two
+# exceptions on purpose, each a package that runs pyworker's handlers: the manager's HTTP
+# bridge *is* a pyworker worker (it serves `http:` steps with pyworker's Worker, StepContext
+# and errors), and `workflow_manager.testing` runs a workflow's pyworker handlers in a
+# simulated run. The conformance kit runs pyworker as a command, never imports it.
 MANAGER_PACKAGES_ON_PYWORKER = ("workflow_manager.bridge", "workflow_manager.testing")
 
 
@@ -81,9 +83,21 @@ def test_pyworker_imports_no_manager_module():
     assert [n for n, tops in _package_imports(pyworker).items() if "workflow_manager" in tops] == []
 
 
-def test_the_shared_layer_imports_neither_package():
-    imported = set().union(*_package_imports(amqp_outage).values())
+@pytest.mark.parametrize("shared", [amqp_outage, payload_refs], ids=lambda p: p.__name__)
+def test_the_shared_layer_imports_neither_package(shared: ModuleType):
+    imported = set().union(*_package_imports(shared).values())
     assert imported & {"workflow_manager", "pyworker"} == set()
+
+
+def test_the_payload_stores_load_no_broker_client_nor_postgresql_until_used():
+    code = (
+        "import sys, payload_refs\n"
+        "print(','.join(m for m in ('aio_pika', 'aiormq', 'psycopg') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == ""
 
 
 def test_the_broker_adapter_reconnects_through_the_shared_layer_not_pyworker():

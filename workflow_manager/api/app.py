@@ -29,6 +29,7 @@ from workflow_manager.api.joblimits import router as limits_router
 from workflow_manager.api.limits import RequestLimits
 from workflow_manager.api.login import install_access, login_router
 from workflow_manager.api.origin import SameOrigin
+from workflow_manager.api.payloads import router as payloads_router
 from workflow_manager.api.routes import router
 from workflow_manager.api.schedules import router as schedules_router
 from workflow_manager.api.scrape import MetricsSource
@@ -134,6 +135,7 @@ def create_app(
     app.include_router(limits_router)
     app.include_router(cluster_router)
     app.include_router(browse_router)
+    app.include_router(payloads_router)
     app.include_router(
         ui_router
     )  # the web UI (workflow_manager.api.ui), left out of the OpenAPI doc

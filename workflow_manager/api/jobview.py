@@ -21,6 +21,7 @@ from workflow_manager.engine.admission import waiting_for
 from workflow_manager.engine.fairness import NO_SHARE
 from workflow_manager.engine.replies import ReplyError, decode_output
 from workflow_manager.engine.snapshot import forked_from_json
+from workflow_manager.fanin import join_view, reduce_view
 from workflow_manager.journal import EventKind, EventRow
 from workflow_manager.textline import iso_utc
 
@@ -219,8 +220,30 @@ def _step(job: Job, spec: Step, context: _Context) -> dict[str, Any]:
         entry["error"] = run.error
     if run is not None and run.children is not None:
         entry["children"] = _children(job, run, context)
+        if (join := join_view(run)) is not None:
+            entry["join"] = join
+        if (reduction := _reduction(run, context)) is not None:
+            entry["reduce"] = reduction
     entry["history"] = [attempt.body(context.now) for attempt in history.attempts]
     return entry
+
+
+def _reduction(run: StepRun, context: _Context) -> dict[str, Any] | None:
+    """A reduce step's progress; once it ended, counted from its reducer's attempts: one
+    completed attempt per batch, every batch but the last full, the last one's results in the
+    reducer's latest request."""
+    reduce = run.spec.reduce
+    if reduce is None or run.reduction is not None:
+        return reduce_view(run)
+    history = context.history.get(reduce.step, _StepHistory())
+    batches = sum(attempt.outcome == "completed" for attempt in history.attempts)
+    reduced = batches * reduce.batch
+    if run.status.is_done and batches and history.input is not None:
+        last = _json(history.input)
+        results = last.get("results") if isinstance(last, dict) else None
+        if isinstance(results, list):
+            reduced = (batches - 1) * reduce.batch + len(results)
+    return reduce_view(run, reduced=min(reduced, len(run.children or ())), batches=batches)
 
 
 def _json(body: bytes) -> Any:

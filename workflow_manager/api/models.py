@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from workflow_manager.api.fanin import JoinProgress, ReduceProgress
+
 __all__ = [
     "Attempt",
     "ChildCounts",
@@ -148,6 +150,12 @@ class StepEntry(BaseModel):
         default=None,
         description="Extra: running task steps with a join (min_success, first) only: the "
         "children that must succeed for the step to complete.",
+    )
+    join: JoinProgress | None = Field(
+        default=None, description="Extra: task steps with a join (min_success, first)."
+    )
+    reduce: ReduceProgress | None = Field(
+        default=None, description="Extra: task steps with `reduce`."
     )
     message: dict[str, Any] | str | None = Field(
         default=None,
@@ -395,6 +403,12 @@ class StepView(BaseModel):
     output: dict[str, Any] | None = None
     error: str | None = None
     children: ChildCounts | None = Field(default=None, description="Task steps that fanned out.")
+    join: JoinProgress | None = Field(
+        default=None, description="Task steps with a join (min_success, first) that fanned out."
+    )
+    reduce: ReduceProgress | None = Field(
+        default=None, description="Task steps with `reduce` that fanned out."
+    )
     history: list[Attempt] = Field(description="Each attempt, oldest first.")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from payload_refs import PayloadStore
 from workflow_manager.bulkactions import JobFilter
 from workflow_manager.cluster.bulkparts import MatchedJob
 from workflow_manager.cluster.directory import Directory
@@ -56,6 +57,12 @@ class JobService(Protocol):
     @property
     def directory(self) -> Directory | None:
         """Who runs each partition and where its API is; None without partitions."""
+        ...
+
+    @property
+    def payload_stores(self) -> Mapping[str, PayloadStore]:
+        """The payload stores by name (`--payload-store`): where `GET /api/payloads` reads the
+        values references name. Empty without any."""
         ...
 
     @property

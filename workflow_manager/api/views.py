@@ -14,6 +14,7 @@ from workflow_manager.api.compensations import compensation_view
 from workflow_manager.config.models import Workflow
 from workflow_manager.engine import Job, JobStatus, StepRun, StepStatus
 from workflow_manager.engine.snapshot import forked_from_json
+from workflow_manager.fanin import join_view, reduce_view
 from workflow_manager.journal import EventKind, EventRow
 from workflow_manager.textline import iso_utc
 
@@ -79,12 +80,7 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         "elapsed": _seconds(start, end),
     }
     if run.children is not None:
-        entry["tasks"] = list(run.children)
-        if run.status is StepStatus.RUNNING:
-            entry["tasks_total"] = len(run.children)
-            entry["tasks_done"] = len(run.children) - run.children_left
-            if run.spec.join is not None and run.spec.join.policy != "all":
-                entry["tasks_needed"] = run.spec.join.needed(len(run.children))
+        entry.update(_tasks(run, run.children))
     if run.status.is_done:
         entry["message"] = run.output
     elif run.status is StepStatus.FAILED:
@@ -102,6 +98,21 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
         entry["recovered"] = True
     elif run.status in _COMPENSATION:
         entry["compensation"] = str(run.status)
+    return entry
+
+
+def _tasks(run: StepRun, children: list[str]) -> dict[str, Any]:
+    """A task step's children, its progress while it runs, its join's and its reduction's."""
+    entry: dict[str, Any] = {"tasks": list(children)}
+    if run.status is StepStatus.RUNNING:
+        entry["tasks_total"] = len(children)
+        entry["tasks_done"] = len(children) - run.children_left
+        if run.spec.join is not None and run.spec.join.policy != "all":
+            entry["tasks_needed"] = run.spec.join.needed(len(children))
+    if (join := join_view(run)) is not None:
+        entry["join"] = join
+    if (reduction := reduce_view(run)) is not None:
+        entry["reduce"] = reduction
     return entry
 
 

@@ -28,9 +28,14 @@ Header values may name environment variables, expanded at start-up and never log
         headers: {Authorization: "Bearer ${API_TOKEN}"}
         timeout: 10
 
+References in a step input (payloads by reference) are resolved from the payload stores
+before the call; an answer larger than --payload-ref-threshold has its largest values stored in
+the first store and sent to the manager as references.
+
 examples:
   API_TOKEN=s3cret workflow-manager bridge --config workflows.yaml
   workflow-manager bridge --config workflows.yaml --concurrency 50 --amqp-url amqp://rabbit/
+  workflow-manager bridge --config workflows.yaml --payload-store main=file:///srv/wm-payloads
 
 exit codes: 0 stopped by SIGINT/SIGTERM, 1 invalid file or missing variable,
             3 RabbitMQ unreachable
@@ -45,6 +50,12 @@ def _concurrency(text: str) -> int:
     if not 1 <= value <= 10_000:
         raise argparse.ArgumentTypeError(f"must be between 1 and 10000, got {value}")
     return value
+
+
+def _byte_count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}")
+    return int(text)
 
 
 def add_bridge_parser(commands: Any, env: Any, amqp_url: str) -> None:
@@ -70,6 +81,21 @@ def add_bridge_parser(commands: Any, env: Any, amqp_url: str) -> None:
         help="HTTP requests in flight at most, over all steps (default: %(default)s)",
     )
     bridge.add_argument(
+        "--payload-store",
+        action="append",
+        metavar="NAME=URL",
+        help="a payload store (file:///DIR or postgresql://...) to resolve references from; "
+        "the first also stores large answers' values; repeatable "
+        "(env WM_PAYLOAD_STORES: NAME=URL entries separated by spaces)",
+    )
+    bridge.add_argument(
+        "--payload-ref-threshold",
+        type=_byte_count,
+        metavar="BYTES",
+        help="store the largest values of an answer whose JSON is larger than BYTES "
+        "(env WM_PAYLOAD_REF_THRESHOLD; default 262144)",
+    )
+    bridge.add_argument(
         "--log-level",
         default="info",
         choices=["debug", "info", "warning", "error"],
@@ -80,6 +106,7 @@ def add_bridge_parser(commands: Any, env: Any, amqp_url: str) -> None:
 def bridge_command(args: argparse.Namespace) -> int:
     """Run `workflow-manager bridge`; config errors propagate (ConfigError, BridgeConfigError)."""
     from pyworker import BrokerError, PyworkerError
+    from pyworker.settings import parse_store_entries
     from workflow_manager.bridge.service import BridgeSettings, serve_bridge
     from workflow_manager.config import load_workflows
 
@@ -89,8 +116,16 @@ def bridge_command(args: argparse.Namespace) -> int:
     for noisy in ("aio_pika", "aiormq", "httpx", "httpcore"):  # httpx logs URLs with queries
         logging.getLogger(noisy).setLevel(logging.WARNING)
     workflows = load_workflows(args.config)
-    settings = BridgeSettings(amqp_url=args.amqp_url, concurrency=args.concurrency)
+    stores = args.payload_store
     try:
+        if stores is not None:  # checked here, so that the error names the flag
+            parse_store_entries(stores, "--payload-store")
+        settings = BridgeSettings(
+            amqp_url=args.amqp_url,
+            concurrency=args.concurrency,
+            payload_stores=None if stores is None else tuple(stores),
+            payload_ref_threshold=args.payload_ref_threshold,
+        )
         asyncio.run(serve_bridge(workflows, settings, os.environ))
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)

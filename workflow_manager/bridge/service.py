@@ -2,6 +2,8 @@
 
 It consumes each HTTP step's queue (the step's `queue`, else its name, as the manager sends
 them), so the manager dispatches HTTP steps like any other step: retries and timeouts apply.
+Payloads by reference are pyworker's: a request's references are resolved before the HTTP call,
+and a large answer's values are stored in the first payload store.
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class BridgeSettings:
-    """How the bridge connects, and how many HTTP requests it has in flight at most."""
+    """How the bridge connects, how many HTTP requests it has in flight at most, and its payload
+    stores (`NAME=URL` entries; None: $WM_PAYLOAD_STORES) and reply threshold (None:
+    $WM_PAYLOAD_REF_THRESHOLD, else 256 KiB)."""
 
     amqp_url: str | None = None
     concurrency: int = 10
     stop_timeout_s: float = 30.0
+    payload_stores: tuple[str, ...] | None = None
+    payload_ref_threshold: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
@@ -42,15 +48,26 @@ class BridgeSettings:
 
 
 def build_bridge(
-    routes: Mapping[str, Route], settings: BridgeSettings, client: httpx.AsyncClient
+    routes: Mapping[str, Route],
+    settings: BridgeSettings,
+    client: httpx.AsyncClient,
+    environ: Mapping[str, str] | None = None,
 ) -> Worker:
-    """A Worker with one HttpStep handler per route, sharing `client` and a concurrency bound."""
+    """A Worker with one HttpStep handler per route, sharing `client` and a concurrency bound;
+    what `settings` leaves unset comes from `environ` (default: the process's) at start.
+
+    Raises:
+        pyworker.SettingsError: A payload store entry or the threshold is invalid.
+    """
     worker = Worker(
         settings.amqp_url,
         prefetch=settings.concurrency,
         name=f"workflow-manager bridge pid={os.getpid()}",
         stop_timeout_s=settings.stop_timeout_s,
         queue_prefix="",  # the manager sends to the queues as the file names them
+        environ=environ,
+        payload_stores=settings.payload_stores,
+        payload_ref_threshold=settings.payload_ref_threshold,
     )
     slots = asyncio.Semaphore(settings.concurrency)
     for queue, route in routes.items():
@@ -76,6 +93,8 @@ async def serve_bridge(
 
     Raises:
         BridgeConfigError: The file's HTTP steps cannot be served (see `collect_routes`).
+        pyworker.SettingsError: The payload stores or threshold (settings or environment) are
+            invalid.
         pyworker.BrokerError: RabbitMQ cannot be reached.
     """
     routes = collect_routes(workflows, environ)
@@ -87,5 +106,5 @@ async def serve_bridge(
             on_start()
 
     async with http_client(settings.concurrency) as client:
-        worker = build_bridge(routes, settings, client)
+        worker = build_bridge(routes, settings, client, environ)
         await worker.serve(handle_signals=handle_signals, on_start=announce)

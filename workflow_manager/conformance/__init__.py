@@ -4,7 +4,8 @@
     report = await run_conformance(settings)   # report.passed, report.verdicts
 
 Layout: model (plain data), requests (manager-shaped requests), rules (pure checks), probes
-(what is sent and observed), session (the AMQP side), runner, report, command (the CLI part).
+and refprobes (what is sent and observed), session (the AMQP side), runner, report, command
+(the CLI part).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Any
 
 from workflow_manager.conformance.model import Status, Verdict
 from workflow_manager.conformance.report import Report
-from workflow_manager.conformance.settings import KitSettings, SettingsError
+from workflow_manager.conformance.settings import KitSettings, SettingsError, StoreUnavailable
 
 __all__ = [
     "KitSettings",
     "SettingsError",
+    "StoreUnavailable",
     "Report",
     "Status",
     "Verdict",

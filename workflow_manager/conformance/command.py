@@ -7,11 +7,17 @@ import asyncio
 import sys
 from typing import Any
 
-from workflow_manager.conformance.settings import KitSettings, SettingsError, parse_input
+from workflow_manager.conformance.settings import (
+    KitSettings,
+    SettingsError,
+    StoreUnavailable,
+    parse_input,
+)
 
 __all__ = ["add_conformance_parser", "run_conformance_command", "settings_from_args"]
 
 EXIT_USAGE = 2  # as workflow_manager.cli: bad arguments (BrokerError maps to 3 there)
+EXIT_UNAVAILABLE = 3  # as workflow_manager.cli: the broker, or here the payload store, unusable
 
 DESCRIPTION = """\
 Send the worker that consumes QUEUE a fixed series of requests, shaped as the manager sends
@@ -29,11 +35,16 @@ examples:
   workflow-manager conformance segment-word-counts \\
       --input '{"section": "It was the best of times"}' --failing-input '{"section": 42}'
 
+  # payloads by reference: the kit and the worker share a store
+  WM_PAYLOAD_STORES=main=file:///srv/wm-payloads QUEUE=echo pyworker examples/echo/echo.py:worker &
+  workflow-manager conformance echo --echo --payload-store main=file:///srv/wm-payloads
+
 rules: reply-to, json-reply, attempt-echo, unknown-headers, unicode, large-input, concurrency,
-       redelivery, error-reply, ack-after-reply (docs/protocol.md, "Conformance kit")
+       redelivery, error-reply, ack-after-reply, payload-ref, payload-ref-missing
+       (docs/protocol.md, "Conformance kit")
 
 exit codes: 0 every rule passed (or was skipped), 1 a rule failed, 2 bad arguments,
-            3 RabbitMQ unreachable or no worker consumes QUEUE
+            3 RabbitMQ unreachable, no worker consumes QUEUE, or the payload store unusable
 """
 
 
@@ -70,6 +81,12 @@ def add_conformance_parser(commands: Any, amqp_url: str) -> None:
         metavar="S",
         help="seconds to wait for each expected reply (default: %(default)s)",
     )
+    parser.add_argument(
+        "--payload-store",
+        metavar="NAME=URL",
+        help="the payload store the worker has too (its WM_PAYLOAD_STORES), file:///<dir> or "
+        "postgresql://...; without it the payload-ref rules are skipped",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> KitSettings:
@@ -86,6 +103,7 @@ def settings_from_args(args: argparse.Namespace) -> KitSettings:
         failing_input=failing,
         timeout_s=args.timeout,
         echo=args.echo,
+        payload_store=args.payload_store,
         **inputs,
     )
 
@@ -104,6 +122,10 @@ def run_conformance_command(args: argparse.Namespace) -> int:
     def show(verdict: Any) -> None:
         print(format_verdict(verdict), flush=True)
 
-    report = asyncio.run(run_conformance(settings, on_verdict=show))
+    try:
+        report = asyncio.run(run_conformance(settings, on_verdict=show))
+    except StoreUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     print(format_summary(report.queue, report.verdicts, report.elapsed_s))
     return report.exit_code

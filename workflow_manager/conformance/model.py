@@ -18,6 +18,7 @@ __all__ = [
     "RedeliveryObservation",
     "FailureObservation",
     "AckOrderObservation",
+    "PayloadObservation",
     "header_text",
 ]
 
@@ -62,12 +63,18 @@ def header_text(value: object) -> str | None:
 
 @dataclass(frozen=True)
 class Reply:
-    """A message that reached one of the kit's reply queues."""
+    """A message that reached one of the kit's reply queues.
+
+    With --echo and a payload store, the kit reads back the references in the body: `resolved`
+    is the body then (None when it held none), or `unresolved` says why one could not be read.
+    """
 
     correlation_id: str | None
     content_type: str | None
     headers: Mapping[str, Any]
     body: bytes = field(repr=False)
+    resolved: Any = field(default=None, repr=False)
+    unresolved: str | None = None
 
     @property
     def error(self) -> str | None:
@@ -136,3 +143,11 @@ class AckOrderObservation:
     refused: tuple[Reply, ...]
     replies: tuple[Reply, ...]
     timeout_s: float
+
+
+@dataclass(frozen=True)
+class PayloadObservation:
+    """A request whose input held a reference to `value`, stored by the kit, and its reply."""
+
+    exchange: Exchange
+    value: Any = field(repr=False)

@@ -29,6 +29,8 @@ __all__ = [
     "redelivery",
     "failure",
     "ack_order",
+    "exchange_of",
+    "failed_exchange",
 ]
 
 # How long the kit watches for a failed request to come back after its x-error reply: a worker
@@ -38,7 +40,8 @@ REQUEUE_WATCH_S = 0.5
 _RETRY_ATTEMPT = 2  # the basic request claims a retry, so an echoed constant 1 is caught
 
 
-async def _exchange(session: Session, label: str, request: SentRequest) -> Exchange:
+async def exchange_of(session: Session, label: str, request: SentRequest) -> Exchange:
+    """`request` sent with a reply queue `label` of its own, and the reply (or none in time)."""
     queue = await session.reply_queue(label)
     await session.publish(request, queue.name)
     return Exchange(request, await session.collect(queue, 1), session.settings.timeout_s)
@@ -46,7 +49,7 @@ async def _exchange(session: Session, label: str, request: SentRequest) -> Excha
 
 async def basic(session: Session) -> Exchange:
     """One request with the --input (as attempt 2 of its step)."""
-    return await _exchange(
+    return await exchange_of(
         session, "basic", session.request(session.settings.input, attempt=_RETRY_ATTEMPT)
     )
 
@@ -54,19 +57,19 @@ async def basic(session: Session) -> Exchange:
 async def unknown_headers(session: Session) -> Exchange:
     """One request carrying headers no worker knows."""
     request = session.request(session.settings.input, extra_headers=UNKNOWN_HEADERS)
-    return await _exchange(session, "unknown-headers", request)
+    return await exchange_of(session, "unknown-headers", request)
 
 
 async def unicode(session: Session) -> Exchange:
     """One request with non-ASCII text in a key and a value (sent as UTF-8, not escaped)."""
-    return await _exchange(
+    return await exchange_of(
         session, "unicode", session.request(unicode_input(session.settings.input))
     )
 
 
 async def large(session: Session) -> Exchange:
     """One request of over 1 MiB."""
-    return await _exchange(session, "large", session.request(large_input(session.settings.input)))
+    return await exchange_of(session, "large", session.request(large_input(session.settings.input)))
 
 
 async def concurrency(session: Session) -> Batch:
@@ -87,7 +90,7 @@ async def redelivery(session: Session) -> RedeliveryObservation:
     The kit's higher-priority consumer takes the copy before the worker can and requeues it,
     so RabbitMQ delivers it to the worker with the redelivered flag and the same message_id.
     """
-    first = await _exchange(session, "redelivery", session.request(session.settings.input))
+    first = await exchange_of(session, "redelivery", session.request(session.settings.input))
     if not first.replies:
         return RedeliveryObservation(first, redelivered=False, again=())
     queue = await session.reply_queue("redelivery-again")
@@ -100,15 +103,20 @@ async def redelivery(session: Session) -> RedeliveryObservation:
 
 
 async def failure(session: Session) -> FailureObservation:
-    """A request with the failing input; then whether it comes back to the worker's queue.
+    """A request with the failing input; then whether it comes back to the worker's queue."""
+    request = session.request(session.settings.failing_input or {})
+    return await failed_exchange(session, "failure", request)
+
+
+async def failed_exchange(session: Session, label: str, request: SentRequest) -> FailureObservation:
+    """`request`, which the worker should fail; its reply, then whether it comes back.
 
     After a reply, a marker message published behind it shows that anything requeued before it
     has been seen, and the kit watches REQUEUE_WATCH_S longer for a requeue still on its way.
     Without a reply, it waits for the request itself: a worker that requeues it forever sends it
     round again at once. A request that comes back is acked by the kit, so no loop is left.
     """
-    failing_input = session.settings.failing_input or {}
-    exchange = await _exchange(session, "failure", session.request(failing_input))
+    exchange = await exchange_of(session, label, request)
     message_id = exchange.sent.message_id
     marker = f"conformance-marker:{uuid.uuid4()}"
     timeout_s = session.settings.timeout_s

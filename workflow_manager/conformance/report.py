@@ -12,7 +12,7 @@ __all__ = ["Report", "format_verdict", "format_summary", "EXIT_PASSED", "EXIT_FA
 
 EXIT_PASSED = 0
 EXIT_FAILED = 1
-_NAME_WIDTH = 17  # the longest rule names ("ack-after-reply") and two spaces
+_NAME_WIDTH = 21  # the longest rule name ("payload-ref-missing") and two spaces
 
 
 @dataclass(frozen=True)

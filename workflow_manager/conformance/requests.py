@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 import re
+import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +22,10 @@ __all__ = [
     "encode_input",
     "large_input",
     "unicode_input",
+    "PAYLOAD_KEY",
+    "PAYLOAD_BYTES",
+    "payload_value",
+    "with_reference",
 ]
 
 WORKFLOW = "conformance"  # the x-workflow header of every request the kit sends
@@ -38,6 +44,13 @@ UNKNOWN_HEADERS: Mapping[str, Any] = {
     "x-unknown-table": {"nested": "value", "n": 1},
     "x-conformance-note": "sent by workflow-manager conformance",
 }
+
+# The key under which the payload rules send a reference, and the size of the stored value:
+# over the 256 KiB a worker stores replies above, so an echo worker with a store replies with a
+# reference of its own.
+PAYLOAD_KEY = "conformance_payload"
+PAYLOAD_BYTES = 300 * 1024
+_PAYLOAD_ALPHABET = string.ascii_letters + string.digits + "      .,"
 
 _STEP = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -90,3 +103,15 @@ def large_input(base: Mapping[str, Any], size_bytes: int = LARGE_INPUT_BYTES) ->
 def unicode_input(base: Mapping[str, Any]) -> dict[str, Any]:
     """`base` plus non-ASCII text, in a value and in a key."""
     return {**base, "conformance_text": UNICODE_TEXT, "conformance_ключ": "значение ✓"}
+
+
+def payload_value(seed: str, size_bytes: int = PAYLOAD_BYTES) -> str:
+    """A string whose JSON text is `size_bytes` long: letters, digits and spaces drawn from a
+    generator seeded with `seed`, so it does not compress to nothing on the way."""
+    draw = random.Random(seed)  # test data, not a secret
+    return "".join(draw.choices(_PAYLOAD_ALPHABET, k=size_bytes - 2))  # 2: the quotes
+
+
+def with_reference(base: Mapping[str, Any], reference: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` plus the reference object under PAYLOAD_KEY."""
+    return {**base, PAYLOAD_KEY: dict(reference)}

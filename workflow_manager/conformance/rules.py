@@ -11,21 +11,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from payload_refs.refs import as_ref, refs_in
 from workflow_manager.conformance.model import (
     AckOrderObservation,
     Batch,
     Exchange,
     FailureObservation,
+    PayloadObservation,
     RedeliveryObservation,
     Reply,
     Status,
     Verdict,
     header_text,
 )
+from workflow_manager.conformance.requests import PAYLOAD_KEY
 
 __all__ = ["Expect", "NotCheckable", "Rule", "RULES", "rule_named"]
 
 CONTENT_TYPE = "application/json"
+PAYLOAD_REF_ERROR = "PayloadRefError"  # the x-error-type of a reference that cannot be resolved
 
 
 class NotCheckable(Exception):
@@ -101,14 +105,31 @@ def _failing(check: Callable[[Any, Expect], str | None]) -> Callable[[Any, Expec
 def _answered(reply: Reply, sent_input: Mapping[str, Any], expect: Expect, what: str) -> None:
     """Fail unless `reply` is a success whose body is a JSON object (the input, with --echo)."""
     if reply.error is not None:
-        raise _Failed(f"the worker answered {what} with x-error {_short(reply.error, 200)}")
+        hint = ""
+        if header_text(reply.headers.get("x-error-type")) == PAYLOAD_REF_ERROR:
+            hint = " (is the worker given the kit's store? WM_PAYLOAD_STORES=NAME=URL)"
+        raise _Failed(f"the worker answered {what} with x-error {_short(reply.error, 200)}{hint}")
     output, problem = reply.output()
     if problem is not None:
         raise _Failed(problem)
     if not isinstance(output, dict):
         raise _Failed(f"the body is a JSON {type(output).__name__}, not an object")
-    if expect.echo and output != sent_input:
-        raise _Failed(f"the output is not the input (--echo): {_difference(sent_input, output)}")
+    if expect.echo:
+        _echoed(reply, output, sent_input)
+
+
+def _echoed(reply: Reply, output: dict[str, Any], sent_input: Mapping[str, Any]) -> None:
+    """Fail unless the reply's body, its references read back, is `sent_input`."""
+    if reply.unresolved is not None:
+        raise _Failed(
+            f"a reference in the reply cannot be read from the kit's store: {reply.unresolved}"
+        )
+    got = output if reply.resolved is None else reply.resolved
+    if got != sent_input:
+        hint = ""
+        if reply.resolved is None and next(refs_in(output), None) is not None:
+            hint = " (the reply holds references: give the kit the worker's store, --payload-store)"
+        raise _Failed(f"the output is not the input (--echo): {_difference(sent_input, got)}{hint}")
 
 
 @_failing
@@ -234,6 +255,60 @@ def _ack_after_reply(observation: AckOrderObservation, _expect: Expect) -> str |
     )
 
 
+def _sent_uri(exchange: Exchange) -> str:
+    """The `wm://` URI of the reference the kit sent under PAYLOAD_KEY."""
+    ref = as_ref(exchange.sent.input.get(PAYLOAD_KEY))
+    return "" if ref is None else ref.uri
+
+
+@_failing
+def _payload_ref(observation: PayloadObservation, expect: Expect) -> str | None:
+    exchange = observation.exchange
+    what = "the request holding a reference"
+    reply = _first(exchange, what)
+    _answered(reply, exchange.sent.input, Expect(echo=False), what)
+    if not expect.echo:
+        return None
+    uri = _sent_uri(exchange)
+    if any(ref.uri == uri for ref in refs_in(reply.output()[0])):
+        return (
+            f"the reply hands back the reference the kit sent ({uri}): the handler was given "
+            "the reference object, not the value (resolve every reference before the handler)"
+        )
+    expected = {**exchange.sent.input, PAYLOAD_KEY: observation.value}
+    _echoed(reply, reply.output()[0], expected)
+    return None
+
+
+@_failing
+def _payload_ref_missing(observation: FailureObservation, _expect: Expect) -> str | None:
+    exchange = observation.exchange
+    uri = _sent_uri(exchange)
+    if not exchange.replies:
+        where = f"; {_REQUEUED} instead of replying" if observation.requeued else ""
+        return (
+            "no reply to the request whose reference names nothing within "
+            f"{exchange.timeout_s:g}s{where}"
+        )
+    reply = exchange.replies[0]
+    if not reply.error:
+        return (
+            f"the reply to a request whose reference ({uri}) names nothing in the store has no "
+            "x-error header: resolve references before the handler runs, and fail when one cannot"
+        )
+    error_type = header_text(reply.headers.get("x-error-type"))
+    if error_type != PAYLOAD_REF_ERROR:
+        return (
+            f"x-error-type is {error_type!r}; expected {PAYLOAD_REF_ERROR!r} "
+            f"(x-error {_short(reply.error, 120)})"
+        )
+    if uri not in reply.error:
+        return f"x-error {_short(reply.error, 200)} does not name the reference {uri}"
+    if observation.requeued or len(exchange.replies) > 1:
+        return f"replied with x-error, but {_REQUEUED}; ack it: retries are the manager's call"
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     Rule("reply-to", "the reply goes to reply_to with the request's correlation_id", "basic",
          _reply_to),
@@ -254,6 +329,10 @@ RULES: tuple[Rule, ...] = (
          "failure", _error_reply),
     Rule("ack-after-reply", "the request is acked only after the broker confirmed the reply",
          "ack-order", _ack_after_reply),
+    Rule("payload-ref", "a reference in the input is resolved before the handler sees it",
+         "payload-ref", _payload_ref),
+    Rule("payload-ref-missing", "a reference to a missing value gets a PayloadRefError reply, "
+         "acked", "payload-ref-missing", _payload_ref_missing),
 )  # fmt: skip
 
 

@@ -11,7 +11,9 @@ import aio_pika
 from aio_pika.abc import AbstractConnection
 from aiormq.exceptions import AMQPError, ChannelNotFoundEntity
 
-from workflow_manager.conformance import probes
+from payload_refs import open_store
+from payload_refs.errors import PayloadRefError
+from workflow_manager.conformance import probes, refprobes
 from workflow_manager.conformance.model import Exchange, Status, Verdict
 from workflow_manager.conformance.report import Report
 from workflow_manager.conformance.rules import RULES, Expect
@@ -32,7 +34,10 @@ PROBES: dict[str, Probe] = {
     "redelivery": probes.redelivery,
     "failure": probes.failure,
     "ack-order": probes.ack_order,
+    "payload-ref": refprobes.payload_ref,
+    "payload-ref-missing": refprobes.payload_ref_missing,
 }
+_STORE_PROBES = ("payload-ref", "payload-ref-missing")  # skipped without --payload-store
 _BROKER_ERRORS = (AMQPError, OSError, ConnectionError, asyncio.TimeoutError)
 
 
@@ -77,6 +82,8 @@ def _skip_reason(probe: str, settings: KitSettings, basic: object) -> str | None
         return (
             'no --failing-input given (an input the worker fails on; --echo sends {"fail": true})'
         )
+    if probe in _STORE_PROBES and settings.payload_store is None:
+        return "no --payload-store given (NAME=URL, the store the worker has in WM_PAYLOAD_STORES)"
     if probe != "basic" and isinstance(basic, Exchange) and not basic.replies:
         return "not checked: the worker did not answer the first request (see reply-to)"
     return None
@@ -118,17 +125,27 @@ async def run_conformance(
 ) -> Report:
     """Test the worker on `settings.queue`; `on_verdict` sees each verdict as it is reached.
 
-    Raises BrokerError when RabbitMQ cannot be reached or no worker consumes the queue.
+    Raises BrokerError when RabbitMQ cannot be reached or no worker consumes the queue, and
+    StoreUnavailable when the kit cannot write to its payload store.
     """
     started_s = time.monotonic()
+    spec = settings.store_spec
+    store = None if spec is None else open_store(spec)
     connection = await _connect(settings)
     try:
         await _check_worker(connection, settings.queue)
         channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
-        verdicts = await _judge_all(Session(connection, channel, settings), on_verdict)
+        session = Session(connection, channel, settings, store=store)
+        try:
+            verdicts = await _judge_all(session, on_verdict)
+        finally:
+            await session.forget_jobs()
     except _BROKER_ERRORS as exc:
         raise BrokerError(f"RabbitMQ failed during the checks: {exc}") from exc
     finally:
         with contextlib.suppress(*_BROKER_ERRORS):
             await connection.close()
+        if store is not None:
+            with contextlib.suppress(PayloadRefError, OSError):
+                await store.close()
     return Report(settings.queue, verdicts, time.monotonic() - started_s)

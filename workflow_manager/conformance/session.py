@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aio_pika
 from aio_pika.abc import (
@@ -20,9 +21,14 @@ from aio_pika.abc import (
     AbstractQueue,
 )
 
+from payload_refs import count_ref_keys, resolve
+from payload_refs.errors import PayloadRefError
 from workflow_manager.conformance.model import Reply, SentRequest
 from workflow_manager.conformance.requests import build_request, step_name_for
 from workflow_manager.conformance.settings import KitSettings
+
+if TYPE_CHECKING:
+    from payload_refs import PayloadStore
 
 __all__ = ["Session", "Grab", "to_reply"]
 
@@ -42,7 +48,8 @@ def to_reply(message: AbstractIncomingMessage) -> Reply:
 
 
 class Session:
-    """One kit run's connection and channel, with ids for its requests."""
+    """One kit run's connection and channel, with ids for its requests, and the payload store
+    it shares with the worker (None without --payload-store)."""
 
     def __init__(
         self,
@@ -50,13 +57,22 @@ class Session:
         channel: AbstractChannel,
         settings: KitSettings,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        store: PayloadStore | None = None,
     ) -> None:
         self.connection = connection
         self.channel = channel
         self.settings = settings
+        self.store = store
         self.step = step_name_for(settings.queue)
         self._new_id = new_id
         self._run = new_id()[:8]
+        self._jobs: set[str] = set()
+
+    def new_id(self) -> str:
+        """A fresh job id, whose stored values `forget_jobs` removes."""
+        job_id = self._new_id()
+        self._jobs.add(job_id)
+        return job_id
 
     def request(
         self,
@@ -67,8 +83,29 @@ class Session:
     ) -> SentRequest:
         """A request for a new job id, as the manager would send it."""
         return build_request(
-            self._new_id(), self.step, data, attempt=attempt, extra_headers=extra_headers
+            self.new_id(), self.step, data, attempt=attempt, extra_headers=extra_headers
         )
+
+    async def forget_jobs(self) -> None:
+        """Remove what the kit and the worker stored for the kit's jobs. Best effort: a value
+        left behind costs space until the store's retention, not correctness."""
+        if self.store is not None and self._jobs:
+            with contextlib.suppress(PayloadRefError, OSError):
+                await self.store.remove_jobs(sorted(self._jobs))
+
+    async def read_back(self, reply: Reply) -> Reply:
+        """`reply` with the references in its body read back from the kit's store (with --echo,
+        whose checks compare values); unchanged without a store or references."""
+        if self.store is None or not self.settings.echo or not count_ref_keys(reply.body):
+            return reply
+        output, problem = reply.output()
+        if problem is not None or not isinstance(output, dict):
+            return reply  # the rules report the body itself
+        try:
+            resolved = await resolve(output, {self.store.name: self.store})
+        except PayloadRefError as exc:
+            return dataclasses.replace(reply, unresolved=str(exc))
+        return dataclasses.replace(reply, resolved=resolved)
 
     async def reply_queue(
         self, label: str, arguments: Mapping[str, Any] | None = None
@@ -116,7 +153,7 @@ class Session:
                 await asyncio.wait_for(enough.wait(), self.settings.timeout_s)
         finally:
             await queue.cancel(tag)
-        return tuple(received)
+        return tuple([await self.read_back(reply) for reply in received])
 
     def grab(self) -> Grab:
         """A consumer on the worker's queue that gets messages before the worker does."""

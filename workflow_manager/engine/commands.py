@@ -102,7 +102,10 @@ class StepFinished:
     `outcome`: completed, retrying (this attempt failed; another comes) or failed (no retry
     left). `reason` for a failure: error (the worker's `x-error`, or the step could not run),
     timeout, or invalid_reply (a body that is no JSON object). `dispatched_at`: when the
-    attempt was sent (when the step started, for a task step). Nothing is journaled for it.
+    attempt was sent (when the step started, for a task step). `fan_in`: a task step with a
+    join (min_success, first) or `reduce` that completed or failed, its totals: `join` (policy,
+    needed, succeeded, failed, left, then) and `reduce` (batches, reduced). Nothing is
+    journaled for it.
     """
 
     job_id: str
@@ -116,6 +119,7 @@ class StepFinished:
     dispatched_at: float | None
     at: float
     trace_id: str = ""
+    fan_in: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

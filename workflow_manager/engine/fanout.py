@@ -106,8 +106,8 @@ def copies_problem(
     return (
         f"task step '{step}': a fan-out of {children:,} children would copy {total:,} bytes of "
         f"input (each child gets the step's other keys, {named}: {each:,} bytes); the limit is "
-        f"{limit:,} (--max-fanout-bytes). Pass large shared data by reference (a URL or a key "
-        f"to fetch it by) or raise the limit"
+        f"{limit:,} (--max-fanout-bytes). Pass large shared data by reference (a payload "
+        f"store, --payload-store, stores it for you) or raise the limit"
     )
 
 

@@ -74,8 +74,8 @@ def advance(work: Work, job: Job, run: StepRun) -> None:
         output = dict(reduction.accumulator)
         if run.failed_items:
             output["failed_items"] = sorted(run.failed_items, key=lambda f: f["index"])
+        work.complete_step(job, run, output)  # its StepFinished tells the reduction's totals
         run.reduction = None
-        work.complete_step(job, run, output)
 
 
 def close(work: Work, job: Job, run: StepRun) -> None:

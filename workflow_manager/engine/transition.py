@@ -31,6 +31,7 @@ from workflow_manager.engine.commands import (
     Subject,
 )
 from workflow_manager.engine.extension import Parts
+from workflow_manager.engine.fanin import fan_in_totals
 from workflow_manager.engine.ids import canonical_uuid
 from workflow_manager.engine.metadata import job_meta
 from workflow_manager.engine.registry import PARTS
@@ -106,6 +107,9 @@ class Transition:
     ) -> None:
         """Report how a step (attempt) ended, for events and metrics."""
         sent_at = run.started_at if run.spec.task is not None else run.dispatched_at
+        fan_in = None
+        if run.children is not None and outcome in ("completed", "failed"):
+            fan_in = fan_in_totals(run)
         self.commands.append(
             StepFinished(
                 job.id,
@@ -119,6 +123,7 @@ class Transition:
                 sent_at,
                 self.at,
                 job.trace_id,
+                fan_in,
             )  # fmt: skip
         )
 

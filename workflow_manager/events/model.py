@@ -17,7 +17,9 @@ Each committed event's commands become zero or more `RunEvent`s, in the engine's
     JobStarted             job.started                      status running
     JobFinished            job.completed|failed|cancelled   status as the job ended
     Dispatch               step.dispatched                  status running, attempt
-    StepFinished           step.completed|retrying|failed   status, attempt, reason on failure
+    StepFinished           step.completed|retrying|failed   status, attempt, reason on failure;
+                                                            a join or reduce task step's totals
+                                                            once it ended (join, reduce)
                            step.skipped                     status skipped (its `when` was false)
                            step.recovered                   status recovered (by its fallback)
     JobCompensating        job.compensating                 status compensating, reason
@@ -92,6 +94,7 @@ EVENT_TYPES = (
     "schedule.paused",
     "schedule.resumed",
 )
+_LATER_KEYS = ("schedule", "waiting_for", "join", "reduce")  # in this order, before `at`
 _STEP_TYPES = {"completed": "step.completed", "retrying": "step.retrying", "failed": "step.failed"}
 _COMPENSATION_TYPES = {
     "compensating": "step.compensating",
@@ -121,6 +124,10 @@ class RunEvent:
     total: int | None = None
     schedule: str | None = None  # schedule.*: the schedule's name (`job` is `<workflow>/<name>`)
     waiting_for: dict[str, Any] | None = None  # job.queued: the limit, as GET /api/job shows it
+    # A task step's step.completed/failed: its join's totals (policy, needed, succeeded,
+    # failed, left, then) and its reduction's (batches, reduced), when the engine gives them.
+    join: dict[str, Any] | None = None
+    reduce: dict[str, Any] | None = None
     seq: int = 0
     id: str = ""
 
@@ -157,10 +164,9 @@ class RunEvent:
             body["forked_from"] = self.forked_from
         if self.total is not None:
             body["done"], body["total"] = self.done, self.total
-        if self.schedule is not None:
-            body["schedule"] = self.schedule
-        if self.waiting_for is not None:
-            body["waiting_for"] = self.waiting_for
+        for key in _LATER_KEYS:
+            if (value := getattr(self, key)) is not None:
+                body[key] = value
         body["at"] = self.at
         return body
 
@@ -247,17 +253,7 @@ def _run_event(command: Command) -> RunEvent | None:
     # `match` on the closed union of command classes, so the checker narrows each arm.
     match command:
         case StepFinished():
-            return RunEvent(
-                _STEP_TYPES.get(command.outcome, f"step.{command.outcome}"),
-                command.job_id,
-                command.root_id,
-                command.workflow,
-                command.at,
-                command.step,
-                command.attempt,
-                command.outcome,
-                command.reason if command.outcome != "completed" else None,
-            )  # fmt: skip
+            return _step_finished_event(command)
         case JobStarted():
             return RunEvent(
                 "job.started",
@@ -326,6 +322,26 @@ def _run_event(command: Command) -> RunEvent | None:
         case SchedulePauseSet():
             return _schedule_event(command)
     return None
+
+
+def _step_finished_event(command: StepFinished) -> RunEvent:
+    """A step (attempt) ended; a join or reduce task step's totals ride along when the engine
+    gives them (`fan_in`: counts only, never a result or a reference's value)."""
+    fan_in = getattr(command, "fan_in", None)
+    totals: dict[str, Any] = fan_in if isinstance(fan_in, dict) else {}
+    return RunEvent(
+        _STEP_TYPES.get(command.outcome, f"step.{command.outcome}"),
+        command.job_id,
+        command.root_id,
+        command.workflow,
+        command.at,
+        command.step,
+        command.attempt,
+        command.outcome,
+        command.reason if command.outcome != "completed" else None,
+        join=totals.get("join"),
+        reduce=totals.get("reduce"),
+    )  # fmt: skip
 
 
 def _schedule_event(command: SchedulePauseSet) -> RunEvent:

@@ -266,6 +266,7 @@ class Simulation:
     async def _apply(self, event: Event) -> list[Command]:
         _, commands = apply(self._state, event)
         self._views.observe(commands)
+        self._views.gathered(self._state, commands)
         waits = {(c.job_id, c.step) for c in commands if isinstance(c, StepWaiting)}
         if waits:  # the deadlines armed with them are the waits' timeouts
             for command in commands:

@@ -1,22 +1,27 @@
 """What a simulated run shows: each job and each step's attempts, built from the engine's
-commands alone (as the manager's observers are), never from the engine's state."""
+commands (as the manager's observers are); a task step's join and reduce progress is read from
+the engine's run of it, as the manager's API shows it (`workflow_manager.fanin`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_manager.engine import (
     Command,
     Dispatch,
+    EngineState,
     JobFinished,
     JobQueued,
     JobScheduled,
     JobStarted,
     StepFinished,
+    StepRun,
     StepThrottled,
     StepWaiting,
 )
+from workflow_manager.fanin import join_view, reduce_view
 
 __all__ = ["Attempt", "StepView", "JobView", "Views"]
 
@@ -42,6 +47,10 @@ class StepView:
     name: str
     status: str = "pending"
     attempts: list[Attempt] = field(default_factory=list)
+    # A task step with a join (min_success, first): policy, needed, succeeded, failed, left,
+    # then, met; with `reduce`: step, batch, batches, reduced (as GET /api/job shows them).
+    join: dict[str, Any] | None = None
+    reduce: dict[str, Any] | None = None
 
     @property
     def output(self) -> dict[str, Any] | None:
@@ -115,6 +124,35 @@ class Views:
                     command.error,
                 )
                 job.finished_at = command.at
+
+    def gathered(self, state: EngineState, commands: Sequence[Command]) -> None:
+        """Refresh the join and reduce progress of the task steps of the jobs these commands
+        touched (a child settled, a step or a reducer's batch ended), from `state`."""
+        touched = {
+            command.parent_id if isinstance(command, JobFinished) else command.job_id
+            for command in commands
+            if isinstance(command, StepFinished)
+            or (isinstance(command, JobFinished) and command.parent_id is not None)
+        }
+        for job_id in touched:
+            job = state.jobs.get(job_id or "")
+            for run in job.steps.values() if job is not None else ():
+                if run.children is not None and (run.spec.join or run.spec.reduce):
+                    self._gathering(job_id or "", run)
+
+    def _gathering(self, job_id: str, run: StepRun) -> None:
+        view = self._step(job_id, run.name)
+        if view.status == "pending":
+            view.status = "running"  # a task step sends no request: no Dispatch said so
+        view.join = join_view(run)
+        reduce = run.spec.reduce
+        if reduce is not None:
+            # Counted from the reducer's answered batches, which the views hold already.
+            reducer = self.job(job_id).steps.get(reduce.step)
+            attempts = reducer.attempts if reducer is not None else []
+            batches = [a for a in attempts if a.outcome == "completed"]
+            reduced = sum(len((a.input or {}).get("results") or ()) for a in batches)
+            view.reduce = reduce_view(run, reduced=reduced, batches=len(batches))
 
     def sent(self, job_id: str, step: str, attempt: int, at: float) -> None:
         """Attempt `attempt` of a step was handed to its handler at `at`."""

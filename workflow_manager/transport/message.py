@@ -16,9 +16,11 @@ from workflow_manager.transport.naming import (
     HEADER_ATTEMPT,
     HEADER_JOB_ID,
     HEADER_META,
+    HEADER_PAYLOAD_REFS,
     HEADER_STATUS,
     HEADER_TRACEPARENT,
     HEADER_WORKFLOW,
+    REF_MEMBER,
 )
 
 __all__ = [
@@ -95,6 +97,8 @@ def step_request(
         headers[HEADER_TRACEPARENT] = traceparent
     if meta is not None:
         headers[HEADER_META] = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
+    if refs := body.count(REF_MEMBER):  # a scan of bytes: cheap for every request
+        headers[HEADER_PAYLOAD_REFS] = refs
     return Outbound(
         queue, body, correlation_id, reply_to, headers, message_id, step_request=True,
         priority=priority,

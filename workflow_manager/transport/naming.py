@@ -48,6 +48,9 @@ HEADER_PRIORITY = "x-priority"
 # a reply may add to it with a JSON object patch (deep-merged, later wins).
 HEADER_META = "x-meta"
 HEADER_META_PATCH = "x-meta-patch"
+# A body that holds payload references (docs/protocol.md): how many `$ref` members it has.
+HEADER_PAYLOAD_REFS = "x-payload-refs"
+REF_MEMBER = b'"$ref":'  # a `$ref` member as JSON writes it (in a string it reads \"$ref\")
 
 
 def trigger_queue(queue: str) -> str:

@@ -75,6 +75,8 @@ function runLines(step) {
     const c = step.children;
     const failed = c.failed ? `, ${c.failed} failed` : "";
     const cancelled = c.cancelled ? `, ${c.cancelled} cancelled` : "";
+    if (step.join) return [first, `${step.join.succeeded} of ${step.join.needed} needed${failed}${cancelled}`];
+    if (step.reduce && step.reduce.batches !== undefined) return [first, `${c.completed} of ${c.total} done · ${step.reduce.batches} reduced`];
     return [first, `${c.completed} of ${c.total} done${failed}${cancelled}`];
   }
   if (step.status === "skipped") return [first, `when ${step.when} was false`];

@@ -5,8 +5,10 @@
 BROKEN picks the bug: `ack-first` (acks the request, then replies), `fixed-queue` (replies to a
 queue of its own instead of reply_to), `no-correlation` (replies without correlation_id),
 `requeue-failures` (answers a failing input with nack requeue=true, forever),
-`reply-and-requeue` (replies x-error to a failing input, then requeues it too). Otherwise each is
-an echo worker as the conformance kit's --echo expects (aio-pika alone, no project code).
+`reply-and-requeue` (replies x-error to a failing input, then requeues it too), `ignore-refs`
+(knows nothing of payload references: a reference in a request reaches its handler as the
+reference object, and is echoed as such). Otherwise each is an echo worker as the conformance
+kit's --echo expects (aio-pika alone, no project code), none of them resolving references.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from aio_pika.exceptions import DeliveryError
 
-BUGS = ("ack-first", "fixed-queue", "no-correlation", "requeue-failures", "reply-and-requeue")
+BUGS = (
+    "ack-first",
+    "fixed-queue",
+    "no-correlation",
+    "requeue-failures",
+    "reply-and-requeue",
+    "ignore-refs",  # no code of its own: not resolving references is every one's behaviour here
+)
 
 
 def _echo(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:

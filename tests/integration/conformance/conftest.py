@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import aio_pika
 import pytest
@@ -15,13 +16,24 @@ StartWorker = Callable[[WorkerKind], Awaitable[tuple[str, Process]]]
 
 
 @pytest.fixture
-async def start_worker(amqp_url: str, unique: str) -> AsyncIterator[StartWorker]:
-    """Start a worker kind on a queue of this test's; stopped and its queue deleted after."""
+def payload_store(tmp_path: Path) -> str:
+    """`NAME=URL` of a `file://` payload store of this test's, for the workers and the kit."""
+    root = tmp_path / "payloads"
+    root.mkdir()
+    return f"conformance=file://{root}"
+
+
+@pytest.fixture
+async def start_worker(
+    amqp_url: str, unique: str, payload_store: str
+) -> AsyncIterator[StartWorker]:
+    """Start a worker kind on a queue of this test's, with this test's payload store; stopped
+    and its queue deleted after."""
     started: list[tuple[str, Process]] = []
 
     async def start(kind: WorkerKind) -> tuple[str, Process]:
         queue = f"{unique}.{kind.name}"
-        env = {"QUEUE": queue, "AMQP_URL": amqp_url, **kind.env}
+        env = kind.environment(queue, amqp_url, payload_store)
         process = await Process.start(kind.name, *kind.argv(queue), env=env, cwd=ROOT / kind.cwd)
         started.append((queue, process))
         await process.wait_for_line(rf"listening on {re.escape(queue)}")

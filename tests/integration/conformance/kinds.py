@@ -1,8 +1,10 @@
 """The worker kinds the conformance kit is run against: one row each, a command line and env.
 
-A row's command runs in `cwd` (relative to the repository) with QUEUE and AMQP_URL set by the
-test; `{queue}` in an argument is replaced by the queue too. The worker must print a line
-containing `listening on <QUEUE>` once it consumes (the echo-worker contract).
+A row's command runs in `cwd` (relative to the repository) with QUEUE, AMQP_URL and
+WM_PAYLOAD_STORES (a `file://` store of the test's, which the kit is given as --payload-store
+when the kind resolves references) set by the test; `{queue}` in an argument is replaced by the
+queue too. The worker must print a line containing `listening on <QUEUE>` once it consumes (the
+echo-worker contract).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 
 PYTHON = sys.executable
 BROKEN = "tests/integration/conformance/brokenworkers.py"
+PAYLOAD_STORES_ENV = "WM_PAYLOAD_STORES"  # the worker libraries' stores: NAME=URL
 
 
 @dataclass(frozen=True)
@@ -24,10 +27,24 @@ class WorkerKind:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str = "."
     kit_args: tuple[str, ...] = ("--echo",)
+    refs: bool = True  # resolves payload references: the kit checks them (--payload-store)
 
     def argv(self, queue: str) -> list[str]:
         """The command line for a worker on `queue`."""
         return [part.replace("{queue}", queue) for part in self.command]
+
+    def environment(self, queue: str, amqp_url: str, payload_store: str) -> dict[str, str]:
+        """The worker's environment: its queue, the broker, the payload store, its own env."""
+        return {
+            "QUEUE": queue,
+            "AMQP_URL": amqp_url,
+            PAYLOAD_STORES_ENV: payload_store,
+            **self.env,
+        }
+
+    def kit_argv(self, payload_store: str) -> tuple[str, ...]:
+        """The kit's options for this kind, the store among them when the kind resolves refs."""
+        return (*self.kit_args, *(("--payload-store", payload_store) if self.refs else ()))
 
 
 # Echo workers that follow the protocol: the kit must PASS every rule for each.
@@ -59,13 +76,16 @@ GOOD_WORKERS = (
 )
 
 
-def _broken(bug: str) -> WorkerKind:
-    return WorkerKind(bug, (PYTHON, BROKEN), env={"BROKEN": bug})
+def _broken(bug: str, refs: bool = False) -> WorkerKind:
+    return WorkerKind(bug, (PYTHON, BROKEN), env={"BROKEN": bug}, refs=refs)
 
 
 # Workers with one bug each, and the rules the kit must FAIL for them (every other rule passes
-# or, where the bug hides what a rule needs, is skipped).
+# or, where the bug hides what a rule needs, is skipped). They know nothing of payload
+# references, so the kit is given no store for them (its payload rules are skipped), except for
+# `ignore-refs`, whose bug that is.
 BROKEN_WORKERS = (
+    (_broken("ignore-refs", refs=True), {"payload-ref", "payload-ref-missing"}),
     (_broken("ack-first"), {"ack-after-reply"}),
     (_broken("fixed-queue"), {"reply-to", "json-reply", "attempt-echo"}),
     (_broken("no-correlation"), {"reply-to", "concurrency", "redelivery"}),

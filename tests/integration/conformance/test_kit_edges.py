@@ -9,6 +9,8 @@ from workflow_manager.conformance import KitSettings, Status, run_conformance
 from .kinds import GOOD_WORKERS
 from .kitrun import run_kit
 
+STORE_RULES = ("payload-ref", "payload-ref-missing")
+
 
 async def test_without_echo_or_a_failing_input_error_reply_is_skipped(start_worker, amqp_url):
     queue, _worker = await start_worker(GOOD_WORKERS[0])
@@ -20,8 +22,40 @@ async def test_without_echo_or_a_failing_input_error_reply_is_skipped(start_work
     assert list(report.verdicts) == seen  # each verdict was reported as it was reached
     assert report.verdict("error-reply").status is Status.SKIP
     assert "no --failing-input given" in report.verdict("error-reply").reason
-    assert {v.status for v in report.verdicts if v.rule != "error-reply"} == {Status.PASS}
+    for rule in STORE_RULES:
+        assert report.verdict(rule).status is Status.SKIP
+        assert "no --payload-store given" in report.verdict(rule).reason
+    skipped = {"error-reply", *STORE_RULES}
+    assert {v.status for v in report.verdicts if v.rule not in skipped} == {Status.PASS}
     assert (report.passed, report.exit_code) == (True, 0)
+
+
+async def test_without_echo_a_resolved_reference_passes_on_any_json_reply(
+    start_worker, amqp_url, payload_store
+):
+    queue, _worker = await start_worker(GOOD_WORKERS[0])
+    settings = KitSettings(
+        queue=queue, amqp_url=amqp_url, input={"section": "a b"}, timeout_s=5,
+        payload_store=payload_store,
+    )  # fmt: skip
+
+    report = await run_conformance(settings)
+
+    assert {report.verdict(rule).status for rule in STORE_RULES} == {Status.PASS}, report
+
+
+async def test_a_payload_store_the_kit_cannot_write_exits_3(start_worker, amqp_url, unique):
+    queue, _worker = await start_worker(GOOD_WORKERS[0])
+    store = f"nowhere=file:///proc/{unique}/payloads"  # /proc takes no new directories
+
+    run = await run_kit(queue, "--amqp-url", amqp_url, "--payload-store", store, "--timeout", "5")
+
+    assert run.code == 3, run.output
+    assert (
+        f"error: the kit cannot store its value in --payload-store nowhere=file:///proc/{unique}"
+        in run.output
+    )
+    assert "Traceback" not in run.output
 
 
 async def test_a_queue_nobody_consumes_exits_3(amqp_url, unique):

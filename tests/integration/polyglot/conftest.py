@@ -1,4 +1,4 @@
-"""Fixtures for the Go worker: the `go` toolchain and Debian's packaged amqp091-go."""
+"""Fixtures for the Go worker: the `go` toolchain and Debian's packaged amqp091-go and lib/pq."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ GO_EXAMPLE_DIR = ROOT / "examples" / "word-counts" / "go"
 # Where golang-github-rabbitmq-amqp091-go-dev puts the library; the go.mod files replace to it.
 AMQP091_SRC = Path("/usr/share/gocode/src/github.com/rabbitmq/amqp091-go")
 X_TEXT_SRC = Path("/usr/share/gocode/src/golang.org/x/text")  # golang-golang-x-text-dev
+LIB_PQ_SRC = Path("/usr/share/gocode/src/github.com/lib/pq")  # golang-github-lib-pq-dev
 SETUP_HINT = (
     "run scripts/setup.sh (apt-get install golang-go golang-github-rabbitmq-amqp091-go-dev "
-    "golang-golang-x-text-dev)"
+    "golang-golang-x-text-dev golang-github-lib-pq-dev)"
 )
 
 
@@ -41,7 +42,7 @@ def go() -> str:
     path = shutil.which("go")
     if path is None:
         _missing(f"`go` is not installed; {SETUP_HINT}")
-    for source in (AMQP091_SRC, X_TEXT_SRC):
+    for source in (AMQP091_SRC, X_TEXT_SRC, LIB_PQ_SRC):
         if not (source / "go.mod").is_file():
             _missing(f"{source.name} is not installed at {source}; {SETUP_HINT}")
     return path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from workflow_manager.conformance.model import Status, Verdict
 from workflow_manager.conformance.report import Report, format_summary, format_verdict
+from workflow_manager.conformance.rules import RULES
 
 VERDICTS = (
     Verdict("reply-to", Status.PASS, "the reply goes to reply_to"),
@@ -15,10 +16,16 @@ VERDICTS = (
 def test_each_line_starts_with_the_status_and_the_rule_name_in_a_column():
     lines = [format_verdict(verdict) for verdict in VERDICTS]
     assert lines == [
-        "PASS  reply-to         the reply goes to reply_to",
-        "FAIL  ack-after-reply  the request was lost",
-        "SKIP  error-reply      no --failing-input given",
+        "PASS  reply-to             the reply goes to reply_to",
+        "FAIL  ack-after-reply      the request was lost",
+        "SKIP  error-reply          no --failing-input given",
     ]
+
+
+def test_the_column_fits_the_longest_rule_name():
+    longest = max((rule.name for rule in RULES), key=len)
+    line = format_verdict(Verdict(longest, Status.PASS, "why"))
+    assert line == f"PASS  {longest}  why"
 
 
 def test_the_summary_counts_each_status_and_ends_with_the_outcome():

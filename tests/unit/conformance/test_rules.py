@@ -6,16 +6,18 @@ import json
 
 import pytest
 
+from payload_refs import Ref
 from workflow_manager.conformance.model import (
     AckOrderObservation,
     Batch,
     Exchange,
     FailureObservation,
+    PayloadObservation,
     RedeliveryObservation,
     Reply,
     Status,
 )
-from workflow_manager.conformance.requests import build_request
+from workflow_manager.conformance.requests import PAYLOAD_KEY, build_request, with_reference
 from workflow_manager.conformance.rules import RULES, Expect, rule_named
 
 JOB = "3f2a9c4e-8b1d-4e0f-9a6b-2c7d5e1f0a93"
@@ -176,7 +178,105 @@ def test_rule_names_are_stable_and_unique():
     names = [rule.name for rule in RULES]
     assert names == [
         "reply-to", "json-reply", "attempt-echo", "unknown-headers", "unicode", "large-input",
-        "concurrency", "redelivery", "error-reply", "ack-after-reply",
+        "concurrency", "redelivery", "error-reply", "ack-after-reply", "payload-ref",
+        "payload-ref-missing",
     ]  # fmt: skip
     with pytest.raises(KeyError, match="no rule 'nope' \\(known: reply-to, json-reply"):
         rule_named("nope")
+
+
+DIGEST = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+VALUE_JOB = "0b1c2d3e-8b1d-4e0f-9a6b-2c7d5e1f0a93"
+SENT_REF = Ref("main", f"{VALUE_JOB}/{DIGEST}", DIGEST, 307200)
+URI = SENT_REF.uri
+REF_SENT = build_request(JOB, "echo", with_reference({"text": "hi"}, SENT_REF.to_json()))
+VALUE = "a stored value"
+ECHOED = {"text": "hi", PAYLOAD_KEY: VALUE}  # the input with the value in place of the reference
+WORKERS_REF = Ref("main", f"{JOB}/{DIGEST}", DIGEST, 307200).to_json()  # the reply's own
+
+
+def ref_reply(body: object, resolved: object = None, unresolved: str | None = None, **headers):
+    """A reply to REF_SENT; `resolved`/`unresolved` as the kit's read-back left them."""
+    raw = json.dumps(body).encode()
+    return Reply(REF_SENT.correlation_id, "application/json", headers, raw, resolved, unresolved)
+
+
+def payload(*replies: Reply) -> PayloadObservation:
+    return PayloadObservation(Exchange(REF_SENT, replies, 2.0), VALUE)
+
+
+OWN_REF = {"text": "hi", PAYLOAD_KEY: WORKERS_REF}  # an echo whose value the worker stored
+
+
+@pytest.mark.parametrize(
+    ("observation", "echo", "status", "reason"),
+    [
+        # A worker with a store replies with a reference of its own; the kit read it back.
+        (payload(ref_reply(OWN_REF, ECHOED)), True, Status.PASS, "resolved before the handler"),
+        (payload(ref_reply(ECHOED)), True, Status.PASS, "resolved"),  # replied inline
+        (payload(ref_reply({"words": 2})), False, Status.PASS, "resolved"),
+        (payload(ref_reply(REF_SENT.input)), False, Status.PASS, "resolved"),
+        (payload(ref_reply(REF_SENT.input, ECHOED)), True, Status.FAIL,
+         f"hands back the reference the kit sent ({URI}): the handler was given the reference"),
+        (payload(ref_reply(OWN_REF, None, f"{WORKERS_REF['$ref']}: not found in file:///s")),
+         True, Status.FAIL, "cannot be read from the kit's store: wm://main/3f2a"),
+        (payload(ref_reply({"text": "hi", PAYLOAD_KEY: "x"})), True, Status.FAIL,
+         "is not the input (--echo): key 'conformance_payload' is 'x'"),
+        (payload(ref_reply(OWN_REF, {"text": "hi", PAYLOAD_KEY: "x"})), True, Status.FAIL,
+         "key 'conformance_payload' is 'x', sent 'a stored value'"),
+        (payload(ref_reply(OWN_REF)), True, Status.FAIL,  # the kit could not read it back
+         "(the reply holds references: give the kit the worker's store, --payload-store)"),
+        (payload(ref_reply({}, **{"x-error": f"PayloadRefError: {URI}: no payload store",
+                                  "x-error-type": "PayloadRefError"})), False, Status.FAIL,
+         "x-error 'PayloadRefError: wm://main/0b1c"),
+        (payload(ref_reply({}, **{"x-error": "e", "x-error-type": "PayloadRefError"})), False,
+         Status.FAIL, "(is the worker given the kit's store? WM_PAYLOAD_STORES=NAME=URL)"),
+        (payload(ref_reply([1])), False, Status.FAIL, "a JSON list, not an object"),
+        (payload(), True, Status.FAIL, "no reply to the request holding a reference within 2s"),
+    ],
+)  # fmt: skip
+def test_payload_ref(observation, echo, status, reason):
+    got_status, got_reason = judge("payload-ref", observation, echo)
+    assert got_status is status and reason in got_reason, got_reason
+
+
+def test_every_echo_check_compares_the_reply_with_its_references_read_back():
+    stored = {"text": "hi", "n": {"$ref": URI, "sha256": DIGEST, "size": 1}}
+    read_back = Reply(CID, "application/json", {"x-attempt": 2}, json.dumps(stored).encode(),
+                      dict(SENT.input))  # fmt: skip
+    assert judge("large-input", exchange(read_back), echo=True)[0] is Status.PASS
+    unreadable = Reply(CID, "application/json", {}, read_back.body, None, "gone")
+    assert (
+        "cannot be read from the kit's store: gone"
+        in judge("unicode", exchange(unreadable), True)[1]
+    )
+
+
+REF_ERROR = {"x-error": f"PayloadRefError: {URI}: not found in file:///s",
+             "x-error-type": "PayloadRefError"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("replies", "requeued", "status", "reason"),
+    [
+        ([ref_reply({}, **REF_ERROR)], False, Status.PASS, "PayloadRefError reply, acked"),
+        ([ref_reply({}, **{**REF_ERROR, "x-error-type": b"PayloadRefError"})], False,
+         Status.PASS, "PayloadRefError"),
+        ([ref_reply(REF_SENT.input)], False, Status.FAIL,
+         f"reference ({URI}) names nothing in the store has no x-error header"),
+        ([ref_reply({}, **{**REF_ERROR, "x-error-type": "KeyError"})], False, Status.FAIL,
+         "x-error-type is 'KeyError'; expected 'PayloadRefError'"),
+        ([ref_reply({}, **{"x-error": "PayloadRefError: not found"})], False, Status.FAIL,
+         "x-error-type is None"),
+        ([ref_reply({}, **{**REF_ERROR, "x-error": "PayloadRefError: not found"})], False,
+         Status.FAIL, f"does not name the reference {URI}"),
+        ([ref_reply({}, **REF_ERROR)], True, Status.FAIL, "but the request came back"),
+        ([ref_reply({}, **REF_ERROR)] * 2, False, Status.FAIL, "but the request came back"),
+        ([], True, Status.FAIL, "within 2s; the request came back to the queue"),
+        ([], False, Status.FAIL, "no reply to the request whose reference names nothing"),
+    ],
+)  # fmt: skip
+def test_payload_ref_missing(replies, requeued, status, reason):
+    observation = FailureObservation(Exchange(REF_SENT, tuple(replies), 2.0), requeued)
+    got_status, got_reason = judge("payload-ref-missing", observation)
+    assert got_status is status and reason in got_reason, got_reason

@@ -72,8 +72,8 @@ def test_a_thousand_children_each_copying_a_megabyte_are_refused_before_any_star
         "message": (
             "task step 'split': a fan-out of 1,000 children would copy 1,000,000,000 bytes of "
             "input (each child gets the step's other keys, 'blob': 1,000,000 bytes); the limit "
-            "is 67,108,864 (--max-fanout-bytes). Pass large shared data by reference (a URL or "
-            "a key to fetch it by) or raise the limit"
+            "is 67,108,864 (--max-fanout-bytes). Pass large shared data by reference (a payload "
+            "store, --payload-store, stores it for you) or raise the limit"
         ),
     }
     assert state.jobs[JOB].steps["split"].children is None

@@ -162,6 +162,8 @@ def _args(**changes: object) -> argparse.Namespace:
         "timeout": None,
         "amqp_url": None,
         "queue_prefix": None,
+        "payload_store": None,
+        "payload_ref_threshold": None,
     }
     return argparse.Namespace(**{**values, **changes})
 

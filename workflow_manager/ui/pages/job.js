@@ -4,7 +4,8 @@
 import { ApiError, debounce, del, follow, get, post, seg } from "../api.js";
 import { dag } from "../dag.js";
 import { confirmAction, formDialog } from "../dialog.js";
-import { facts, h, jsonBlock, notice, replace, s, table, visible } from "../dom.js";
+import { facts, h, notice, replace, s, table, visible } from "../dom.js";
+import { dataBlock } from "../refs.js";
 import { UUID, duration, shortId, statusBadge, statusLabel, time } from "../format.js";
 import { timeline } from "../timeline.js";
 import { stepPanel } from "./steppanel.js";
@@ -204,11 +205,11 @@ async function forkDialog(job) {
 
 /** A job's error: its message as a sentence (naming the step), then any other fields as JSON. */
 function errorBlock(error) {
-  if (!error || typeof error !== "object" || typeof error.message !== "string") return jsonBlock(error);
+  if (!error || typeof error !== "object" || typeof error.message !== "string") return dataBlock(error);
   const { message, step, ...rest } = error;
   return [
     h("p", { class: "error-text", "data-field": "message" }, step ? `Step ${step}: ${message}` : message),
-    Object.keys(rest).length ? jsonBlock(rest) : null,
+    Object.keys(rest).length ? dataBlock(rest) : null,
   ];
 }
 
@@ -327,12 +328,12 @@ export function showJob(main, id) {
     replace(undone, job.compensations ? compensationCard(job) : []);
     replace(
       data,
-      h("section", { class: "card" }, h("h2", {}, "Payload"), jsonBlock(job.payload, "no payload")),
-      job.meta ? h("section", { class: "card", id: "job-meta" }, h("h2", {}, "Metadata"), jsonBlock(job.meta, "none")) : null,
+      h("section", { class: "card" }, h("h2", {}, "Payload"), dataBlock(job.payload, "no payload")),
+      job.meta ? h("section", { class: "card", id: "job-meta" }, h("h2", {}, "Metadata"), dataBlock(job.meta, "none")) : null,
       job.error !== undefined && job.error !== null
         ? h("section", { class: "card error-card", id: "job-error" }, h("h2", {}, "Error"), errorBlock(job.error))
         : h("section", { class: "card", id: "job-result" }, h("h2", {}, "Result"),
-          jsonBlock(job.result, job.status === "running" ? "not yet: the job is running" : "none")),
+          dataBlock(job.result, job.status === "running" ? "not yet: the job is running" : "none")),
     );
     const step = job.steps.find((one) => one.name === state.selected);
     details.show(job, step);

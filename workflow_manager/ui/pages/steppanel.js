@@ -3,7 +3,8 @@
 
 import { get, post, seg } from "../api.js";
 import { confirmAction } from "../dialog.js";
-import { facts, h, jsonBlock, notice, replace, table } from "../dom.js";
+import { facts, h, notice, replace, table } from "../dom.js";
+import { dataBlock } from "../refs.js";
 import { CHILD_STATUSES, clock, duration, errorText, httpCall, shortId, statusBadge, statusLabel, time } from "../format.js";
 
 const PAGE = 50;
@@ -23,6 +24,25 @@ function attempts(step, kept) {
       h("td", { class: "error-text" }, errorText(a.error)))),
     { class: "attempts" },
   ));
+}
+
+/** A join step's progress: "needs 3 of 4 · 2 succeeded · 1 failed · 1 left", and once it
+ * ended whether the join was met and what became of the children left. */
+function joinLine(join) {
+  const parts = [`${join.policy}: needs ${join.needed}`, `${join.succeeded} succeeded`, `${join.failed} failed`, `${join.left} left`];
+  if (join.met === true) parts.push(join.then === "finish" ? "met: the rest left to finish" : "met: the rest cancelled");
+  else if (join.met === false) parts.push("cannot be met");
+  return h("span", { "data-field": "join", "data-needed": join.needed, "data-succeeded": join.succeeded }, parts.join(" · "));
+}
+
+/** A reduce step's progress: "reducer total · 3 batches of 100 · 250 children reduced". */
+function reduceLine(reduce) {
+  const parts = [`reducer ${reduce.step}`, `batches of ${reduce.batch}`];
+  if (reduce.batches !== undefined) parts.push(`${reduce.batches} ${reduce.batches === 1 ? "batch" : "batches"} reduced`);
+  if (reduce.reduced !== undefined) parts.push(`${reduce.reduced} children reduced`);
+  if (reduce.in_flight) parts.push(`${reduce.in_flight} reducing now`);
+  if (reduce.pending) parts.push(`${reduce.pending} waiting`);
+  return h("span", { "data-field": "reduce", "data-batches": reduce.batches ?? "" }, parts.join(" · "));
 }
 
 function counts(children) {
@@ -138,7 +158,7 @@ export function stepPanel(box, jobId, onClose, onSignalled = () => {}) {
     const error = step.error !== undefined && step.error !== null
       ? [h("h3", {}, "Error"), h("pre", { class: "json error-text", "data-field": "error" }, errorText(step.error))]
       : null;
-    const data = [h("h3", {}, "Input"), jsonBlock(step.input, kept ? "not in this job: the source job's page has it" : "not known yet"), h("h3", {}, "Output"), jsonBlock(step.output, "none yet")];
+    const data = [h("h3", {}, "Input"), dataBlock(step.input, kept ? "not in this job: the source job's page has it" : "not known yet"), h("h3", {}, "Output"), dataBlock(step.output, "none yet")];
     replace(
       box,
       h("div", { class: "panel-head" },
@@ -167,6 +187,8 @@ export function stepPanel(box, jobId, onClose, onSignalled = () => {}) {
             ["Started", step.started_at ? time(step.started_at) : undefined],
             ["Finished", step.finished_at ? time(step.finished_at) : undefined],
             ["Duration", step.elapsed !== undefined ? duration(step.elapsed) : undefined],
+            ["Join", step.join ? joinLine(step.join) : undefined],
+            ["Reduce", step.reduce ? reduceLine(step.reduce) : undefined],
           ]),
           error,
           step.wait && ["waiting", "pending"].includes(step.status) && ["running", "scheduled"].includes(job.status)
