@@ -26,6 +26,7 @@ __all__ = [
     "store_entries",
     "resolve_amqp_url",
     "resolve_payload_stores",
+    "resolve_payloads",
     "resolve_payload_threshold",
     "resolve_queue_prefix",
 ]
@@ -189,3 +190,13 @@ class WorkerSettings:
     def __repr__(self) -> str:
         url = mask_url(self.amqp_url) if self.amqp_url else "<from environment>"
         return f"<WorkerSettings {url} prefetch={self.prefetch} name={self.name!r}>"
+
+
+def resolve_payloads(
+    settings: WorkerSettings, environ: Mapping[str, str]
+) -> tuple[tuple[StoreSpec, ...], int]:
+    """The payload stores and the reply threshold: the settings', else the environment's."""
+    return (
+        resolve_payload_stores(settings.payload_stores, environ),
+        resolve_payload_threshold(settings.payload_ref_threshold, environ),
+    )

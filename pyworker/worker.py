@@ -32,11 +32,10 @@ from pyworker.settings import (
     WorkerSettings,
     mask_url,
     resolve_amqp_url,
-    resolve_payload_stores,
-    resolve_payload_threshold,
+    resolve_payloads,
     resolve_queue_prefix,
     store_entries,
-)
+)  # fmt: skip
 from pyworker.signals import stopping_on_signals
 from pyworker.tracing import HandlerSpans
 
@@ -78,11 +77,9 @@ class Worker:
         tracer_provider: The OpenTelemetry TracerProvider for handler spans (default: the
             global one). Used only when opentelemetry-api is installed: each handler then runs
             in a span whose parent is the request's `traceparent`.
-        payload_stores: `NAME=URL` entries (`file:///dir`, `postgresql://...`) naming where
-            requests' references are read; a large reply's values are stored in the first.
-            Default: $WM_PAYLOAD_STORES ("NAME=URL NAME=URL"), else none.
-        payload_ref_threshold: Bytes of a reply's JSON above which its values are stored.
-            Default: $WM_PAYLOAD_REF_THRESHOLD, else 262144 (256 KiB).
+        payload_stores: `NAME=URL` entries (`file:///dir`, `postgresql://...`) where requests'
+            references are read, large replies stored (the first). Default: $WM_PAYLOAD_STORES.
+        payload_ref_threshold: Reply bytes above which values are stored (default 256 KiB).
 
     Example:
         >>> worker = Worker(prefetch=4)
@@ -202,8 +199,7 @@ class Worker:
 
         Raises:
             WorkerStateError: No steps are registered, or the worker is already running.
-            SettingsError: The URL, queue prefix or payload stores (from the environment) are
-                invalid.
+            SettingsError: The URL, queue prefix or payload stores (or their env) are invalid.
             BrokerError: RabbitMQ cannot be reached or refused a declaration.
         """
         if self._state not in (_State.NEW, _State.STOPPED):
@@ -216,12 +212,11 @@ class Worker:
         url = resolve_amqp_url(self._settings.amqp_url, environ)
         prefix = resolve_queue_prefix(self._settings.queue_prefix, environ)
         handlers = prefixed_handlers(self._handlers, prefix)
-        stores = resolve_payload_stores(self._settings.payload_stores, environ)
-        threshold = resolve_payload_threshold(self._settings.payload_ref_threshold, environ)
+        stores = resolve_payloads(self._settings, environ)  # a SettingsError before opening
         self._state = _State.STARTING
         self._stopped = asyncio.Event()  # a fresh one: each start may be on a new event loop
         try:
-            self._payloads = Payloads.open(stores, threshold)
+            self._payloads = Payloads.open(*stores)
             await self._connect(url, handlers)
         except BaseException:
             await self._close()

@@ -11,47 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from workflow_manager.engine import StepRun, StepStatus
+from workflow_manager.engine.fanin import batches_of, join_totals
 
 __all__ = ["batches_of", "join_view", "reduce_view"]
 
 
 def join_view(run: StepRun) -> dict[str, Any] | None:
-    """A task step's join once it fanned out: `policy` (as the file writes it), `needed`,
-    `succeeded`, `failed`, `left` (not finished), `then`, and `met` once it completed.
-
-    None for `join: all` (it waits for every child: the children's counts say it all), and
-    before the step fanned out.
-    """
-    join = run.spec.join
-    if join is None or join.policy == "all" or run.children is None:
+    """A task step's join once it fanned out (`engine.fanin.join_totals`), and `met` once it
+    completed (true) or failed (false). None for `join: all` and before it fanned out."""
+    view = join_totals(run)
+    if view is None:
         return None
-    total = len(run.children)
-    failed = len(run.failed_items or ())
-    view: dict[str, Any] = {
-        "policy": join.text,
-        "needed": join.needed(total),
-        "succeeded": total - run.children_left - failed,
-        "failed": failed,
-        "left": run.children_left,
-        "then": join.then,
-    }
-    told = run.output.get("join") if run.output is not None else None
-    if isinstance(told, dict):
-        # The step's output says which elements succeeded, failed or had not finished when
-        # the join was met: that, not what happened after (`then: finish` children go on).
-        view["succeeded"] = len(told.get("succeeded") or ())
-        view["failed"] = len(told.get("failed") or ())
-        view["left"] = len(told.get("unfinished") or ())
     if run.status.is_done:
         view["met"] = True
     elif run.status is StepStatus.FAILED:
         view["met"] = False
     return view
-
-
-def batches_of(reduced: int, batch: int) -> int:
-    """How many batches reduced `reduced` children: every batch but the last is full."""
-    return -(-reduced // batch) if batch > 0 else 0
 
 
 def reduce_view(

@@ -26,6 +26,10 @@ __all__ = ["router", "download_path"]
 router = APIRouter()
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# A key as the protocol allows it, for the OpenAPI document (no look-around: segments that are
+# not `.` or `..` spelled out). `valid_key` decides; this tells clients and fuzzers.
+_SEGMENT = r"(?:[A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)"
+_KEY = rf"^{_SEGMENT}(?:/{_SEGMENT})*$"
 # A store's `chunks` checks that the reference is well formed; a download without the digest
 # (a link typed by hand) names none, so this stands in (stores do not check it when streaming).
 _NO_DIGEST = "0" * 64
@@ -76,7 +80,14 @@ async def _rest(first: bytes, pieces: AsyncIterator[bytes]) -> AsyncIterator[byt
 )
 async def download_payload(
     store: Annotated[str, Path(description="The store's name: `<store>` of `wm://<store>/<key>`.")],
-    key: Annotated[str, Path(description="The value's key: `<key>` of `wm://<store>/<key>`.")],
+    key: Annotated[
+        str,
+        Path(
+            # In the document only: `valid_key` checks it and says what is wrong in words.
+            json_schema_extra={"pattern": _KEY, "maxLength": 512},
+            description="The value's key: `<key>` of `wm://<store>/<key>`.",
+        ),
+    ],
     service: Service,
     sha256: Annotated[
         str | None,

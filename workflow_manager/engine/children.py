@@ -2,8 +2,11 @@
 gathering their results as each settles (O(1) per child).
 
 Functions of the event's work (`workflow_manager.engine.extension.Work`); parts take part at
-`children_refused` (contracts, joins) and `child_settled` (compensation). A step with a join
-policy (`workflow_manager.engine.joins`) may complete, or fail, before all its children end.
+`children_refused` (contracts, joins), `child_settled` (compensation), and at the points where
+a join policy decides a step before all its children end (`children_decided`,
+`tolerates_failed_child`, `child_outlived`: joins) or a reducer gathers their results instead
+(`claims_results`, `result_held`, `next_children_held`, `gathered_held`, `late_child_held`:
+reduce).
 """
 
 from __future__ import annotations
@@ -11,8 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from workflow_manager.config.models import Task
-from workflow_manager.engine import joins, reducing
-from workflow_manager.engine.extension import Work
+from workflow_manager.engine.extension import Parts, Work
 from workflow_manager.engine.fanout import (
     FanOutError,
     child_ids,
@@ -49,7 +51,8 @@ def fan_out(work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> None:
     if (problem := copies_problem(task, run.name, data, len(items), limit)) is not None:
         work.fail_step(job, run, problem)
         return
-    for part in work.parts.of(job.workflow).children_refused:
+    parts = work.parts.of(job.workflow)
+    for part in parts.children_refused:
         if part.children_refused(work, job, run, task, data, items):
             return
     run.children = ids
@@ -57,18 +60,19 @@ def fan_out(work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> None:
         reduce = run.spec.reduce
         work.complete_step(job, run, dict(reduce.initial) if reduce is not None else dict(data))
         return
-    if run.spec.reduce is not None:
-        reducing.start(run)  # results are reduced as they come, not kept per child
-    else:
+    # A reduce step's results are reduced as they come, not kept per child.
+    claimed = any(part.claims_results(work, job, run) for part in parts.claims_results)
+    if not claimed:
         run.child_results = [None] * len(ids)
     run.children_left = len(ids)
     run.next_child = 0
     # A fork's reduce step runs every child again: the source's results are in no batch.
-    if job.fork is not None and run.reduction is None:
+    if job.fork is not None and not claimed:
         keep_children(job, run, task, data, items)
         # A fork may have kept enough of its source's children for the join already.
-        if joins.join_of(run) is not None and joins.decided(work, job, run, task):
-            return
+        for part in parts.children_decided:
+            if part.children_decided(work, job, run, task):
+                return
     start_children(work, job, run, task)
 
 
@@ -99,8 +103,8 @@ def start_children(work: Work, job: Job, run: StepRun, task: Task) -> None:
         create_job(work, job.workflow, task, child_id, payload, link, trace)
         run.next_child += 1
         running += 1
-    if kept and run.children_left == 0:
-        _gathered(work, job, run, task)  # every child left was one it kept
+    if kept and run.children_left == 0:  # every child left was one it kept
+        _gathered(work, work.parts.of(job.workflow), job, run, task)
 
 
 def child_finished(work: Work, child: Job) -> None:
@@ -109,21 +113,18 @@ def child_finished(work: Work, child: Job) -> None:
     link = child.parent
     parent = work.state.jobs[link.job_id]
     run = parent.steps[link.step]
+    parts = work.parts.of(parent.workflow)
     # An on_error/on_cancel task step gathers its children after the job itself has ended.
     if not parent.is_live(run.name) or run.status is not StepStatus.RUNNING:
-        if run.status.is_done and joins.join_of(run) is not None:
-            # A `then: finish` child, ending after its step met its join: noted, not gathered.
-            why = f"task step '{run.name}' of job {parent.id} is {run.status} already"
-            work.ignore(child.id, f"{why}; this child's result is not gathered")
+        for part in parts.child_outlived:
+            part.child_outlived(work, parent, run, child)
         return
-    if run.reduction is not None and run.reduction.closed:
-        # A `then: finish` child, ending after its reduce step met its join.
-        why = f"task step '{run.name}' of job {parent.id} met its join already"
-        work.ignore(child.id, f"{why}; this child's result is not reduced")
-        return
-    for part in work.parts.of(parent.workflow).child_settled:
+    for part in parts.late_child_held:
+        if part.late_child_held(work, parent, run, child):
+            return
+    for part in parts.child_settled:
         part.child_settled(work, parent, run, child)
-    if child.status is JobStatus.FAILED and not _tolerate(parent, run, child):
+    if child.status is JobStatus.FAILED and not _tolerate(work, parts, parent, run, child):
         error = child.error or {}
         message = (
             f"child job {child.id} (element {link.index}) failed at step "
@@ -131,7 +132,29 @@ def child_finished(work: Work, child: Job) -> None:
         )
         work.fail_step(parent, run, message)
         return
-    _keep_result(run, child)
+    _count(work, parts, parent, run, child)
+    task = parent.workflow.task_by_name[run.spec.task or ""]
+    for part in parts.children_decided:
+        if part.children_decided(work, parent, run, task):
+            return
+    if run.children_left == 0:
+        _gathered(work, parts, parent, run, task)
+        return
+    for part in parts.next_children_held:  # reduce: a full batch first, children as allowed
+        if part.next_children_held(work, parent, run, task):
+            return
+    start_children(work, parent, run, task)
+
+
+def _count(work: Work, parts: Parts, parent: Job, run: StepRun, child: Job) -> None:
+    """Count a settled child: its result is kept in its element's place (or by a part: reduce's
+    pending batch), and a completed child leaves memory."""
+    for part in parts.result_held:
+        if part.result_held(work, parent, run, child):
+            break
+    else:
+        assert child.parent is not None and run.child_results is not None  # set when fanned out
+        run.child_results[child.parent.index] = child.result
     run.children_left -= 1
     if child.status is JobStatus.COMPLETED:
         # Its result is all the parent needs; its JobFinished carries its final snapshot.
@@ -139,33 +162,14 @@ def child_finished(work: Work, child: Job) -> None:
         root = root_of(work.state, parent)
         work.state.gone[child.id] = root
         work.state.gone_by_root.setdefault(root, []).append(child.id)
-    task = parent.workflow.task_by_name[run.spec.task or ""]
-    if joins.join_of(run) is not None and joins.decided(work, parent, run, task):
-        return
-    if run.children_left == 0:
-        _gathered(work, parent, run, task)
-    elif run.reduction is not None:
-        reducing.go_on(work, parent, run)  # a full batch to the reducer; children as allowed
-    else:
-        start_children(work, parent, run, task)
 
 
-def _keep_result(run: StepRun, child: Job) -> None:
-    """Keep a settled child's result in its element's place, or (reduce) in the pending batch."""
-    assert child.parent is not None
-    if run.reduction is None:
-        assert run.child_results is not None  # set when the step fanned out
-        run.child_results[child.parent.index] = child.result
-    elif child.status is JobStatus.COMPLETED:
-        reducing.add(run, child.result)
-
-
-def _gathered(work: Work, job: Job, run: StepRun, task: Task) -> None:
+def _gathered(work: Work, parts: Parts, job: Job, run: StepRun, task: Task) -> None:
     """Every child of a task step has settled: its output gathers their results (or, with
     `reduce`, the last batch is reduced and the accumulator is its output)."""
-    if run.reduction is not None:
-        reducing.close(work, job, run)
-        return
+    for part in parts.gathered_held:
+        if part.gathered_held(work, job, run):
+            return
     assert run.child_results is not None
     output = gather(task, run.child_results)
     if run.failed_items:
@@ -174,12 +178,15 @@ def _gathered(work: Work, job: Job, run: StepRun, task: Task) -> None:
     work.complete_step(job, run, output)
 
 
-def _tolerate(parent: Job, run: StepRun, child: Job) -> bool:
-    """Accept a failed child when the task allows more failures (max_failed_items), or its
-    step's join is `min_success` (which fails the step itself once it cannot be met)."""
+def _tolerate(work: Work, parts: Parts, parent: Job, run: StepRun, child: Job) -> bool:
+    """Accept a failed child when the task allows more failures (max_failed_items), or a part
+    does (a `min_success` join, which fails the step itself once it cannot be met)."""
     task = parent.workflow.task_by_name[run.spec.task or ""]
     failed = run.failed_items if run.failed_items is not None else []
-    if len(failed) >= task.max_failed_items and not joins.tolerates_failures(run):
+    if len(failed) >= task.max_failed_items and not any(
+        part.tolerates_failed_child(work, parent, run, child)
+        for part in parts.tolerates_failed_child
+    ):
         return False
     assert child.parent is not None
     failed.append({"index": child.parent.index, "id": child.id, "error": child.error})

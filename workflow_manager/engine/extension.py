@@ -4,8 +4,9 @@ The core (`workflow_manager.engine.transition` and its modules) does one event's
 rule is a part: a `Part` that overrides the points it takes part in (the others do nothing),
 registered in `workflow_manager.engine.registry.PARTS`. At each point the core calls, in
 registration order, only the parts that override it (`Parts`), passing itself as `work`: the
-`Work` protocol is all a part may use of it. Points named `..._held`, `..._refused` or
-`claims_...` return True when the part took the matter over: the core stops there. A part
+`Work` protocol is all a part may use of it. Points named `..._held`, `..._refused`,
+`..._decided` or `claims_...` return True when the part took the matter over: the core stops
+there (`tolerates_...` returns True when the part allows what the core would refuse). A part
 declares the timers it owns in `timers`; the core hands it those when they fire.
 """
 
@@ -177,18 +178,6 @@ class Part:
         waiting) and no request is to be sent."""
         return False
 
-    def children_refused(
-        self,
-        work: Work,
-        job: Job,
-        run: StepRun,
-        task: Task,
-        data: dict[str, Any],
-        items: list[Any],
-    ) -> bool:
-        """A task step is about to start children for `items`: True after failing the step."""
-        return False
-
     def dispatch_held(self, work: Work, job: Job, run: StepRun) -> bool:
         """A step's next attempt is to be sent: True when the part holds it back."""
         return False
@@ -232,8 +221,61 @@ class Part:
         """A step failed for good: True when the part answers the failure (the job goes on)."""
         return False
 
+    # -- a task step's children ------------------------------------------------------------
+
+    def children_refused(
+        self,
+        work: Work,
+        job: Job,
+        run: StepRun,
+        task: Task,
+        data: dict[str, Any],
+        items: list[Any],
+    ) -> bool:
+        """A task step is about to start children for `items`: True after failing the step."""
+        return False
+
+    def claims_results(self, work: Work, job: Job, run: StepRun) -> bool:
+        """A task step fans out over one or more items, before any child starts: True when the
+        part gathers its children's results itself (the step keeps none per child)."""
+        return False
+
+    def child_outlived(self, work: Work, parent: Job, run: StepRun, child: Job) -> None:
+        """A child job settled after its task step ended (or stopped with its job): it is not
+        counted; the part may say why."""
+
+    def late_child_held(self, work: Work, parent: Job, run: StepRun, child: Job) -> bool:
+        """A child job of a running task step settled: True when the step takes no more
+        results (it met its join and still reduces what it has) and the part dropped it."""
+        return False
+
     def child_settled(self, work: Work, parent: Job, run: StepRun, child: Job) -> None:
         """A child job of a running task step settled (before the parent counts it)."""
+
+    def tolerates_failed_child(self, work: Work, parent: Job, run: StepRun, child: Job) -> bool:
+        """A child job failed with its task's `max_failed_items` spent: True when the step
+        still counts it rather than failing (the part fails the step itself once it must)."""
+        return False
+
+    def result_held(self, work: Work, parent: Job, run: StepRun, child: Job) -> bool:
+        """A settled child counts (completed, or failed and tolerated): True when the part
+        keeps its result (`claims_results`), not the step in the child's element's place."""
+        return False
+
+    def children_decided(self, work: Work, job: Job, run: StepRun, task: Task) -> bool:
+        """A child counted (or a fork kept its source's): True when the children so far
+        decide the step early and the part completed or failed it."""
+        return False
+
+    def next_children_held(self, work: Work, job: Job, run: StepRun, task: Task) -> bool:
+        """A child counted and others are left: True when the part goes on itself (starting
+        more children when it sees fit) instead of starting as many as may run."""
+        return False
+
+    def gathered_held(self, work: Work, job: Job, run: StepRun) -> bool:
+        """Every child of a task step is in: True when the part ends the step itself instead
+        of completing it with the results gathered in element order."""
+        return False
 
     # -- jobs ------------------------------------------------------------------------------
 
@@ -312,7 +354,15 @@ class Parts:
         self.completion_held = _at(parts, "completion_held")
         self.step_completed = _at(parts, "step_completed")
         self.failure_held = _at(parts, "failure_held")
+        self.claims_results = _at(parts, "claims_results")
+        self.child_outlived = _at(parts, "child_outlived")
+        self.late_child_held = _at(parts, "late_child_held")
         self.child_settled = _at(parts, "child_settled")
+        self.tolerates_failed_child = _at(parts, "tolerates_failed_child")
+        self.result_held = _at(parts, "result_held")
+        self.children_decided = _at(parts, "children_decided")
+        self.next_children_held = _at(parts, "next_children_held")
+        self.gathered_held = _at(parts, "gathered_held")
         self.wind_down_held = _at(parts, "wind_down_held")
         self.job_stopped = _at(parts, "job_stopped")
         self.job_settled = _at(parts, "job_settled")

@@ -6,9 +6,12 @@ cancelled (or, with `then: finish`, left to run until their job ends). Everythin
 from what the step holds already (children settled, failed, left), so replaying the same
 events decides the same way and nothing more is kept or journaled.
 
-The core calls `decided` when a join step fans out and each time one of its children
-settles (`workflow_manager.engine.children`); the part `Joins` refuses a list too short for
-the join, and cancels `then: finish` leftovers when their job completes.
+The part `Joins` decides at the core's points for a task step's children
+(`workflow_manager.engine.children`): when a fork's join step fans out and each time one of
+its children counts (`children_decided`), whether a failed child is counted rather than fatal
+(`tolerates_failed_child`), and a `then: finish` child that ends after its step did
+(`child_outlived`). It also refuses a list too short for the join, and cancels `then: finish`
+leftovers when their job completes.
 """
 
 from __future__ import annotations
@@ -133,8 +136,9 @@ def joined_output(task: Task, run: StepRun, needed: int) -> dict[str, Any]:
 
 
 class Joins(Part):
-    """Join policies: a list shorter than the join needs fails its step; a job that completes
-    cancels the `then: finish` children it left running (a job's children never outlive it)."""
+    """Join policies: a list shorter than the join needs fails its step; the children so far
+    complete it, or fail it, before all of them end; a job that completes cancels the
+    `then: finish` children it left running (a job's children never outlive it)."""
 
     def used_by(self, workflow: Workflow) -> bool:
         """Only workflows with a `min_success` or `first` join."""
@@ -158,6 +162,21 @@ class Joins(Part):
             "list, or give min_success as a percentage",
         )
         return True
+
+    def child_outlived(self, work: Work, parent: Job, run: StepRun, child: Job) -> None:
+        """A `then: finish` child, ending after its step met its join: noted, not gathered."""
+        if run.status.is_done and join_of(run) is not None:
+            why = f"task step '{run.name}' of job {parent.id} is {run.status} already"
+            work.ignore(child.id, f"{why}; this child's result is not gathered")
+
+    def tolerates_failed_child(self, work: Work, parent: Job, run: StepRun, child: Job) -> bool:
+        """`min_success`: a failed child is counted, not fatal, while the join can be met
+        (`children_decided` fails the step once it cannot)."""
+        return tolerates_failures(run)
+
+    def children_decided(self, work: Work, job: Job, run: StepRun, task: Task) -> bool:
+        """Complete the step once its join is met, or fail it once it cannot be."""
+        return join_of(run) is not None and decided(work, job, run, task)
 
     def job_stopped(self, work: Work, job: Job) -> None:
         """A completed job cancels the children its `then: finish` steps left running (a failed

@@ -18,18 +18,22 @@ decided from the journaled events (children's replies, the reducer's replies, ti
 replay rebuilds the same accumulator, pending batch and batch in flight: no batch is lost or
 reduced twice.
 
-The core calls `start`, `add`, `advance` and `close` (`workflow_manager.engine.children`,
-`workflow_manager.engine.joins`); the part `Reducers` takes the reducer's replies and failures.
+The part `Reducers` takes part at the core's points for a task step's children
+(`workflow_manager.engine.children`): it claims a reduce step's results when it fans out
+(`start`), keeps each in the pending batch (`add`), sends batches as children count
+(`go_on`), reduces the last once every child is in (`close`, also called by
+`workflow_manager.engine.joins` when the join is met), and drops a child that ends after
+that; it also takes the reducer's replies and failures.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from workflow_manager.config.models import Workflow
+from workflow_manager.config.models import Task, Workflow
 from workflow_manager.engine.events import StepReplied
 from workflow_manager.engine.extension import Part, Work, every_step
-from workflow_manager.engine.state import Job, Reduction, StepRun, StepStatus
+from workflow_manager.engine.state import Job, JobStatus, Reduction, StepRun, StepStatus
 
 __all__ = ["Reducers", "add", "advance", "close", "go_on", "start"]
 
@@ -113,12 +117,50 @@ def _task_run(job: Job, reducer: StepRun) -> StepRun | None:
 
 
 class Reducers(Part):
-    """The reducer's replies: a good one is the new accumulator (the next batch goes); a
-    failure, once its retries are spent, fails the task step."""
+    """A reduce step's children's results go to the reducer in batches; the reducer's replies:
+    a good one is the new accumulator (the next batch goes); a failure, once its retries are
+    spent, fails the task step."""
 
     def used_by(self, workflow: Workflow) -> bool:
         """Only workflows with a task step that has `reduce`."""
         return any(step.reduce is not None for step in every_step(workflow))
+
+    def claims_results(self, work: Work, job: Job, run: StepRun) -> bool:
+        """A reduce step fans out: its results are reduced as they come, not kept per child."""
+        if run.spec.reduce is None:
+            return False
+        start(run)
+        return True
+
+    def late_child_held(self, work: Work, parent: Job, run: StepRun, child: Job) -> bool:
+        """A `then: finish` child, ending after its reduce step met its join: not reduced."""
+        if run.reduction is None or not run.reduction.closed:
+            return False
+        why = f"task step '{run.name}' of job {parent.id} met its join already"
+        work.ignore(child.id, f"{why}; this child's result is not reduced")
+        return True
+
+    def result_held(self, work: Work, parent: Job, run: StepRun, child: Job) -> bool:
+        """A completed child's result joins the pending batch (a tolerated failure gives none)."""
+        if run.reduction is None:
+            return False
+        if child.status is JobStatus.COMPLETED:
+            add(run, child.result)
+        return True
+
+    def next_children_held(self, work: Work, job: Job, run: StepRun, task: Task) -> bool:
+        """A full batch goes to the reducer first; more children start while few results wait."""
+        if run.reduction is None:
+            return False
+        go_on(work, job, run)
+        return True
+
+    def gathered_held(self, work: Work, job: Job, run: StepRun) -> bool:
+        """Every child is in: the last batch is reduced, and the accumulator is the output."""
+        if run.reduction is None:
+            return False
+        close(work, job, run)
+        return True
 
     def claims_reply(self, work: Work, event: StepReplied) -> bool:
         """Ignore a late reply to an earlier batch (its attempt is before this batch's round):

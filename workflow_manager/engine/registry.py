@@ -44,7 +44,8 @@ PARTS = Parts(
         # JSON Schemas: submission_refused, step_starting_held, reply_problem, children_refused
         Contracts(),
         # task steps' join (after the contracts: a list is checked before its length):
-        # children_refused, job_stopped
+        # children_refused, child_outlived, tolerates_failed_child, children_decided,
+        # job_stopped
         Joins(),
         # x-meta: job_created, reply_problem
         Metadata(),
@@ -81,8 +82,9 @@ PARTS = Parts(
         WaitingSteps(),
         # fallback: failure_held, completion_held
         Fallbacks(),
-        # reduce: claims_reply (an earlier batch's late reply), completion_held, failure_held,
-        # retry_refusal
+        # reduce: claims_results, late_child_held, result_held, next_children_held,
+        # gathered_held, claims_reply (an earlier batch's late reply), completion_held,
+        # failure_held, retry_refusal
         Reducers(),
         # step timeout_s, retries: dispatched, timers StepTimeout and RetryDue
         Retries(),

@@ -327,8 +327,7 @@ def _run_event(command: Command) -> RunEvent | None:
 def _step_finished_event(command: StepFinished) -> RunEvent:
     """A step (attempt) ended; a join or reduce task step's totals ride along when the engine
     gives them (`fan_in`: counts only, never a result or a reference's value)."""
-    fan_in = getattr(command, "fan_in", None)
-    totals: dict[str, Any] = fan_in if isinstance(fan_in, dict) else {}
+    totals: dict[str, Any] = command.fan_in or {}
     return RunEvent(
         _STEP_TYPES.get(command.outcome, f"step.{command.outcome}"),
         command.job_id,
