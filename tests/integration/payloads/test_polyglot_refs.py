@@ -1,0 +1,75 @@
+"""One job through the manager and real workers of all three libraries, a 3 MB value passed by
+reference from step to step: pyworker stores it, jsworker and goworker resolve it, echo it and
+store it again, pyworker resolves the merge of their outputs. The manager never reads it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from payload_refs import FileStore, as_ref
+from tests.integration.harness import ROOT, Process
+
+WORKFLOW = """
+workflows:
+  - name: polyglot
+    steps:
+      - {name: produce, queue: "{p}.produce"}
+      - {name: js, queue: "{p}.js", depends: [produce]}
+      - {name: go, queue: "{p}.go", depends: [produce]}
+      - {name: check, queue: "{p}.check", depends: [js, go]}
+"""
+
+
+def _needs(program: str) -> None:
+    if shutil.which(program) is None:
+        message = f"`{program}` is not installed (scripts/setup.sh installs it)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+
+
+async def test_a_large_value_goes_through_python_javascript_and_go_workers(
+    system, tmp_path: Path, unique: str
+):
+    _needs("node")
+    _needs("go")
+    stored = tmp_path / "payloads"
+    stores = f"main=file://{stored}"
+    sys_ = await system(
+        WORKFLOW,
+        worker="tests/integration/payloads/refworkers.py:worker",
+        worker_env={"QUEUE_PREFIX": f"{unique}.", "WM_PAYLOAD_STORES": stores},
+        manager_args=("--payload-store", stores),
+    )
+    env = {"AMQP_URL": sys_.amqp_url, "WM_PAYLOAD_STORES": stores}
+    binary = tmp_path / "goecho"
+    workers = [
+        await Process.start("jsworker", "node", "jsworker/examples/echo.js",
+                            env={**env, "QUEUE": f"{unique}.js"}),
+        await Process.start(
+            "goworker", "sh", "-c", f'go build -o {binary} ./examples/echo && exec {binary}',
+            env={**env, "QUEUE": f"{unique}.go", "GOPROXY": "off", "GOSUMDB": "off"},
+            cwd=ROOT / "goworker",
+        ),
+    ]  # fmt: skip
+    try:
+        for worker in workers:
+            await worker.wait_for_line("listening on", timeout_s=120)
+        job_id = str(uuid.uuid4())
+        outcome = await sys_.run("polyglot", {"seed": job_id}, job_id)
+    finally:
+        await asyncio.gather(*(worker.stop() for worker in workers))
+
+    assert outcome.status == "completed", outcome.body
+    assert outcome.body == {"checked": True, "length": 3_000_000}  # resolved at the last step
+    steps = (await sys_.http.get(f"/api/job/{job_id}/steps")).json()
+    outputs = {step["name"]: step.get("output") for step in steps["steps"]}
+    blob = as_ref(outputs["produce"]["blob"])  # stored by pyworker, under this job
+    assert blob is not None and blob.key.startswith(f"{job_id}/") and blob.size == 3_000_002
+    for name in ("js", "go"):  # each echoed the value and stored it again: the same reference
+        assert as_ref(outputs[name]["blob"]) == blob, outputs[name]
+    assert len(await FileStore("main", stored).get(blob)) == 3_000_002
