@@ -169,9 +169,9 @@ class PayloadRefs:
         """`data` with the references under kept keys read in and its large values stored;
         `data` itself when neither applies."""
         keep = self._keys(workflow)
-        needed = [ref for ref in refs_in(_scope(data, keep))]
+        needed = list(refs_in(_scope(data, keep)))
         if needed:
-            self._check_inline(needed, keep)
+            self._check_inline(needed)
             data = await resolve(dict(data), self.stores, keys=keep)
             self.counts.loaded += len(needed)
         if self.store is None or keep is None:  # EVERY_KEY: nothing may be stored
@@ -193,7 +193,7 @@ class PayloadRefs:
         self.counts.stored_bytes += measured - len(encode(stored))
         return stored
 
-    def _check_inline(self, refs: list[Ref], keep: InlineKeys) -> None:
+    def _check_inline(self, refs: list[Ref]) -> None:
         """Refuse to read back more than one message may hold (`--max-message-bytes`)."""
         total = sum(max(ref.size, 0) for ref in refs)
         if total > self._max_inline:

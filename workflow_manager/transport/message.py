@@ -108,8 +108,12 @@ def step_request(
 def outcome_notice(
     reply_to: str, job_id: str, status: str, body: bytes, message_id: str | None
 ) -> Outbound:
-    """How a job ended (or why it was rejected), for the `reply_to` of its trigger."""
-    return Outbound(reply_to, body, job_id, None, {HEADER_STATUS: status}, message_id)
+    """How a job ended (or why it was rejected), for the `reply_to` of its trigger; a result
+    that holds payload references says so (`x-payload-refs`), as a step request does."""
+    headers: dict[str, Any] = {HEADER_STATUS: status}
+    if refs := body.count(REF_MEMBER):
+        headers[HEADER_PAYLOAD_REFS] = refs
+    return Outbound(reply_to, body, job_id, None, headers, message_id)
 
 
 def duplicate_notice(reply_to: str, job_id: str, existing: str, body: bytes) -> Outbound:
