@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from payload_refs import FileStore, as_ref
-from tests.integration.harness import ROOT, Process
+from tests.integration.harness import ROOT, Process, start_worker
 
 WORKFLOW = """
 workflows:
@@ -73,3 +73,47 @@ async def test_a_large_value_goes_through_python_javascript_and_go_workers(
     for name in ("js", "go"):  # each echoed the value and stored it again: the same reference
         assert as_ref(outputs[name]["blob"]) == blob, outputs[name]
     assert len(await FileStore("main", stored).get(blob)) == 3_000_002
+
+
+UNREACHABLE = """
+workflows:
+  - name: unmounted
+    steps:
+      - {name: produce, queue: "{p}.produce"}
+      - {name: check, queue: "{p}.check", depends: [produce], retries: 1}
+"""
+
+
+async def test_a_worker_that_cannot_reach_the_store_fails_the_step_which_is_retried(
+    system, tmp_path: Path, unique: str
+):
+    stored = tmp_path / "payloads"
+    sys_ = await system(
+        UNREACHABLE,
+        worker="tests/integration/payloads/refworkers.py:worker",
+        worker_env={
+            "QUEUE_PREFIX": f"{unique}.", "WM_PAYLOAD_STORES": f"main=file://{stored}",
+            "REF_STEPS": "produce",
+        },
+        manager_args=("--payload-store", f"main=file://{stored}"),
+    )  # fmt: skip
+    unmounted = tmp_path / "not-mounted"  # the checking worker's copy of the store is missing
+    checker = await start_worker(
+        "tests/integration/payloads/refworkers.py:worker", sys_.amqp_url,
+        env={"QUEUE_PREFIX": f"{unique}.", "WM_PAYLOAD_STORES": f"main=file://{unmounted}",
+             "REF_STEPS": "check"},
+    )  # fmt: skip
+    try:
+        await checker.wait_for_line("worker consuming")
+        job_id = str(uuid.uuid4())
+        outcome = await sys_.run("unmounted", {"seed": job_id}, job_id)
+    finally:
+        await checker.stop()
+
+    assert outcome.status == "failed", outcome.body
+    message = outcome.body["error"]["message"]
+    assert message.startswith(f"PayloadRefError: wm://main/{job_id}/"), message
+    assert message.endswith(f"file://{unmounted} is not a directory (not mounted?)"), message
+    steps = (await sys_.http.get(f"/api/job/{job_id}/steps")).json()
+    check = next(step for step in steps["steps"] if step["name"] == "check")
+    assert check["attempts"] == 2  # retried like any failure
