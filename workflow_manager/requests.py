@@ -173,7 +173,7 @@ class ApiRequests:
         if self._payloads is None:
             return signal
         job = self._pipeline.state.jobs.get(signal.job_id)
-        return await self._payloads.signal(signal, job.workflow.name if job else None)
+        return await self._payloads.signal(signal, job.workflow if job else None)
 
     async def fork(
         self,

@@ -85,7 +85,7 @@ async def test_a_trigger_payload_and_a_signal_are_stored_the_same_way():
     stage = _stage(store)
     submitted = await stage.submission(JobSubmitted(JOB, "w", {"blob": BIG, "id": 7}, 1.0))
     assert as_ref(submitted.payload["blob"]) is not None and submitted.payload["id"] == 7
-    signal = await stage.signal(SignalReceived(JOB, "b", {"blob": BIG}, 1.0), "w")
+    signal = await stage.signal(SignalReceived(JOB, "b", {"blob": BIG}, 1.0), WORKFLOWS["w"])
     assert as_ref(signal.payload["blob"]) is not None
     assert stage.counts.stored == 2
 
@@ -96,3 +96,19 @@ async def test_a_trigger_whose_rule_key_reference_is_missing_is_refused():
         await _stage(MemoryStore("main")).submission(
             JobSubmitted(JOB, "w", {"ready": missing}, 1.0)
         )
+
+
+async def test_a_job_pinned_to_an_older_definition_keeps_the_keys_its_own_rules_read():
+    older = parse_workflows(
+        "workflows:\n  - name: w\n    steps:\n      - name: a\n"
+        "      - name: b\n        depends: [a]\n        when: ready\n"
+    )["w"]
+    newer = parse_workflows(
+        "workflows:\n  - name: w\n    steps:\n      - name: a\n"
+        "      - name: b\n        depends: [a]\n        when: go\n"
+    )["w"]
+    stage = PayloadRefs(MemoryStore("main"), 1024, 1 << 20, {"w": newer}, (), lambda _: older)
+    event = await stage.reply(_reply({"ready": BIG, "go": BIG}))
+    body = orjson.loads(event.body)
+    assert body["ready"] == BIG  # the job's own `when` reads it
+    assert as_ref(body["go"]) is not None

@@ -22,7 +22,7 @@ from payload_refs.errors import PayloadRefError
 from payload_refs.refs import Ref, refs_in
 from payload_refs.resolving import encode
 from workflow_manager.config import Workflow
-from workflow_manager.config.inlinekeys import EVERY_KEY, InlineKeys, inline_keys
+from workflow_manager.config.inlinekeys import InlineKeys, inline_keys
 from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.engine import EngineState, JobSubmitted, SignalReceived, StepReplied, jsontext
 from workflow_manager.journal import Journal
@@ -70,9 +70,10 @@ class PayloadRefs:
         self.counts = PayloadCounts()
         self._threshold = threshold
         self._max_inline = max_inline_bytes
-        self._keep: dict[str, InlineKeys] = {
-            name: inline_keys(workflow, *job_limits) for name, workflow in workflows.items()
-        }
+        self._workflows = workflows
+        self._job_limits = tuple(job_limits)
+        # By definition (content hash): a job pinned to an older version reads its own keys.
+        self._keep: dict[str, InlineKeys] = {}
         self._workflow_of = workflow_of
 
     @classmethod
@@ -110,10 +111,14 @@ class PayloadRefs:
         if self.store is not None:
             await self.store.close()
 
-    def _keys(self, workflow: str | None) -> InlineKeys:
+    def _keys(self, workflow: Workflow | None) -> InlineKeys:
+        """The keys the rules of `workflow` read (none: a reply no job in memory awaits)."""
         if workflow is None:
-            return frozenset()  # no rule of ours reads it
-        return self._keep.get(workflow, EVERY_KEY)
+            return frozenset()
+        digest = workflow.content_hash
+        if digest not in self._keep:
+            self._keep[digest] = inline_keys(workflow, *self._job_limits)
+        return self._keep[digest]
 
     def concerns(self, event: StepReplied) -> bool:
         """True when a reply has values to store or references to look at: false for the common
@@ -137,9 +142,7 @@ class PayloadRefs:
         if not isinstance(data, dict):
             return event
         try:
-            prepared = await self._prepared(
-                data, event.job_id.lower(), workflow.name if workflow else None, len(body)
-            )
+            prepared = await self._prepared(data, event.job_id.lower(), workflow, len(body))
         except PayloadRefError as exc:
             self.counts.failed += 1
             return replace(event, body=b"{}", error=f"PayloadRefError: {exc}")
@@ -150,13 +153,15 @@ class PayloadRefs:
 
         `size`: the payload's JSON length when known (a trigger's body); measured otherwise.
         """
-        payload = event.payload
+        payload, workflow = event.payload, self._workflows.get(event.workflow)
         if self.store is None or not isinstance(payload, dict) or event.fork is not None:
             return event
-        prepared = await self._prepared(payload, event.job_id, event.workflow, size)
+        if workflow is None:
+            return event  # no such workflow: the engine refuses it, and nothing need be stored
+        prepared = await self._prepared(payload, event.job_id, workflow, size)
         return event if prepared is payload else replace(event, payload=prepared)
 
-    async def signal(self, event: SignalReceived, workflow: str | None) -> SignalReceived:
+    async def signal(self, event: SignalReceived, workflow: Workflow | None) -> SignalReceived:
         """A signal's payload, prepared the same way; PayloadRefError refuses the signal."""
         if self.store is None or not isinstance(event.payload, dict):
             return event
@@ -164,7 +169,7 @@ class PayloadRefs:
         return event if prepared is event.payload else replace(event, payload=prepared)
 
     async def _prepared(
-        self, data: dict[str, Any], job_id: str, workflow: str | None, size: int | None = None
+        self, data: dict[str, Any], job_id: str, workflow: Workflow | None, size: int | None = None
     ) -> dict[str, Any]:
         """`data` with the references under kept keys read in and its large values stored;
         `data` itself when neither applies."""
