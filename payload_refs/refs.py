@@ -7,7 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["REFS_HEADER", "Ref", "as_ref", "count_ref_keys", "ref_count", "refs_in", "valid_key"]
+__all__ = [
+    "REFS_HEADER", "REF_MEMBER", "Ref", "as_ref", "count_ref_keys", "ref_count", "refs_in",
+    "valid_digest", "valid_key",
+]  # fmt: skip
 
 REFS_HEADER = "x-payload-refs"  # on a message whose body holds references: how many `$ref`s
 SCHEME = "wm://"
@@ -16,12 +19,17 @@ _STORE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 _SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MAX_KEY = 512
-_REF_KEY = b'"$ref":'  # a member named $ref, as JSON encodes it (in text it would be \"$ref\")
+REF_MEMBER = b'"$ref":'  # a member named $ref, as JSON encodes it (in text it would be \"$ref\")
 
 
 def valid_store_name(name: str) -> bool:
     """True for a store name the protocol allows: `[a-z0-9][a-z0-9_-]*`, at most 63."""
     return _STORE.fullmatch(name) is not None
+
+
+def valid_digest(text: str) -> bool:
+    """True for a SHA-256 as references write it: 64 lowercase hex digits."""
+    return _SHA256.fullmatch(text) is not None
 
 
 def valid_key(key: str) -> bool:
@@ -86,7 +94,7 @@ def problem(ref: Ref) -> str | None:
         return "the store name must match [a-z0-9][a-z0-9_-]* (at most 63 characters)"
     if not valid_key(ref.key):
         return "the key must be /-separated segments of [A-Za-z0-9._-], none '.' or '..'"
-    if _SHA256.fullmatch(ref.sha256) is None:
+    if not valid_digest(ref.sha256):
         return "sha256 must be 64 lowercase hex digits"
     if ref.size < 0:
         return "size must be a whole number of bytes, 0 or more"
@@ -113,7 +121,7 @@ def count_ref_keys(body: bytes) -> int:
     A byte count, not a parse: cheap enough for every message. It counts a `$ref` member that
     is not part of a reference too (a JSON Schema's, say); the header only says to look.
     """
-    return body.count(_REF_KEY)
+    return body.count(REF_MEMBER)
 
 
 def ref_count(headers: Any) -> int:

@@ -9,7 +9,6 @@ the answer starts, so a missing value is a JSON 404, not a broken download.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -17,7 +16,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from fastapi.responses import StreamingResponse
 
 from payload_refs.errors import PayloadRefError
-from payload_refs.refs import Ref, valid_key
+from payload_refs.refs import Ref, valid_digest, valid_key
 from workflow_manager.api.models import ErrorBody
 from workflow_manager.api.routes import Service
 
@@ -25,7 +24,6 @@ __all__ = ["router", "download_path"]
 
 router = APIRouter()
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 # A key as the protocol allows it, for the OpenAPI document (no look-around: segments that are
 # not `.` or `..` spelled out). `valid_key` decides; this tells clients and fuzzers.
 _SEGMENT = r"(?:[A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)"
@@ -50,7 +48,7 @@ def _ref(store: str, key: str, sha256: str | None, size: int | None) -> Ref:
     """The reference to read: the digest and size given, else the key's last segment when it is
     a digest (the manager's and the libraries' keys are `<job>/<sha256>`)."""
     last = key.rsplit("/", 1)[-1]
-    digest = sha256 if sha256 is not None else last if _SHA256.fullmatch(last) else _NO_DIGEST
+    digest = sha256 if sha256 is not None else last if valid_digest(last) else _NO_DIGEST
     return Ref(store, key, digest, size if size is not None else 0)
 
 

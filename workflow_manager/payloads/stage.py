@@ -19,7 +19,7 @@ from typing import Any
 
 from payload_refs import PayloadStore, offload, open_store, parse_store, resolve
 from payload_refs.errors import PayloadRefError
-from payload_refs.refs import Ref, refs_in
+from payload_refs.refs import REF_MEMBER, Ref, refs_in
 from payload_refs.resolving import encode
 from workflow_manager.config import Workflow
 from workflow_manager.config.inlinekeys import InlineKeys, inline_keys
@@ -28,13 +28,10 @@ from workflow_manager.engine import EngineState, JobSubmitted, SignalReceived, S
 from workflow_manager.journal import Journal
 from workflow_manager.payloads.retention import PayloadRetention
 from workflow_manager.settings import ManagerSettings
-from workflow_manager.transport.naming import REF_MEMBER
 
 __all__ = ["PayloadCounts", "PayloadRefs"]
 
 log = logging.getLogger(__name__)
-
-_REF_KEY = REF_MEMBER
 
 
 @dataclass(slots=True)
@@ -126,7 +123,7 @@ class PayloadRefs:
         body = event.body
         if event.error is not None:
             return False
-        return (self.store is not None and len(body) > self._threshold) or _REF_KEY in body
+        return (self.store is not None and len(body) > self._threshold) or REF_MEMBER in body
 
     async def reply(self, event: StepReplied) -> StepReplied:
         """A worker's reply with its large values stored and its rules' references read in; a

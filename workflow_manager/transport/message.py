@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from payload_refs.refs import count_ref_keys
 from workflow_manager.transport.naming import (
     HEADER_ATTEMPT,
     HEADER_JOB_ID,
@@ -20,7 +21,6 @@ from workflow_manager.transport.naming import (
     HEADER_STATUS,
     HEADER_TRACEPARENT,
     HEADER_WORKFLOW,
-    REF_MEMBER,
 )
 
 __all__ = [
@@ -97,7 +97,7 @@ def step_request(
         headers[HEADER_TRACEPARENT] = traceparent
     if meta is not None:
         headers[HEADER_META] = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
-    if refs := body.count(REF_MEMBER):  # a scan of bytes: cheap for every request
+    if refs := count_ref_keys(body):  # a scan of bytes: cheap for every request
         headers[HEADER_PAYLOAD_REFS] = refs
     return Outbound(
         queue, body, correlation_id, reply_to, headers, message_id, step_request=True,
@@ -111,7 +111,7 @@ def outcome_notice(
     """How a job ended (or why it was rejected), for the `reply_to` of its trigger; a result
     that holds payload references says so (`x-payload-refs`), as a step request does."""
     headers: dict[str, Any] = {HEADER_STATUS: status}
-    if refs := body.count(REF_MEMBER):
+    if refs := count_ref_keys(body):
         headers[HEADER_PAYLOAD_REFS] = refs
     return Outbound(reply_to, body, job_id, None, headers, message_id)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from payload_refs.refs import REFS_HEADER
 from workflow_manager.limits import MAX_MESSAGE_BYTES as _MAX_MESSAGE_BYTES
 
 __all__ = [
@@ -48,9 +49,9 @@ HEADER_PRIORITY = "x-priority"
 # a reply may add to it with a JSON object patch (deep-merged, later wins).
 HEADER_META = "x-meta"
 HEADER_META_PATCH = "x-meta-patch"
-# A body that holds payload references (docs/protocol.md): how many `$ref` members it has.
-HEADER_PAYLOAD_REFS = "x-payload-refs"
-REF_MEMBER = b'"$ref":'  # a `$ref` member as JSON writes it (in a string it reads \"$ref\")
+# A body that holds payload references (docs/protocol.md): how many `$ref` members it has
+# (the format's own names, `payload_refs.refs`).
+HEADER_PAYLOAD_REFS = REFS_HEADER
 
 
 def trigger_queue(queue: str) -> str:
