@@ -158,6 +158,7 @@ async def _measure(session: Session, children: int, timeout_s: float) -> Measure
                 headers={"workflow": "reducebench"},
             )
             await channel.default_exchange.publish(message, f"{prefix}wm.jobs")
+            outcome: AbstractIncomingMessage | None = None
             try:
                 async with outcomes.iterator(timeout=timeout_s) as messages:
                     async for outcome in messages:
@@ -166,6 +167,8 @@ async def _measure(session: Session, children: int, timeout_s: float) -> Measure
             except TimeoutError:
                 raise BenchError(f"reduce: no outcome in {timeout_s:.0f}s "
                                  f"({worker.answered} children answered)") from None  # fmt: skip
+            if outcome is None:  # the connection closed under the iterator (a broker restart)
+                raise BenchError("reduce: the outcome queue closed before the job's outcome came")
             ended = time.perf_counter()
             sampler.stop()
             await sampling

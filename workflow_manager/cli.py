@@ -60,6 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
     from workflow_manager.config import load_workflows
     from workflow_manager.config.joblimits import load_limits
     from workflow_manager.config.webhooks import load_webhooks
+    from workflow_manager.heap import keep_large_blocks_mapped
     from workflow_manager.logformat import configure_logging
     from workflow_manager.orchestrator import ManagerSettings
     from workflow_manager.server import run, serve
@@ -113,6 +114,7 @@ def _serve(args: argparse.Namespace) -> int:
         workflows, settings, args.db, args.host, args.port, api_token=api_token, http=http,
         webhooks=webhooks,
     )  # fmt: skip
+    keep_large_blocks_mapped()  # a burst's large buffers go back to the OS when freed
     run(main, args.loop)
     return EXIT_OK
 

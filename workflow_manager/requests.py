@@ -141,7 +141,8 @@ class ApiRequests:
             and canonical is not None
             and (
                 canonical in state.jobs
-                or canonical in state.gone  # a completed child, its row maybe not yet written
+                # A completed child out of memory: its row may not be written yet.
+                or state.gone.root_of(canonical) is not None
                 or await self.finished_row(canonical) is not None
             )
         ):

@@ -22,9 +22,8 @@ import json
 import logging
 import time
 import uuid
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -39,6 +38,12 @@ from workflow_manager.cluster.bulkparts import MatchedJob, oldest_first, part_id
 from workflow_manager.cluster.directory import Directory, Peer
 from workflow_manager.cluster.partitioning import Partitioning
 from workflow_manager.errors import JobConflict, JournalError, NotOwner
+from workflow_manager.lazymodules import lazy_module
+
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy_module("httpx")  # loaded when a peer is first asked
 
 __all__ = ["router", "bulk_across", "Unanswered"]
 

@@ -20,8 +20,8 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import httpx
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -29,6 +29,12 @@ from prometheus_client.registry import Collector
 
 from workflow_manager.api.forwarding import FORWARDED_BY
 from workflow_manager.cluster.directory import Peer
+from workflow_manager.lazymodules import lazy_module
+
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy_module("httpx")  # loaded when a peer is first asked
 
 __all__ = [
     "MAX_MEMBER_BYTES",

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
-import httpx
 from fastapi import Request, Response
 from fastapi.responses import StreamingResponse
 
@@ -33,6 +33,12 @@ from workflow_manager.api.service import JobService
 from workflow_manager.cluster.directory import Directory, Peer
 from workflow_manager.engine import Job
 from workflow_manager.errors import JournalError, NotOwner
+from workflow_manager.lazymodules import lazy_module
+
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy_module("httpx")  # loaded when a peer is first asked
 
 __all__ = ["Forwarder", "NotForwarded", "find_job", "FORWARDED_BY", "ANSWERED_BY"]
 

@@ -8,7 +8,7 @@ in flight when its job ended is `cancelled` (its late reply is dropped).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -144,7 +144,7 @@ def child_status(child_id: str, position: int, started: int, live: Mapping[str, 
 
 
 def _children(job: Job, run: StepRun, context: _Context) -> dict[str, int]:
-    ids = run.children or []
+    ids: Sequence[str] = run.children or ()
     # A job read back from the journal has ended: a child with no row there never started.
     started = run.next_child if job.id in context.live else 0
     live, ended = context.live, context.ended

@@ -20,15 +20,20 @@ import logging
 import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
-
-import httpx
 
 from workflow_manager.api.forwarding import FORWARDED_BY
 from workflow_manager.cluster.directory import Directory, Peer
 from workflow_manager.errors import JournalError
 from workflow_manager.events import EventHub, Resume, RunEvent, Subscription, parse_event_id
 from workflow_manager.events.sse import SseMessage, comment, format_event, read_events
+from workflow_manager.lazymodules import lazy_module
+
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy_module("httpx")  # loaded when a peer is first asked
 
 __all__ = ["MAX_CURSOR_ENTRIES", "MergedStream", "cursor_of", "format_cursor", "parse_cursor"]
 

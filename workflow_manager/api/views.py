@@ -7,7 +7,7 @@ fans out) are left out rather than set to null.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from workflow_manager.api.compensations import compensation_view
@@ -101,7 +101,7 @@ def step_entry(run: StepRun, job: Job, now: float) -> dict[str, Any]:
     return entry
 
 
-def _tasks(run: StepRun, children: list[str]) -> dict[str, Any]:
+def _tasks(run: StepRun, children: Sequence[str]) -> dict[str, Any]:
     """A task step's children, its progress while it runs, its join's and its reduction's."""
     entry: dict[str, Any] = {"tasks": list(children)}
     if run.status is StepStatus.RUNNING:

@@ -59,7 +59,7 @@ class Placement:
         job = state.jobs.get(job_id)
         if job is not None:
             return job.root_id, job.partition
-        root = state.jobs.get(state.gone.get(job_id, ""))  # a completed child left memory
+        root = state.jobs.get(state.gone.root_of(job_id) or "")  # a completed child left memory
         if root is not None:
             return root.id, root.partition
         row = self._ended.get(job_id) or await self._journal.job(job_id)

@@ -12,14 +12,15 @@ import os
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path as FilePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from workflow_manager.config.yamlsource import Path, Problem
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 __all__ = ["JsonSchema", "SCHEMA_FIELDS", "resolve_schema_files"]
 
@@ -51,6 +52,10 @@ class JsonSchema(BaseModel):
 
     @model_validator(mode="after")
     def _valid(self) -> JsonSchema:
+        # Imported here: a manager whose workflows have no schema never loads jsonschema (3 MB).
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
         try:
             Draft202012Validator.check_schema(self.document)
         except SchemaError as exc:
@@ -68,6 +73,8 @@ class JsonSchema(BaseModel):
     @cached_property
     def validator(self) -> Draft202012Validator:
         """The compiled validator (once per definition: the loader builds it at load)."""
+        from jsonschema import Draft202012Validator
+
         return Draft202012Validator(self.document)
 
     def violations(self, data: Any) -> str | None:

@@ -37,14 +37,9 @@ def fan_out(work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> None:
     task = job.workflow.task_by_name[run.spec.task or ""]
     try:
         items = item_list(task, run.name, data)
-        ids = child_ids(job.id, run.name, items)
+        ids = child_ids(job.id, run.name, items, work.state.jobs)
     except FanOutError as exc:
         work.fail_step(job, run, str(exc))
-        return
-    taken = next((i for i, cid in enumerate(ids) if cid in work.state.jobs), None)
-    if taken is not None:
-        message = f"task step '{run.name}': element {taken} has id {ids[taken]}, already a job"
-        work.fail_step(job, run, message)
         return
     # Decided before any child starts, from the input alone: replay decides it the same way.
     limit = work.state.max_fanout_bytes
@@ -160,8 +155,7 @@ def _count(work: Work, parts: Parts, parent: Job, run: StepRun, child: Job) -> N
         # Its result is all the parent needs; its JobFinished carries its final snapshot.
         del work.state.jobs[child.id]
         root = root_of(work.state, parent)
-        work.state.gone[child.id] = root
-        work.state.gone_by_root.setdefault(root, []).append(child.id)
+        work.state.gone.add(child.id, root)
 
 
 def _gathered(work: Work, parts: Parts, job: Job, run: StepRun, task: Task) -> None:

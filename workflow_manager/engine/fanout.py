@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Container
 from typing import Any
 
 from workflow_manager.config.models import Task
 from workflow_manager.engine import jsontext
+from workflow_manager.engine.childids import ChildIds
 from workflow_manager.engine.jsontext import json_type
 
 __all__ = [
@@ -57,21 +59,42 @@ def _element_id(element: Any) -> str | None:
     return None
 
 
-def child_ids(parent_id: str, step: str, items: list[Any]) -> list[str]:
-    """One job id per element: the element's own UUID `id`, else uuid5(parent, "step/index")."""
-    namespace = uuid.UUID(parent_id)
-    ids: list[str] = []
-    first_index: dict[str, int] = {}
+def child_ids(parent_id: str, step: str, items: list[Any], jobs: Container[str]) -> ChildIds:
+    """One job id per element: the element's own UUID `id`, else uuid5(parent, "step/index").
+
+    FanOutError when two elements have the same id, or (else) when one's id is a job already
+    (in `jobs`). Derived ids are checked as they are made, and not kept (`ChildIds`).
+    """
+    # The elements' own ids first: only they can meet each other (derived ids are distinct).
+    own: dict[str, int] = {}
     for index, element in enumerate(items):
-        child = _element_id(element) or str(uuid.uuid5(namespace, f"{step}/{index}"))
-        if child in first_index:
-            raise FanOutError(
-                f"task step '{step}': elements {first_index[child]} and {index} have the same "
-                f"id {child}; each element needs its own id"
-            )
-        first_index[child] = index
-        ids.append(child)
+        if (child := _element_id(element)) is not None:
+            if child in own:
+                raise FanOutError(_same_id(step, own[child], index, child))
+            own[child] = index
+    ids = ChildIds(parent_id, step, len(items))
+    taken: int | None = None
+    for index, element in enumerate(items):
+        child = _element_id(element)
+        if child is None:
+            child = ids.derived(index)
+            if child in own:
+                first, second = sorted((own[child], index))
+                raise FanOutError(_same_id(step, first, second, child))
+        else:
+            ids[index] = child
+        if taken is None and child in jobs:
+            taken = index
+    if taken is not None:
+        raise FanOutError(f"task step '{step}': element {taken} has id {ids[taken]}, already a job")
     return ids
+
+
+def _same_id(step: str, first: int, second: int, child: str) -> str:
+    return (
+        f"task step '{step}': elements {first} and {second} have the same id {child}; each "
+        "element needs its own id"
+    )
 
 
 def child_payload(task: Task, data: dict[str, Any], element: Any) -> dict[str, Any]:

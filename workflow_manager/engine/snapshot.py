@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from workflow_manager.config.models import Workflow
+from workflow_manager.engine.childids import ChildIds
 from workflow_manager.engine.state import (
     Compensation,
     CompensationRun,
@@ -56,8 +57,7 @@ def forget(state: EngineState, job: Job) -> int:
     doomed = [job, *descendants(state, job)]
     for gone in doomed:
         state.jobs.pop(gone.id, None)
-    for child_id in state.gone_by_root.pop(job.id, ()):
-        state.gone.pop(child_id, None)
+    state.gone.forget(job.id)
     return len(doomed)
 
 
@@ -66,8 +66,13 @@ def _step(run: StepRun) -> dict[str, Any]:
     for key in ("output", "error", "started_at", "finished_at", "children", "throttled_until"):
         value = getattr(run, key)
         if value is not None:
-            data[key] = value
+            data[key] = value.to_json() if key == "children" else value
     return data
+
+
+def _children(job_id: str, step: str, saved: dict[str, Any] | list[str] | None) -> ChildIds | None:
+    """A task step's child ids as its snapshot keeps them (a list: written before 2026-11-29)."""
+    return None if saved is None else ChildIds.from_json(job_id, step, saved)
 
 
 def snapshot(job: Job) -> dict[str, Any]:
@@ -181,7 +186,7 @@ def restore(data: Mapping[str, Any], workflow: Workflow) -> Job:
             error=saved.get("error"),
             started_at=saved.get("started_at"),
             finished_at=saved.get("finished_at"),
-            children=saved.get("children"),
+            children=_children(data["id"], spec.name, saved.get("children")),
             throttled_until=saved.get("throttled_until"),
             recovers=recovers.get(spec.name),
         )

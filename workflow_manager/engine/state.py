@@ -12,8 +12,10 @@ from typing import Any
 
 from workflow_manager.config.joblimits import JobLimit
 from workflow_manager.config.models import Flow, HandlerStep, Step, StepPolicy, Workflow
+from workflow_manager.engine.childids import ChildIds
 from workflow_manager.engine.fairness import NO_SHARE, FairShare, Rank, Slots
 from workflow_manager.engine.fanout import DEFAULT_MAX_FANOUT_BYTES
+from workflow_manager.engine.goneids import GoneIds
 from workflow_manager.engine.quotas import Quotas
 from workflow_manager.engine.ratewindow import RateWindow
 from workflow_manager.engine.statuses import (
@@ -91,7 +93,7 @@ class StepRun:
     throttled_until: float | None = None
     # Task steps only: child ids in element order, their results as they finish, and how
     # many are still out, so that each child's completion is O(1).
-    children: list[str] | None = None
+    children: ChildIds | None = None
     child_results: list[dict[str, Any] | None] | None = None
     children_left: int = 0
     next_child: int = 0  # children started so far (in element order; at most max_in_flight run)
@@ -328,10 +330,8 @@ class EngineState:
     timers: dict[str, float] = field(default_factory=dict)  # key -> due (unix seconds)
     # Completed children dropped from memory (their parent keeps the result, the journal their
     # row), id -> top-level job id, until their top-level job leaves memory: a new job may not
-    # take one of these ids. `gone_by_root` lists them per top-level job, so forgetting that job
-    # forgets them too.
-    gone: dict[str, str] = field(default_factory=dict)
-    gone_by_root: dict[str, list[str]] = field(default_factory=dict)
+    # take one of these ids (`workflow_manager.engine.goneids`).
+    gone: GoneIds = field(default_factory=GoneIds)
     # Workflows with `unique`: (workflow name, key) -> the unfinished job that holds the key.
     unique: dict[tuple[str, str], str] = field(default_factory=dict)
     # Concurrency limits: of top-level jobs, by scope (`workflow_manager.engine.admission`), and of

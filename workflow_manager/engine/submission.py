@@ -46,7 +46,7 @@ def submit(work: Work, event: JobSubmitted) -> None:
         work.concerns(existing)
         _resubmitted(work, existing, event.reply_to)
         return
-    root = work.state.gone.get(job_id)
+    root = work.state.gone.root_of(job_id)
     if root is not None:
         # A completed child, out of memory while its top-level job lives: the id is taken.
         work.concerns(None, job_id)

@@ -83,7 +83,7 @@ class Transition:
 
     def root_of_gone(self, job_id: str) -> str | None:
         """The top-level job of a completed child that has left memory, if `job_id` names one."""
-        return self.state.gone.get(job_id) or self.state.gone.get(canonical_uuid(job_id) or "")
+        return self.state.gone.root_of(job_id)
 
     def started(self, job: Job) -> JobStarted:
         """The JobStarted command for a job that (re)starts now."""

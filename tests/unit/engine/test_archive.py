@@ -86,18 +86,18 @@ def _assert_other_job_untouched(state: EngineState) -> None:
     other_kids = _kids(OTHER_JOB, 2)
     assert state.jobs[OTHER_JOB].is_running
     assert other_kids[1] in state.jobs
-    assert state.gone == {other_kids[0]: OTHER_JOB}
-    assert state.gone_by_root == {OTHER_JOB: [other_kids[0]]}
+    assert state.gone.as_dict() == {other_kids[0]: OTHER_JOB}
+    assert state.gone.roots() == {OTHER_JOB}
 
 
 def test_a_settled_job_leaves_memory_with_its_childrens_gone_ids():
     state = _completed()
     kids = _kids(JOB, 2)
-    assert all(state.gone[k] == JOB for k in kids)
+    assert all(state.gone.root_of(k) == JOB for k in kids)
     assert archive(state) == []
     assert JOB not in state.jobs
     assert not any(k in state.jobs or k in state.gone for k in kids)
-    assert JOB not in state.gone_by_root
+    assert JOB not in state.gone.roots()
     _assert_other_job_untouched(state)
 
 
@@ -109,7 +109,7 @@ def test_a_settled_failed_job_leaves_memory_with_its_cancelled_children():
     assert state.jobs[JOB].is_settled
     assert archive(state) == []
     assert not any(k in state.jobs or k in state.gone for k in [JOB, *kids])
-    assert JOB not in state.gone_by_root
+    assert JOB not in state.gone.roots()
     _assert_other_job_untouched(state)
 
 

@@ -425,7 +425,8 @@ def test_nested_tasks_fan_out_twice_and_gather_back():
     # Completed children leave memory at once (their parents keep the results); the
     # top-level job stays until it is archived (JobArchived).
     assert list(state.jobs) == [JOB] and state.jobs[JOB].status is JobStatus.COMPLETED
-    assert state.gone[chapter1] == JOB and state.gone[book0] == JOB  # by top-level job
+    # By top-level job:
+    assert state.gone.root_of(chapter1) == JOB and state.gone.root_of(book0) == JOB
 
 
 def test_children_are_jobs_with_their_own_results_that_leave_memory_once_completed():
@@ -436,8 +437,8 @@ def test_children_are_jobs_with_their_own_results_that_leave_memory_once_complet
     log = run(state, commands, lambda d: {"section": d.step})
     done = finished(log, kid)
     assert (done.status, done.result, done.parent_id) == ("completed", {"section": "work"}, JOB)
-    assert kid not in state.jobs and state.gone == {kid: JOB}
-    assert state.gone_by_root == {JOB: [kid]}
+    assert kid not in state.jobs and state.gone.as_dict() == {kid: JOB}
+    assert state.gone.roots() == {JOB}
 
 
 def test_resubmitting_a_child_id_adds_a_reply_to_that_hears_the_childs_outcome():

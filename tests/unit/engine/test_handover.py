@@ -83,7 +83,7 @@ def _check_hand_over(run: Run, roots: set[str]) -> None:
     assert not set(state.unique.values()) & doomed
     assert not set(state.compensating.values()) & doomed
     assert not state.paused & doomed
-    assert not roots & set(state.gone_by_root)
+    assert not roots & state.gone.roots()
 
     if _isolated(run):
         # The next owner replays the trees' events (each event's Subject names its tree).

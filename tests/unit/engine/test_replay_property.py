@@ -238,7 +238,7 @@ def _clone_jobs(state: EngineState) -> str:
             + tuple((s.status, s.attempt, s.output, s.children_left) for s in j.steps.values())
             for j in state.jobs.values()
         ]
-        + [state.gone, state.gone_by_root]
+        + [state.gone]
     )
 
 

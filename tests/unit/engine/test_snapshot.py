@@ -92,9 +92,9 @@ def test_restored_failed_job_keeps_its_error():
 
 def test_forget_drops_the_whole_tree():
     state, first, second = _fanned_state()
-    assert set(state.jobs) == {JOB, second} and state.gone == {first: JOB}
+    assert set(state.jobs) == {JOB, second} and state.gone.as_dict() == {first: JOB}
     assert forget(state, state.jobs[JOB]) == 2
-    assert state.jobs == {} and state.gone == {} and state.gone_by_root == {}
+    assert state.jobs == {} and len(state.gone) == 0 and state.gone.roots() == set()
 
 
 NESTED = """
@@ -125,4 +125,4 @@ def test_forget_also_forgets_the_ids_of_grandchildren_that_left_memory():
     assert answered == 3  # completed children and grandchildren have left memory at once
     assert list(state.jobs) == [JOB] and len(state.gone) == 5  # 2 children, 3 grandchildren
     forget(state, state.jobs[JOB])
-    assert state.gone == {} and state.gone_by_root == {}
+    assert len(state.gone) == 0 and state.gone.roots() == set()
