@@ -1,4 +1,7 @@
-"""The benchmark still works: `python -m bench --quick` measures every figure and cleans up."""
+"""The benchmark still works: it measures every figure and cleans up.
+
+The whole runs go through tests/integration/benchsmall.py (`--quick`'s path on smaller sizes,
+the same lines); `python -m bench --quick` itself runs pinned."""
 
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ FAN_OUT = ["time", "manager peak RSS", "RSS growth per child", "journal size"]
 # The managers scenario (with --db): one line for jobs/s and one for CPU per step, each setup.
 MANAGERS = ["one manager, SQLite", "one manager, PostgreSQL P=2", "two managers, PostgreSQL P=2"]
 CPU = ": CPU per step"
+SMALL = [sys.executable, "-m", "tests.integration.benchsmall"]  # `python -m bench --quick`, smaller
 
 
 def _queues_left(prefix: str) -> list[str]:
@@ -56,7 +60,7 @@ def _queues_left(prefix: str) -> list[str]:
 @pytest.mark.timeout(300)
 def test_the_quick_benchmark_prints_every_figure_and_deletes_its_queues(amqp_url):
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--amqp-url", amqp_url],
+        [*SMALL, "--amqp-url", amqp_url],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -87,7 +91,7 @@ def test_the_quick_benchmark_prints_every_figure_and_deletes_its_queues(amqp_url
 def test_the_quick_benchmark_keeps_its_journals_in_postgresql_with_db(amqp_url):
     with fresh_database() as url:
         done = subprocess.run(
-            [sys.executable, "-m", "bench", "--quick", "--amqp-url", amqp_url, "--db", url,
+            [*SMALL, "--amqp-url", amqp_url, "--db", url,
              "--only", "throughput,fanout,recovery,managers", "--partitions", "2"],
             cwd=ROOT, capture_output=True, text=True, timeout=280, check=False,
         )  # fmt: skip

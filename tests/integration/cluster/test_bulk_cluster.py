@@ -67,6 +67,14 @@ async def finished(member: Member, bulk_id: str, timeout_s: float = 60.0) -> dic
         await asyncio.sleep(0.2)
 
 
+async def trigger(cluster: ClusterRig, workflow: str, ids: list[str]) -> None:
+    """Publish one `workflow` trigger per job id to the managers' queue (broker-confirmed)."""
+    queue = f"{cluster.queue}.jobs"
+    await asyncio.gather(
+        *(chaos.publish_trigger(cluster.channel, queue, workflow, {}, i, None) for i in ids)
+    )
+
+
 def cancel_rows(cluster: ClusterRig, ids: list[str]) -> dict[str, int]:
     """job id -> the cancel requests journaled for it."""
     rows = cluster.query(
@@ -153,12 +161,17 @@ async def test_a_bulk_goes_on_after_its_partition_owner_is_killed(cluster):
     theirs = sorted(k for k, url in owner_of.items() if url == victim.api_url)
     # Most jobs in one of the victim's partitions: its part takes several slices (1,000 a cancel).
     counts = {k: 5 for k in range(cluster.partitions)} | {theirs[0]: 3600}
-    held: list[str] = []
-    async with httpx.AsyncClient(timeout=15) as http:
-        for partition, count in counts.items():
-            ids = ids_in_partition(partition, cluster.partitions, count)
-            await submit(http, owner_of[partition], "hold", ids)
-            held += ids
+    held = [
+        job_id
+        for partition, count in counts.items()
+        for job_id in ids_in_partition(partition, cluster.partitions, count)
+    ]
+    await trigger(cluster, "hold", held)  # as AMQP triggers: 3,600 POSTs take half a minute
+
+    def all_running() -> bool:  # every job there (a trigger is taken a moment later), running
+        return list(statuses(cluster, held).values()) == ["running"] * len(held)
+
+    await until(all_running, "every job running", 60)
 
     body = {"action": "cancel", "filter": {"workflow": "hold"}}
     asked = await ask(survivor, "POST", "/api/jobs/bulk", body)
@@ -192,15 +205,17 @@ async def test_a_bulk_under_way_leaves_with_its_partition_and_comes_back_with_it
     # Most jobs in partition 3, the one a manager hands over first when another joins. A
     # retry of a job that left memory reads it back first: its part takes a few seconds.
     counts = {0: 5, 1: 5, 2: 5, 3: 6000}
-    failed: list[str] = []
-    async with httpx.AsyncClient(timeout=30) as http:
-        for partition, count in counts.items():
-            ids = ids_in_partition(partition, cluster.partitions, count)
-            await submit(http, manager.api_url, "brief", ids)
-            failed += ids
-    await until(
-        lambda: set(statuses(cluster, failed).values()) == {"failed"}, "every job failed", 60
-    )
+    failed = [
+        job_id
+        for partition, count in counts.items()
+        for job_id in ids_in_partition(partition, cluster.partitions, count)
+    ]
+    await trigger(cluster, "brief", failed)  # as AMQP triggers: 6,000 POSTs take a minute
+
+    def all_failed() -> bool:  # every job there (a trigger is taken a moment later), failed
+        return list(statuses(cluster, failed).values()) == ["failed"] * len(failed)
+
+    await until(all_failed, "every job failed", 60)
     body = {"action": "retry", "filter": {"workflow": "brief"}}
     asked = await ask(manager, "POST", "/api/jobs/bulk", body)
     assert asked.status_code == 202, asked.text

@@ -40,6 +40,23 @@ async def _start(sys_, workflow: str, count: int, meta: dict | None = None) -> l
     return ids
 
 
+async def _trigger(sys_, workflow: str, count: int) -> list[str]:
+    """Start `count` jobs as AMQP triggers (many times faster than as many POSTs); returns
+    their ids once the journal holds every one, running."""
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    await asyncio.gather(*(sys_.trigger(workflow, {"n": 1}, job_id) for job_id in ids))
+    end = time.monotonic() + 60
+    while True:
+        with sqlite3.connect(sys_.db) as db:
+            running = db.execute(
+                "SELECT count(*) FROM jobs WHERE workflow = ? AND status = 'running'", (workflow,)
+            ).fetchone()[0]
+        if running >= count:
+            return ids
+        assert time.monotonic() < end, f"{running} of {count} jobs running"
+        await asyncio.sleep(0.05)  # polling the journal with a deadline
+
+
 async def _bulk(sys_, body: dict) -> dict:
     response = await sys_.http.post("/api/jobs/bulk", json=body)
     assert response.status_code == 202, response.text
@@ -116,7 +133,7 @@ async def test_bulk_pause_resume_retry_and_fork(system):
 
 async def test_a_bulk_cut_by_a_kill_goes_on_after_the_restart_and_does_no_job_twice(system):
     sys_ = await system(WORKFLOWS)
-    jobs = await _start(sys_, "other", 2000)
+    jobs = await _trigger(sys_, "other", 2000)
     response = await sys_.http.post(
         "/api/jobs/bulk", json={"action": "cancel", "filter": {"workflow": "other"}}
     )

@@ -4,6 +4,7 @@ record of each request: within 5% of 3,000, and never more than 50 in any second
 from __future__ import annotations
 
 import asyncio
+import bisect
 import sqlite3
 
 import pytest
@@ -51,8 +52,13 @@ async def test_50_a_second_holds_within_5_percent_over_a_minute(system):
             times = _dispatch_times(sys.db)
             if times and times[-1] - times[0] >= MEASURED_S:
                 break
-            await asyncio.sleep(1.0)  # polling the journal with a deadline
-    in_minute = [t for t in times if t < times[0] + MEASURED_S]
+            await asyncio.sleep(0.2)  # polling the journal with a deadline
+    in_window = [t for t in times if t < times[0] + MEASURED_S]
     expected = RATE_PER_S * MEASURED_S
-    assert abs(len(in_minute) - expected) <= 0.05 * expected, len(in_minute)
-    assert max(sum(end - 1.0 < t <= end for t in in_minute) for end in in_minute) <= RATE_PER_S
+    assert abs(len(in_window) - expected) <= 0.05 * expected, len(in_window)
+    # The most sent in any second (end - 1, end] ending at a send (sorted: by bisection).
+    busiest = max(
+        bisect.bisect_right(in_window, end) - bisect.bisect_right(in_window, end - 1.0)
+        for end in in_window
+    )
+    assert busiest <= RATE_PER_S, busiest
