@@ -61,7 +61,7 @@ def test_the_seeds_reach_a_fan_out_a_waiting_step_and_a_retry() -> None:
     assert {name: step.status.value for name, step in fan.jobs[JOB_IDS[0]].steps.items()} == {
         "split": "completed", "each": "running", "approve": "pending", "done": "pending",
     }  # fmt: skip
-    assert list(fan.gone.values()) == [JOB_IDS[0]]  # the first child, signalled, is done
+    assert list(fan.gone.as_dict().values()) == [JOB_IDS[0]]  # the first child, signalled, is done
     (plain,) = _pipeline_state("pipeline-plain").jobs.values()
     assert plain.steps["a"].attempt == 2 and plain.steps["b"].status.value == "running"
 
