@@ -31,7 +31,8 @@ def _halves(key: bytes | bytearray) -> tuple[int, int]:
 def _key(job_id: str) -> bytes:
     """A UUID's 16 bytes; ValueError when `job_id` is none. The canonical spelling is read
     without building a UUID (a third of the time): every child id is spelled so."""
-    if len(job_id) == 36:
+    if len(job_id) == 36 and job_id[8] == job_id[13] == job_id[18] == job_id[23] == "-":
+        # 32 characters left: any that is not a hex digit leaves fewer than 16 bytes.
         try:
             key = bytes.fromhex(job_id.replace("-", ""))
         except ValueError:

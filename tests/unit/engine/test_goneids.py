@@ -21,6 +21,8 @@ def test_an_id_names_its_top_level_job_in_any_spelling_until_that_job_is_forgott
     assert gone.root_of(IDS[0].upper()) == ROOTS[0]
     assert gone.root_of(IDS[0].replace("-", "")) == ROOTS[0]
     assert gone.root_of(IDS[2]) is None and gone.root_of("not-a-uuid") is None
+    spaced = IDS[1].replace("-", " ")  # what uuid.UUID refuses is no id here either
+    assert gone.root_of(spaced) is None and gone.root_of(IDS[1][:35] + " ") is None
     gone.forget(ROOTS[0])
     assert gone.root_of(IDS[0]) is None and gone.root_of(IDS[1]) == ROOTS[1]
     assert gone.as_dict() == {IDS[1]: ROOTS[1]} and gone.roots() == {ROOTS[1]}
