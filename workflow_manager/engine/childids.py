@@ -4,8 +4,8 @@ A child's id is its element's own UUID `id`, else uuid5(parent id, "step/index")
 (`engine.fanout.child_ids`). The derived ones, nearly always all of them, are not stored: a
 fan-out over 100,000 elements held 9 MB of id strings for as long as its step ran, and wrote
 all of them into its job's final snapshot; now it holds the parent's id, the step's name, the
-count, and only the elements' own ids (16 bytes each, by index). An id is read back as the
-canonical lower-case hyphenated string. Pure.
+count, and only the ids that are not derived (an element's own, a fork's kept child), by index.
+An id is read back as the canonical lower-case hyphenated string. Pure.
 """
 
 from __future__ import annotations
