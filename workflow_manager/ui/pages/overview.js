@@ -37,6 +37,8 @@ export function showOverview(main) {
   const workflowBox = h("div", { class: "table-scroll" }, h("p", { class: "muted" }, "Loading…"));
   const jobBox = h("div", { class: "table-scroll" });
   const messages = h("div", { class: "messages", "aria-live": "polite" });
+  // The search's own notice: a live refresh (every job event) clears `messages`, not this.
+  const searchNote = h("div", { class: "messages", "aria-live": "polite" });
   const workflowFilter = h("select", { "aria-label": "Workflow", "data-filter": "workflow" }, h("option", { value: "" }, "all workflows"));
   const statusFilter = h("select", { "aria-label": "Status", "data-filter": "status" },
     h("option", { value: "" }, "any status"), JOB_STATUSES.map((s) => h("option", { value: s }, statusLabel(s))));
@@ -48,7 +50,7 @@ export function showOverview(main) {
 
   replace(
     main,
-    h("h1", {}, "Overview"), messages,
+    h("h1", {}, "Overview"), messages, searchNote,
     h("section", { class: "card" }, h("div", { class: "section-head" }, h("h2", {}, "Workflows"), since), workflowBox),
     h("section", { class: "card" },
       h("div", { class: "section-head" }, h("h2", {}, "Latest jobs"),
@@ -115,10 +117,10 @@ export function showOverview(main) {
   search.addEventListener("input", () => {
     const value = search.value.trim().toLowerCase();
     if (!/^[0-9a-f-]*$/.test(value)) {
-      replace(messages, notice(`'${search.value.trim()}' is not the start of a job id (a UUID: 0-9, a-f and -).`));
+      replace(searchNote, notice(`'${search.value.trim()}' is not the start of a job id (a UUID: 0-9, a-f and -).`));
       return;
     }
-    replace(messages);
+    replace(searchNote);
     filters.id = value;
     typed();
   });
