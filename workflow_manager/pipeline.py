@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
+from workflow_manager import collector
 from workflow_manager.commandlog import log_command
 from workflow_manager.engine import (
     BulkSlice,
@@ -208,8 +209,9 @@ class Pipeline:
 
     async def recover(self) -> None:
         """A start: memory becomes what the journal holds of our running jobs."""
-        self._state = await self._recovery.state(self._now())
-        self._recovered()
+        with collector.long_lived():  # the jobs recovered live on, and no garbage is made
+            self._state = await self._recovery.state(self._now())
+            self._recovered()
 
     def archive_after_commit(self, job_id: str) -> None:
         """A top-level job ended and its snapshot is committed: the engine lets it go

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import ipaddress
 import logging
 import os
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from workflow_manager import collector
 from workflow_manager.api import ApiToken, create_app
 from workflow_manager.api.connections import limited_protocol
 from workflow_manager.api.forwarding import Forwarder
@@ -154,17 +154,14 @@ async def serve(
     metrics = Metrics(workflows)
     events = EventHub()
     observers: list[Observer] = [metrics, events, *([spans] if spans is not None else [])]
-    # The manager allocates many small, long-lived objects (jobs, steps, messages): with the
-    # default thresholds the collector ran ~1,000 times replaying a 10,000-job journal and
-    # took a quarter of the CPU per step (measured by the benchmark, bench/README.md).
-    gc.set_threshold(50_000, 20, 100)
+    collector.tune()
     parts = TermParts(workflows, settings, db, api_url, metrics, events, observers)
     try:
         term = await start_term(parts)
     except BaseException:
         sock.close()
         raise
-    gc.freeze()  # what recovery built lives as long as the process: stop scanning it
+    collector.freeze()  # what the start built (recovery froze its own) lives on
     forwarder = Forwarder()  # requests about other managers' jobs go to them
     app = create_app(
         term.orchestrator,

@@ -17,14 +17,18 @@ from typing import Any, overload
 
 __all__ = ["ChildIds"]
 
+# A hex digit with its two high bits set to the RFC 4122 variant (binary 10xx).
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
 
 class ChildIds(Sequence[str]):
     """The ids of a task step's children in element order; reads as a sequence of strings."""
 
-    __slots__ = ("_namespace", "_step", "_count", "_own")
+    __slots__ = ("_seed", "_step", "_count", "_own")
 
     def __init__(self, parent_id: str, step: str, count: int = 0) -> None:
-        self._namespace = uuid.UUID(parent_id).bytes
+        # What every derived id's hash starts with: the parent's 16 bytes, then "step/".
+        self._seed = uuid.UUID(parent_id).bytes + f"{step}/".encode()
         self._step = step
         self._count = count
         self._own: dict[int, bytes] = {}  # index -> an element's own id (when not the derived)
@@ -39,14 +43,11 @@ class ChildIds(Sequence[str]):
 
     def derived(self, index: int) -> str:
         """The id element `index` has unless it brings its own: uuid5(parent, "step/index")."""
-        # `uuid.uuid5` spelled out (RFC 4122: SHA-1 of namespace and name, version 5, RFC
-        # variant), without its UUID object: a quarter of the time, read once per child.
-        name = f"{self._step}/{index}".encode()
-        digest = bytearray(hashlib.sha1(self._namespace + name).digest())
-        digest[6] = (digest[6] & 0x0F) | 0x50
-        digest[8] = (digest[8] & 0x3F) | 0x80
-        h = digest[:16].hex()
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        # `uuid.uuid5` spelled out (RFC 4122: the SHA-1 of namespace and name, its first 16
+        # bytes with version 5 and the RFC variant set), on the hex digest, without a UUID
+        # object: a sixth of the time; it runs twice per child (checked, then started).
+        h = hashlib.sha1(self._seed + b"%d" % index).hexdigest()
+        return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
 
     def append(self, child_id: str) -> None:
         """The next element's id (any spelling of a UUID)."""
@@ -90,7 +91,7 @@ class ChildIds(Sequence[str]):
     __hash__ = None  # type: ignore[assignment]  # mutable, like a list
 
     def __repr__(self) -> str:
-        parent = uuid.UUID(bytes=self._namespace)
+        parent = uuid.UUID(bytes=self._seed[:16])
         return f"ChildIds({self._count} of {parent}/{self._step}, {len(self._own)} own)"
 
     def to_json(self) -> dict[str, Any]:

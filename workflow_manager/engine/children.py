@@ -37,7 +37,8 @@ def fan_out(work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> None:
     task = job.workflow.task_by_name[run.spec.task or ""]
     try:
         items = item_list(task, run.name, data)
-        ids = child_ids(job.id, run.name, items, work.state.jobs)
+        at_once = [""] * min(len(items), task.max_in_flight)  # the ids of those started at once
+        ids = child_ids(job.id, run.name, items, work.state.jobs, at_once)
     except FanOutError as exc:
         work.fail_step(job, run, str(exc))
         return
@@ -68,11 +69,14 @@ def fan_out(work: Work, job: Job, run: StepRun, data: dict[str, Any]) -> None:
         for part in parts.children_decided:
             if part.children_decided(work, job, run, task):
                 return
-    start_children(work, job, run, task)
+    start_children(work, job, run, task, at_once)
 
 
-def start_children(work: Work, job: Job, run: StepRun, task: Task) -> None:
-    """Start children in element order until `max_in_flight` of them run (or none is left)."""
+def start_children(
+    work: Work, job: Job, run: StepRun, task: Task, at_once: list[str] | None = None
+) -> None:
+    """Start children in element order until `max_in_flight` of them run (or none is left);
+    `at_once`: the ids of the first elements, when the fan-out has just made them."""
     assert run.children is not None and run.input is not None  # set when the step fanned out
     items = run.input[task.item_list_key]
     running = run.next_child - (len(run.children) - run.children_left)
@@ -85,7 +89,7 @@ def start_children(work: Work, job: Job, run: StepRun, task: Task) -> None:
             run.next_child += 1
             run.children_left -= 1
             continue
-        child_id = run.children[index]
+        child_id = at_once[index] if at_once and index < len(at_once) else run.children[index]
         if child_id in work.state.jobs:
             message = f"task step '{run.name}': element {index} has id {child_id}, already a job"
             work.fail_step(job, run, message)

@@ -59,11 +59,19 @@ def _element_id(element: Any) -> str | None:
     return None
 
 
-def child_ids(parent_id: str, step: str, items: list[Any], jobs: Container[str]) -> ChildIds:
+def child_ids(
+    parent_id: str,
+    step: str,
+    items: list[Any],
+    jobs: Container[str],
+    at_once: list[str] | None = None,
+) -> ChildIds:
     """One job id per element: the element's own UUID `id`, else uuid5(parent, "step/index").
 
     FanOutError when two elements have the same id, or (else) when one's id is a job already
-    (in `jobs`). Derived ids are checked as they are made, and not kept (`ChildIds`).
+    (in `jobs`). Derived ids are checked as they are made, and not kept (`ChildIds`); the first
+    `len(at_once)` of them are written into `at_once` (each is made once, for the children that
+    start at once: the cost of a fan-out of small jobs, and of replaying one).
     """
     # The elements' own ids first: only they can meet each other (derived ids are distinct).
     own: dict[str, int] = {}
@@ -85,6 +93,8 @@ def child_ids(parent_id: str, step: str, items: list[Any], jobs: Container[str])
             ids[index] = child
         if taken is None and child in jobs:
             taken = index
+        if at_once is not None and index < len(at_once):
+            at_once[index] = child
     if taken is not None:
         raise FanOutError(f"task step '{step}': element {taken} has id {ids[taken]}, already a job")
     return ids

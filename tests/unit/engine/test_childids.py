@@ -44,3 +44,8 @@ def test_a_derived_id_is_uuid5_of_the_parent_and_step_slash_index() -> None:
     assert all(
         ids[i] == str(uuid.uuid5(namespace, f"a step/with slash/{i}")) for i in range(0, 3000, 7)
     )
+
+
+def test_a_step_name_beyond_ascii_is_hashed_as_utf8_like_uuid5() -> None:
+    ids = ChildIds(PARENT, "étape ✓", 20)
+    assert list(ids) == [str(uuid.uuid5(uuid.UUID(PARENT), f"étape ✓/{i}")) for i in range(20)]

@@ -453,3 +453,14 @@ def test_resubmitting_a_child_id_adds_a_reply_to_that_hears_the_childs_outcome()
     assert of_type(commands, NotifyOutcome) == [
         NotifyOutcome("watcher-q", kid, JOB, "completed", {"section": "A"})
     ]
+
+
+def test_the_fan_out_hands_the_ids_it_checked_of_the_first_elements_to_their_start():
+    from workflow_manager.engine.fanout import child_ids
+
+    own = "1f0e2d3c-4b5a-4697-8877-665544332211"
+    items = [{"n": 0}, {"id": own.upper()}, {"n": 2}, {"n": 3}]
+    at_once = [""] * 3  # the window: the first three start at once
+    ids = child_ids(JOB, "split", items, {}, at_once)
+    assert at_once == [child_id(JOB, "split", 0), own, child_id(JOB, "split", 2)]
+    assert at_once == ids[:3] and len(ids) == 4
