@@ -27,6 +27,7 @@ from workflow_manager.transport.errors import AMQP_ERRORS, as_broker_error, brok
 from workflow_manager.transport.framing import Framer
 from workflow_manager.transport.message import Delivery, Outbound
 from workflow_manager.transport.protocol import Handler
+from workflow_manager.transport.reading import tap
 
 __all__ = ["Broker", "mask_url"]
 
@@ -284,6 +285,7 @@ class Broker:
                 return
             if self._cancel_callback not in underlay.on_consumer_cancel_callbacks:
                 underlay.on_consumer_cancel_callbacks.add(self._cancel_callback)
+            tap(underlay)  # its deliveries start their consumer where they arrive
             started = await underlay.basic_consume(consumer.queue, consumer.deliver)
             consumer.tag, consumer.underlay = started.consumer_tag, underlay
 
