@@ -3,9 +3,11 @@
 pamqp encodes any frame by walking its fields' declared types, which makes the publish and
 content-header frames of a step request cost more CPU than the rest of publishing it. A
 manager's publishes all have the same shape (persistent JSON, a few string properties and a
-headers table), so they are packed here with `struct` in one pass; the headers table, whose
-values can be of any AMQP type, is still pamqp's `field_table`.
-`tests/unit/transport/test_wire.py` checks the bytes are pamqp's, byte for byte.
+headers table), so they are packed here with `struct` in one pass. So is a headers table of
+strings and small integers (a step request's: workflow, attempt, traceparent, metadata); one
+with any other value is pamqp's `field_table`, which took a twentieth of the manager's event
+loop encoding them (bench/README.md). `tests/unit/transport/test_wire.py` checks the bytes are
+pamqp's, byte for byte.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+from pamqp import encode as pamqp_encode
 from pamqp.encode import field_table
 
 __all__ = ["publish_frames"]
@@ -21,6 +24,7 @@ __all__ = ["publish_frames"]
 _FRAME_END = b"\xce"
 _METHOD, _HEADER, _BODY = 1, 2, 3
 _FRAME = struct.Struct(">BHI")  # type, channel, payload size
+_LONG = struct.Struct(">I")  # a table's size; a long string's length
 _PUBLISH = struct.Struct(">HHH")  # class basic (60), method publish (40), reserved short
 _HEADER_START = struct.Struct(">HHQH")  # class, weight, body size, property flags
 _BASIC = 60
@@ -42,6 +46,9 @@ _CACHED = 4096
 _methods: dict[tuple[str, str, bool], bytes] = {}
 _tables: dict[tuple[str, Any], bytes] = {}
 _shorts: dict[str, bytes] = {}
+# A table value of an integer from -128 to 127, as pamqp types it (a short-short int).
+_SMALL_INTS = {n: b"b" + n.to_bytes(1, "big", signed=True) for n in range(-128, 128)}
+_MAX_FIELD_NAME = 128  # bytes: pamqp cuts a longer name (with a warning); its path does that
 
 
 def _known(text: str) -> bytes:
@@ -81,7 +88,31 @@ def _table(headers: Mapping[str, Any]) -> bytes:
                 if len(_tables) < _CACHED:
                     _tables[name, value] = table
             return table
-    return field_table(dict(headers))
+    return _strings_and_small_ints(headers) or field_table(dict(headers))
+
+
+def _strings_and_small_ints(headers: Mapping[str, Any]) -> bytes | None:
+    """The table as pamqp encodes it (names in order), if its values are all strings and
+    integers from -128 to 127; else None."""
+    if pamqp_encode.DEPRECATED_RABBITMQ_SUPPORT:  # pamqp types integers otherwise then
+        return None
+    parts: list[bytes] = []
+    for name in sorted(headers):
+        key = _shorts.get(name)
+        if key is None:
+            if len(name.encode()) > _MAX_FIELD_NAME:
+                return None
+            key = _known(name)
+        value = headers[name]
+        if type(value) is str:  # exactly: a subclass, and bool among ints, are pamqp's to type
+            data = value.encode()
+            parts += (key, b"S", _LONG.pack(len(data)), data)
+        elif type(value) is int and -128 <= value <= 127:
+            parts += (key, _SMALL_INTS[value])
+        else:
+            return None
+    table = b"".join(parts)
+    return _LONG.pack(len(table)) + table
 
 
 def _short(text: str) -> bytes:

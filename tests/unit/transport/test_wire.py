@@ -56,6 +56,12 @@ def test_a_body_larger_than_a_frame_is_split_as_pamqp_splits_it():
     _both(2, b"x" * 1001, frame_max_body=100, exchange="", routing_key="q", mandatory=True)
 
 
+def test_a_step_requests_headers_of_strings_and_small_ints_are_pamqps_table():
+    headers = {"x-workflow": "wordcount", "x-attempt": 1, "traceparent": "00-ab-cd-01", "é": "ü"}
+    _both(3, b"{}", exchange="", routing_key="q", mandatory=True, headers=headers)
+    _both(3, b"{}", exchange="", routing_key="q", mandatory=True, headers={"x-attempt": 300})
+
+
 def test_a_name_longer_than_a_short_string_is_refused():
     with pytest.raises(ValueError, match="255 bytes"):
         publish_frames(1, b"", exchange="", routing_key="q" * 256, mandatory=True,
@@ -63,7 +69,12 @@ def test_a_name_longer_than_a_short_string_is_refused():
 
 
 _text = st.text(max_size=40)
-_header = st.one_of(st.integers(-(2**31), 2**31 - 1), _text, st.booleans())
+_header = st.one_of(
+    st.integers(-(2**31), 2**31 - 1), st.integers(-130, 130), _text, st.booleans(), st.none(),
+    st.floats(width=32, allow_nan=False),  # pamqp sends a float as 32 bits
+)
+# Names past 128 bytes, which pamqp cuts, among the usual ones.
+_name = st.text(min_size=1, max_size=10) | st.text(min_size=120, max_size=140)
 
 
 @given(
@@ -72,7 +83,7 @@ _header = st.one_of(st.integers(-(2**31), 2**31 - 1), _text, st.booleans())
     exchange=st.from_regex(r"[a-zA-Z0-9_.:-]{0,40}", fullmatch=True),  # pamqp's rule for names
     routing_key=_text,
     mandatory=st.booleans(),
-    headers=st.none() | st.dictionaries(st.text(min_size=1, max_size=10), _header, max_size=4),
+    headers=st.none() | st.dictionaries(_name, _header, max_size=4),
     priority=st.none() | st.integers(0, 9),
     correlation_id=st.none() | _text,
     reply_to=st.none() | _text,
