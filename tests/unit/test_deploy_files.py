@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.pysource import parse
 from workflow_manager.config import load_workflows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -287,7 +288,7 @@ def test_python_worker_command_names_a_worker_object_in_the_image() -> None:
     image_path = file_name if file_name.startswith("/") else str(_workdir() / file_name)
     module = _repo_path_in_image(image_path)
     assert module.is_file(), f"{module} is missing"
-    tree = ast.parse(module.read_text())
+    tree = parse(module.read_text())
     names = {
         target.id
         for node in tree.body

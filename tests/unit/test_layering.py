@@ -14,6 +14,7 @@ import amqp_outage
 import payload_refs
 import pyworker
 import workflow_manager
+from tests.pysource import parse
 
 
 @pytest.mark.parametrize("module", ["workflow_manager.engine", "workflow_manager.config"])
@@ -56,7 +57,7 @@ def _package_imports(package: ModuleType) -> dict[str, set[str]]:
         parts = path.relative_to(root.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         tops: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             if isinstance(node, ast.Import):
                 tops.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -118,7 +119,7 @@ def _imports(path: Path, module: str, known: set[str]) -> set[str]:
     `from package import name` counts as importing `package.name` when that is a module.
     """
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

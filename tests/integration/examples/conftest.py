@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,25 +30,47 @@ def _require(tool: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def node() -> str:
+def node(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     """Path of `node`, with the worker's dependencies installed once per session.
 
     `npm ci` runs every session: it installs a copy of the repository's jsworker (a `file:`
-    dependency), which would otherwise go stale when jsworker changes.
+    dependency), which would otherwise go stale when jsworker changes. Under pytest-xdist it
+    runs once for all the workers, under a lock: a second `npm ci` would delete node_modules
+    under the other worker's running JS workers.
     """
     node_path = _require("node")
     npm = _require("npm")
-    result = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund"],
-        cwd=JS_DIR,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if result.returncode != 0:
-        pytest.fail(f"npm ci failed in {JS_DIR}:\n{result.stdout}\n{result.stderr}")
+    workerinput = getattr(request.config, "workerinput", None)
+    # xdist's workers share their base temporary folder's parent, and the run's id.
+    shared = tmp_path_factory.getbasetemp().parent if workerinput else None
+    with _npm_lock(shared):
+        done = shared / f"npm-ci-{workerinput['testrunuid']}" if shared and workerinput else None
+        if done is not None and done.exists():
+            return node_path
+        result = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=JS_DIR,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if result.returncode != 0:
+            pytest.fail(f"npm ci failed in {JS_DIR}:\n{result.stdout}\n{result.stderr}")
+        if done is not None:
+            done.touch()
     return node_path
+
+
+@contextmanager
+def _npm_lock(folder: Path | None) -> Iterator[None]:
+    """An exclusive lock on `folder`/npm-ci.lock for the block (nothing to lock without one)."""
+    if folder is None:
+        yield
+        return
+    with (folder / "npm-ci.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture

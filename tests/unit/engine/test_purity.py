@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import workflow_manager.engine
+from tests.pysource import parse
 from workflow_manager.engine import EngineState, apply
 
 ENGINE_DIR = Path(workflow_manager.engine.__file__).resolve().parent
@@ -35,7 +36,7 @@ FORBIDDEN_NAMES = {"uuid1", "uuid4", "time", "now", "monotonic", "random", "uran
 
 @pytest.mark.parametrize("module", sorted(p.name for p in ENGINE_DIR.glob("*.py")))
 def test_engine_modules_use_no_clock_randomness_or_io(module):
-    tree = ast.parse((ENGINE_DIR / module).read_text())
+    tree = parse((ENGINE_DIR / module).read_text())
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

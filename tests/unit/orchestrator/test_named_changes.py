@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 import workflow_manager
+from tests.pysource import parse
 
 # Module -> why it may apply or replay events.
 ALLOWED = {
@@ -26,7 +27,7 @@ def _engine_changers() -> set[str]:
         parts = path.relative_to(root.parent).with_suffix("").parts
         if parts[1] == "engine":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             if (
                 isinstance(node, ast.ImportFrom)
                 and node.module == "workflow_manager.engine"
