@@ -56,6 +56,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from workflow_manager.journal import is_postgres_url
+    from workflow_manager.journal.checkahead import check_ahead
+
+    if not is_postgres_url(args.db):
+        check_ahead(args.db)  # on another core while the rest of the manager is imported
     from workflow_manager.api import ApiToken
     from workflow_manager.config import load_workflows
     from workflow_manager.config.joblimits import load_limits

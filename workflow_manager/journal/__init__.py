@@ -11,11 +11,12 @@ share `base.BaseJournal` (group commit, reads, retention's loop):
 
 Modules: `protocol` (the `Journal` protocol), `opening` (`open_journal`: a --db value to a
 journal), `base` (what both share), `journal` (`SqliteJournal`), `schema` (SQLite's tables,
-recognising our files, opening), `writer` (group commit over a `Store`), `sqlitestore`
-(SQLite's write connection), `statements` (the shared writes), `codec` (rows to parameters),
-`storable` (NUL and lone surrogates, one rule for both), `queries` (reads), `history`
-(reads for browsing jobs), `retention` (deleting finished jobs), `inspect` (formatting rows for
-the CLI), `postgres/` (the PostgreSQL journal). Every sqlite3 or psycopg error becomes a
+recognising our files, opening), `checkahead` (a file's check, begun before it is opened),
+`writer` (group commit over a `Store`), `sqlitestore` (SQLite's write connection),
+`statements` (the shared writes), `codec` (rows to parameters), `storable` (NUL and lone
+surrogates, one rule for both), `queries` (reads), `history` (reads for browsing jobs),
+`retention` (deleting finished jobs), `inspect` (formatting rows for the CLI), `postgres/`
+(the PostgreSQL journal). Every sqlite3 or psycopg error becomes a
 `workflow_manager.errors.JournalError` naming the file or the database (never its password).
 """
 

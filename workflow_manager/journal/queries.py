@@ -22,6 +22,7 @@ __all__ = [
     "latest_row",
     "pending_outbound",
     "job",
+    "JOB_BY_ID",
     "workflow_jobs",
     "events_of",
     "job_outcomes",
@@ -150,9 +151,12 @@ async def pending_outbound(conn: Reads) -> list[EventRow]:
     return [decode_event(values) for values in rows]
 
 
+JOB_BY_ID = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?"
+
+
 async def job(conn: Reads, job_id: str) -> JobRow | None:
     """The job row of `job_id`, or None."""
-    rows = await conn.execute_fetchall(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
+    rows = await conn.execute_fetchall(JOB_BY_ID, (job_id,))
     row = next(iter(rows), None)
     return decode_job(row) if row is not None else None
 

@@ -258,6 +258,23 @@ async def connect_reader(path: Path) -> aiosqlite.Connection:
     return conn
 
 
+def connect_lookups(path: Path) -> sqlite3.Connection:
+    """A third connection, for point lookups made on the event loop itself (`SqliteJournal.job`):
+    read only, and never waiting for a lock (busy_timeout 0: a lookup that would wait goes to
+    the reading thread instead)."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise open_failure(exc, path) from exc
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute("PRAGMA busy_timeout = 0")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise open_failure(exc, path) from exc
+    return conn
+
+
 async def _connect(path: Path) -> aiosqlite.Connection:
     # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
     try:
