@@ -62,15 +62,11 @@ class Placement:
         root = state.jobs.get(state.gone.root_of(job_id) or "")  # a completed child left memory
         if root is not None:
             return root.id, root.partition
-        row = self._ended.get(job_id) or await self._journal.job(job_id)
+        row = self._ended.get(job_id)
         if row is not None:
             return row.root_id, row.partition
-        # A running child has no row until it ends: its rows name its top-level job.
-        latest = await self._journal.latest_row(job_id)
-        if latest is None or latest.root_id is None:
-            return None
-        placed = await self._journal.placements([latest.root_id])
-        return latest.root_id, placed.get(latest.root_id)
+        # Its row, or for a running child (no row until it ends) the latest row filed under it.
+        return await self._journal.tree_of(job_id)
 
     async def select(self, roots: Collection[str], wanted: set[int]) -> list[str]:
         """Those of the top-level jobs `roots` whose trees are in the `wanted` partitions: where

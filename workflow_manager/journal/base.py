@@ -163,6 +163,12 @@ class BaseJournal:
         """The latest row filed under `job_id`, or None."""
         return await self._read(f"latest row of {job_id}", lambda c: queries.latest_row(c, job_id))
 
+    async def tree_of(self, job_id: str) -> tuple[str, int | None] | None:
+        """The top-level job of job `job_id` and the partition its tree was placed in (None: by
+        that job's id), from the job's row or the latest row filed under it (a running child
+        has no row until it ends), in one read; None when no job has that id."""
+        return await self._read(f"tree of {job_id}", lambda c: queries.tree_of(c, job_id))
+
     async def pending_outbound(self) -> list[EventRow]:
         """Outbound rows not yet confirmed sent, in seq order."""
         return await self._read("pending outbound rows", queries.pending_outbound)

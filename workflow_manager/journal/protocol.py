@@ -146,6 +146,11 @@ class Journal(JobHistory, Protocol):
         """The latest row filed under `job_id`, or None."""
         ...
 
+    async def tree_of(self, job_id: str) -> tuple[str, int | None] | None:
+        """The top-level job of job `job_id` and the partition its tree was placed in (None: by
+        that job's id), in one read; None when no job has that id."""
+        ...
+
     async def pending_outbound(self) -> list[EventRow]:
         """Outbound rows not yet marked sent, in order."""
         ...

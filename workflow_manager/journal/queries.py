@@ -23,6 +23,7 @@ __all__ = [
     "pending_outbound",
     "job",
     "JOB_BY_ID",
+    "tree_of",
     "workflow_jobs",
     "events_of",
     "job_outcomes",
@@ -152,6 +153,24 @@ async def pending_outbound(conn: Reads) -> list[EventRow]:
 
 
 JOB_BY_ID = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?"
+
+# A job's top-level job, from its own row, else (a running child has no row until it ends)
+# from the latest row filed under it: one round trip for both.
+TREE_OF = (
+    "SELECT root_id, 0 AS k FROM jobs WHERE id = ?"
+    " UNION ALL"
+    " SELECT root_id, 1 FROM"
+    " (SELECT root_id FROM events WHERE job_id = ? ORDER BY seq DESC LIMIT 1) AS latest"
+    " ORDER BY k LIMIT 1"
+)
+
+
+async def tree_of(conn: Reads, job_id: str) -> tuple[str, int | None] | None:
+    """The top-level job of job `job_id` (its tree placed by that job's id: a SQLite journal
+    is never partitioned), or None when the journal knows no such job."""
+    rows = list(await conn.execute_fetchall(TREE_OF, (job_id, job_id)))
+    root_id = rows[0][0] if rows else None
+    return None if root_id is None else (root_id, None)
 
 
 async def job(conn: Reads, job_id: str) -> JobRow | None:

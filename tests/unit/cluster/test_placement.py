@@ -37,11 +37,9 @@ class _Journal:
     def __init__(self, rows: dict[str, JobRow]) -> None:
         self.rows = rows
 
-    async def job(self, job_id: str) -> JobRow | None:
-        return self.rows.get(job_id)
-
-    async def latest_row(self, job_id: str) -> None:
-        return None
+    async def tree_of(self, job_id: str) -> tuple[str, int | None] | None:
+        row = self.rows.get(job_id)
+        return None if row is None else (row.root_id, row.partition)
 
     async def placements(self, roots) -> dict[str, int]:
         found = {r: self.rows[r].partition for r in roots if r in self.rows}
@@ -104,3 +102,7 @@ async def _place_waiting_children(journal) -> None:
     for child in children:
         assert (await other.tree_of(child))[0] == JOB  # type: ignore[index]
         assert await other.partition_of(child) == SPLIT.place(key, JOB)
+    # The journal's one read: the root's own row, a child's latest row, no row at all.
+    assert await journal.tree_of(JOB) == (JOB, SPLIT.place(key, JOB))
+    assert await journal.tree_of(children[0]) == (JOB, SPLIT.place(key, JOB))
+    assert await journal.tree_of(OTHER_JOB) is None

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.unit.journal.helpers import job, submitted
+from tests.unit.journal.helpers import T0, dispatched, job, submitted
 from workflow_manager.errors import JournalError
-from workflow_manager.journal import Batch, open_journal
+from workflow_manager.journal import Batch, EventKind, EventRow, open_journal
 from workflow_manager.journal.checkahead import check_ahead, checked_ahead
 
 
@@ -107,3 +107,25 @@ async def test_a_check_started_ahead_reports_a_corrupted_file_at_the_open(journa
         await open_journal(journal_path)
     assert str(journal_path) in str(caught.value)
     assert checked_ahead(journal_path) is None
+
+
+
+async def test_a_jobs_tree_is_found_from_its_row_or_from_the_latest_row_filed_under_it(
+    journal_path,
+):
+    stray = EventRow(kind=EventKind.IGNORED, job_id="stray", root_id=None, at=T0)
+    journal = await open_journal(journal_path)
+    try:
+        await journal.append(
+            Batch(
+                # A running child has no job row until it ends; a stray row names no tree.
+                events=[submitted("root"), dispatched("child", "m1", root_id="root"), stray],
+                jobs=[job("root")],
+            )
+        )
+        assert await journal.tree_of("root") == ("root", None)
+        assert await journal.tree_of("child") == ("root", None)
+        assert await journal.tree_of("stray") is None
+        assert await journal.tree_of("nobody") is None
+    finally:
+        await journal.close()

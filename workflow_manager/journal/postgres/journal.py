@@ -107,6 +107,11 @@ class PgJournal(BaseJournal):
         """The row of job `job_id` (with the partition its tree was placed in), or None."""
         return await self._read(f"job {job_id}", lambda c: placed.placed_job(c, job_id))
 
+    async def tree_of(self, job_id: str) -> tuple[str, int | None] | None:
+        """The top-level job of job `job_id` and the partition its tree was placed in (None: by
+        that job's id), in one round trip; None when no job has that id."""
+        return await self._read(f"tree of {job_id}", lambda c: placed.placed_tree(c, job_id))
+
     async def placements(self, root_ids: Collection[str]) -> dict[str, int]:
         """root id -> the partition its tree was placed in, for those of `root_ids` placed so
         (the others are in their id's partition)."""

@@ -17,7 +17,7 @@ from workflow_manager.journal.queries import Reads
 from workflow_manager.journal.records import JobRow
 from workflow_manager.journal.statements import UPSERT_JOB as _SHARED_UPSERT_JOB
 
-__all__ = ["UPSERT_JOB", "job_values", "placements", "placed_job"]
+__all__ = ["UPSERT_JOB", "job_values", "placements", "placed_job", "placed_tree"]
 
 # The shared upsert with the partition as a last column (never updated: a tree stays put).
 UPSERT_JOB = pg_sql(
@@ -56,3 +56,24 @@ async def placed_job(conn: Reads, job_id: str) -> JobRow | None:
         return None
     *values, partition = rows[0]
     return dataclasses.replace(decode_job(values), partition=partition)
+
+
+# queries.TREE_OF with the partition of the tree: the job's own row's, or its root's.
+_PLACED_TREE = (
+    "SELECT root_id, partition, 0 AS k FROM jobs WHERE id = ?"
+    " UNION ALL"
+    " SELECT latest.root_id, roots.partition, 1 FROM"
+    " (SELECT root_id FROM events WHERE job_id = ? ORDER BY seq DESC LIMIT 1) AS latest"
+    " LEFT JOIN jobs AS roots ON roots.id = latest.root_id"
+    " ORDER BY k LIMIT 1"
+)
+
+
+async def placed_tree(conn: Reads, job_id: str) -> tuple[str, int | None] | None:
+    """The top-level job of job `job_id` and the partition its tree was placed in (None: by
+    that job's id), or None when no job has that id; one round trip."""
+    rows = list(await conn.execute_fetchall(_PLACED_TREE, (job_id, job_id)))
+    if not rows or rows[0][0] is None:
+        return None
+    root_id, partition, _ = rows[0]
+    return root_id, None if partition is None else int(partition)
