@@ -92,12 +92,18 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
 
     Unless the event was refused or rejected, the first command is its `Subject`.
     """
+    return _apply(state, event, replaying=False)
+
+
+def _apply(
+    state: EngineState, event: Event, replaying: bool
+) -> tuple[EngineState, list[Command]]:
     if not isinstance(event, _EVENTS):
         raise TypeError(f"not an engine event: {event!r}")
     whole = _WHOLE.get(type(event))
     if whole is not None:
         return state, whole(state, event)
-    transition = Transition(state, event.at)
+    transition = Transition(state, event.at, replaying=replaying)
     if isinstance(event, JobSubmitted):
         submit(transition, event)
     elif isinstance(event, StepReplied):
@@ -127,7 +133,11 @@ def apply(state: EngineState, event: Event) -> tuple[EngineState, list[Command]]
 
 
 def replay(state: EngineState, events: Iterable[Event]) -> EngineState:
-    """Rebuild state by applying `events` in order; the commands were carried out already."""
+    """Rebuild state by applying `events` in order; the commands were carried out already.
+
+    Replaying, a step's `Dispatch` is not made (its request was journaled when it was): a
+    recovery dispatches every running child again, and building their requests was a tenth
+    of it."""
     for event in events:
-        apply(state, event)
+        _apply(state, event, replaying=True)
     return state

@@ -54,10 +54,15 @@ def merge(outputs: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
 class Transition:
     """The work of one event: state changes are made here, commands collected in order."""
 
-    def __init__(self, state: EngineState, at: float, parts: Parts = PARTS) -> None:
+    def __init__(
+        self, state: EngineState, at: float, parts: Parts = PARTS, *, replaying: bool = False
+    ) -> None:
         self.state = state
         self.at = at
         self.parts = parts
+        # A replay (`engine.replay`) discards the commands: the requests they would make are
+        # not built.
+        self.replaying = replaying
         self.commands: list[Command] = []
         self.ready: deque[tuple[Job, StepRun]] = deque()
         self.subject: Subject = Subject(None, None)
@@ -229,24 +234,27 @@ class Transition:
         run.status = StepStatus.RUNNING
         run.attempt += 1
         run.dispatched_at = self.at
-        self.commands.append(
-            Dispatch(
-                job_id=job.id,
-                root_id=job.root_id,
-                step=run.name,
-                queue=run.spec.queue_name,
-                correlation_id=f"{job.id}:{run.name}",
-                body=run.input or {},
-                workflow=job.workflow.name,
-                attempt=run.attempt,
-                trace_id=job.trace_id,
-                priority=job.priority,
-                meta=job_meta(self.state, job),
-                partition=job.partition,
-            )
-        )
+        if not self.replaying:
+            self.commands.append(self._dispatch(job, run))
         for part in parts.dispatched:
             part.dispatched(self, job, run)
+
+    def _dispatch(self, job: Job, run: StepRun) -> Dispatch:
+        """The command that sends `run`'s request: all the stages after the engine need."""
+        return Dispatch(
+            job_id=job.id,
+            root_id=job.root_id,
+            step=run.name,
+            queue=run.spec.queue_name,
+            correlation_id=f"{job.id}:{run.name}",
+            body=run.input or {},
+            workflow=job.workflow.name,
+            attempt=run.attempt,
+            trace_id=job.trace_id,
+            priority=job.priority,
+            meta=job_meta(self.state, job),
+            partition=job.partition,
+        )
 
     def complete_step(
         self,
