@@ -162,8 +162,11 @@ class Deliveries:
         )  # fmt: skip
         # Only a sender-chosen id can name a job that already ran; a new id cannot.
         named = bool(delivery.correlation_id)
+        # Partitioned, placing the job looks its id up: found new, no ended job is there to
+        # answer for, and the journal need not be asked again (below).
+        new = False
         if self._partitioned and not isinstance(event, intake.Undeliverable):
-            event = await self._trees.placed(event, named)
+            event, new = await self._trees.placed(event, named)
             # Not `held`: a partition being handed over starts nothing new here, and one being
             # taken over has its jobs in memory only once its adoption is done.
             if event.partition is not None and event.partition not in self._trees.runs_now():
@@ -171,6 +174,7 @@ class Deliveries:
                 await self._hand_over(delivery, event.partition, handoff.TRIGGER, chosen)
                 return
         if self._payloads.store is not None and not isinstance(event, intake.Undeliverable):
+            new = False  # a job of that id may run and end while its payload is stored
             try:
                 event = await self._payloads.submission(event, len(delivery.body))
             except PayloadRefError as exc:
@@ -184,7 +188,7 @@ class Deliveries:
             self._transport.ack(delivery)
             return
         log.debug("trigger %s for %s", event.job_id, event.workflow)
-        if named and await self._answer_finished(event):
+        if named and not new and await self._answer_finished(event):
             self._transport.ack(delivery)
             return
         # A job id of ours is new each time: nothing goes out before the journal has it. The

@@ -132,7 +132,7 @@ class ApiRequests:
             not_before=not_before,
             meta=meta,
         )  # fmt: skip
-        submitted = await self._trees.placed(self._pipeline.pinned(submitted), chosen)
+        submitted, _ = await self._trees.placed(self._pipeline.pinned(submitted), chosen)
         if canonical is not None and submitted.partition is not None:
             self._trees.require_owner(canonical, submitted.partition)
         state = self._pipeline.state
@@ -212,7 +212,8 @@ class ApiRequests:
             self._journal, source, step, self._now(), input=input, definition=definition,
             children=children, job_id=job_id or self._trees.new_job_id(),
         )  # fmt: skip
-        submitted = await self._trees.placed(self._pipeline.pinned(submitted), job_id is not None)
+        named = job_id is not None
+        submitted, _ = await self._trees.placed(self._pipeline.pinned(submitted), named)
         await self._submitted(submitted)
         log.info("job %s forked from job %s at step %s", submitted.job_id, source.id, step)
         return submitted.job_id

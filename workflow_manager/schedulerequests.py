@@ -66,7 +66,7 @@ class ScheduleRequests:
         already, or its previous job still runs and the schedule skips overlaps)."""
         submitted = JobSubmitted(job_id, workflow, dict(schedule.payload), self._now())
         event = dataclasses.replace(self._pipeline.pinned(submitted), schedule=schedule.name)
-        event = await self._trees.placed(event, named=True)
+        event, _ = await self._trees.placed(event, named=True)
         if not self._trees.owns(job_id, event.partition):
             return False  # partitioned: the manager holding this firing's partition fires it
         if job_id in self._pipeline.state.jobs or await self._finished_row(job_id) is not None:

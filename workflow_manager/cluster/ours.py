@@ -74,9 +74,12 @@ class OurTrees:
                 partition,
             )
 
-    async def placed(self, event: JobSubmitted, named: bool) -> JobSubmitted:
-        """`event` with the partition its job goes to (`Placement.place`); unpartitioned, as is."""
-        return event if self._placement is None else await self._placement.place(event, named)
+    async def placed(self, event: JobSubmitted, named: bool) -> tuple[JobSubmitted, bool]:
+        """`event` with the partition its job goes to, and whether its `named` id was found new
+        (`Placement.place`); unpartitioned, as is (and not looked up: False)."""
+        if self._placement is None:
+            return event, False
+        return await self._placement.place(event, named)
 
     async def tree_of(self, job_id: str) -> tuple[str, int | None] | None:
         """Partitioned: `job_id`'s top-level job and where its tree was placed

@@ -30,14 +30,17 @@ class Placement:
         self._state = state
         self._ended = ended
 
-    async def place(self, event: JobSubmitted, named: bool) -> JobSubmitted:
+    async def place(self, event: JobSubmitted, named: bool) -> tuple[JobSubmitted, bool]:
         """`event` with the partition its job goes to: for a `named` (sender-chosen) id, that
         of the job of that id if there is one; else by its workflow's concurrency or unique key
         (`workflow_manager.engine.placement`), else by its id. Unchanged for an id that is no UUID
-        (the engine rejects it, wherever it is)."""
+        (the engine rejects it, wherever it is).
+
+        With it, whether the id was found new: `named`, and no job of that id in memory or in
+        the journal (so there is no ended job of that id to answer for, as of this read)."""
         canonical = canonical_uuid(event.job_id)
         if canonical is None:
-            return event
+            return event, False
         tree = await self.tree_of(canonical) if named else None
         if tree is not None:
             partition = self.partitioning.of(*tree)
@@ -45,7 +48,7 @@ class Placement:
             workflow = self._state().workflow(event.workflow, event.definition)
             key = placement_key(workflow, event.payload, event.meta)
             partition = self.partitioning.place(key, canonical)
-        return dataclasses.replace(event, partition=partition)
+        return dataclasses.replace(event, partition=partition), named and tree is None
 
     async def partition_of(self, job_id: str) -> int:
         """The partition of job `job_id`'s tree (by the id itself when no job has it)."""

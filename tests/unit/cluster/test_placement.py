@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from tests.pgdatabase import fresh_database
 from tests.unit.engine.helpers import JOB, OTHER_JOB, workflows
 from workflow_manager.cluster.partitioning import Partitioning
@@ -55,11 +57,16 @@ async def test_a_new_job_goes_to_its_keys_partition_whatever_its_id() -> None:
     key = placement_key(workflows(FLOW)["per-account"], {"account": "a"}, None)
     for job_id in (JOB, OTHER_JOB):
         event = JobSubmitted(job_id, "per-account", {"account": "a"}, 1.0)
-        assert (await placement.place(event, named=True)).partition == SPLIT.place(key, job_id)
+        placed, new = await placement.place(event, named=True)
+        assert placed.partition == SPLIT.place(key, job_id)
+        assert new  # named, and no job has that id: nothing ended to answer for
     plain = JobSubmitted(JOB, "plain", {}, 1.0)
-    assert (await placement.place(plain, named=False)).partition == SPLIT.of(JOB)
+    assert await placement.place(plain, named=False) == (
+        dataclasses.replace(plain, partition=SPLIT.of(JOB)),
+        False,  # not looked up
+    )
     bad = JobSubmitted("not-a-uuid", "plain", {}, 1.0)
-    assert (await placement.place(bad, named=True)).partition is None  # rejected anywhere
+    assert await placement.place(bad, named=True) == (bad, False)  # rejected anywhere
 
 
 async def test_a_named_id_of_an_existing_job_goes_where_that_job_is() -> None:
@@ -71,7 +78,8 @@ async def test_a_named_id_of_an_existing_job_goes_where_that_job_is() -> None:
     # Another account's payload: the id names a job already, and the trigger goes to it.
     for job_id, partition in [(JOB, 5), (OTHER_JOB, 1)]:
         again = JobSubmitted(job_id, "per-account", {"account": "b"}, 3.0)
-        assert (await placement.place(again, named=True)).partition == partition
+        placed, new = await placement.place(again, named=True)
+        assert placed.partition == partition and not new
         assert await placement.partition_of(job_id) == partition
     assert await placement.select([JOB, OTHER_JOB, "x"], {1, SPLIT.of("x")}) == [OTHER_JOB, "x"]
 
