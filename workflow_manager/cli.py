@@ -61,7 +61,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     if not is_postgres_url(args.db):
         check_ahead(args.db)  # on another core while the rest of the manager is imported
-    from workflow_manager.api import ApiToken
+    from workflow_manager.api.token import ApiToken
     from workflow_manager.config import load_workflows
     from workflow_manager.config.joblimits import load_limits
     from workflow_manager.config.webhooks import load_webhooks

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import logging
 import os
 import signal
 import socket
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import uvicorn
-
 from workflow_manager import collector
-from workflow_manager.api import ApiToken, create_app
-from workflow_manager.api.connections import limited_protocol
-from workflow_manager.api.forwarding import Forwarder
-from workflow_manager.api.webhooks import Webhooks
+from workflow_manager.api.token import ApiToken
 from workflow_manager.config import Workflow
 from workflow_manager.config.webhooks import Webhook
-from workflow_manager.deadletters import DeadLetterQueue
 from workflow_manager.errors import ManagerError
 from workflow_manager.events import EventHub
 from workflow_manager.metrics import Metrics
@@ -37,14 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["serve", "listen", "run"]
 
 log = logging.getLogger(__name__)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: the service decides the order of shutdown."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -162,41 +147,19 @@ async def serve(
         sock.close()
         raise
     collector.freeze()  # what the start built (recovery froze its own) lives on
-    forwarder = Forwarder()  # requests about other managers' jobs go to them
-    app = create_app(
-        term.orchestrator,
-        api_token=api_token,
-        metrics=metrics,
-        events=events,
-        dead_letters=DeadLetterQueue(settings.amqp_url, settings.queue),
-        forwarder=forwarder,
-        http=http,
-        max_json_depth=settings.max_json_depth,
-        bind_host=host,  # the Host headers answered (workflow_manager.api.hosts)
-        advertise_url=api_url,
-        webhooks=Webhooks(sources, metrics.webhook_request) if sources else None,
-    )
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        log_config=None,  # uvicorn's lines go through our handler, in the same format
-        lifespan="off",
-        # Our h11 protocol: a deadline per request, JSON refusals
-        # (workflow_manager.api.connections).
-        http=limited_protocol(http),
-        h11_max_incomplete_event_size=http.max_header_bytes,  # request line and headers
-        # Typed int, used as call_later's delay: a fraction of a second works too.
-        timeout_keep_alive=http.idle_timeout_s,  # type: ignore[arg-type]  # (see above)
-        # X-Forwarded-Proto/-For believed only from --forwarded-allow-ips (none by default:
-        # uvicorn's own default trusts loopback, where any local process could claim HTTPS
-        # or another client address, the login throttle's key).
-        proxy_headers=bool(http.forwarded_allow_ips),
-        forwarded_allow_ips=http.forwarded_allow_ips or "",
-    )
-    server = _Server(config)
-    serving = asyncio.create_task(server.serve(sockets=[sock]), name="http")
+    # Imported once the manager consumes: a restart takes its queues back sooner
+    # (workflow_manager.api.serving).
+    from workflow_manager.api.serving import start_http_api
+
+    try:
+        api = start_http_api(
+            term.orchestrator, sock, settings=settings, http=http, host=host, api_url=api_url,
+            api_token=api_token, metrics=metrics, events=events, webhook_sources=sources,
+        )  # fmt: skip
+    except BaseException:
+        await term.stop(events)
+        sock.close()
+        raise
     access = "; every route but the probes needs the API token" if api_token else ""
     log.info("serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access)
     waiter = asyncio.create_task(stop.wait())
@@ -204,25 +167,24 @@ async def serve(
     failure: BaseException | None = None
     while running is not None:
         failed = asyncio.create_task(running.orchestrator.failed.wait())
-        await asyncio.wait({serving, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({api.serving, waiter, failed}, return_when=asyncio.FIRST_COMPLETED)
         failed.cancel()
-        if stop.is_set() or serving.done() or not running.rejoins:
+        if stop.is_set() or api.serving.done() or not running.rejoins:
             break
         log.warning("rejoining as a standby: %s", running.orchestrator.failure)
         metrics.rejoined(rejoin_cause(running.orchestrator.failure))
         await running.stop(events)
         running = await rejoin(stop, parts)
         if running is not None:
-            app.state.service = running.orchestrator
+            api.answer_for(running.orchestrator)
     log.info("shutting down")
-    server.should_exit = True
+    api.stop()
     events.close()  # open event streams end, or the HTTP server would wait for them
     if running is not None:
         await running.stop(events)
         failure = running.orchestrator.failure
     await _close_spans(spans)
-    await serving
-    await forwarder.close()
+    await api.closed()
     waiter.cancel()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)

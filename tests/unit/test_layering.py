@@ -31,6 +31,32 @@ def test_pure_packages_load_no_io_library(module):
     assert result.stdout.strip() == ""
 
 
+def test_a_manager_loads_no_http_server_before_it_consumes():
+    # Everything `serve` imports up to its queues' consumers: FastAPI and uvicorn come after
+    # (workflow_manager.api.serving), so a restarted manager takes its work back sooner.
+    code = (
+        "import sys, workflow_manager.cli, workflow_manager.server, workflow_manager.term\n"
+        "from workflow_manager.api.token import ApiToken\n"
+        "loaded = [m for m in ('fastapi', 'starlette', 'uvicorn', 'workflow_manager.api.app')"
+        " if m in sys.modules]\n"
+        "print(','.join(loaded))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == ""
+
+
+def test_the_api_package_names_load_on_first_use():
+    import workflow_manager.api as api
+    from workflow_manager.api.app import create_app
+    from workflow_manager.api.token import ApiToken
+
+    assert api.create_app is create_app and api.ApiToken is ApiToken
+    with pytest.raises(AttributeError, match="no attribute 'create_ap'"):
+        api.create_ap  # noqa: B018  # a misspelt name is an AttributeError, as without laziness
+
+
 def test_pyworker_does_not_import_the_manager():
     code = "import sys, pyworker; print('workflow_manager' in sys.modules)"
     result = subprocess.run(
