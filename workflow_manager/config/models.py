@@ -222,6 +222,11 @@ class Step(ConfigModel):
     reduce: Reduce | None = None
 
     @cached_property
+    def waits_for(self) -> int:
+        """How many steps must end before this one is ready: its distinct `depends`."""
+        return len(set(self.depends))
+
+    @cached_property
     def condition(self) -> Expression | None:
         """`when`, compiled (once per definition: the loader computes it at load)."""
         return compile_expression(self.when) if self.when is not None else None

@@ -93,7 +93,7 @@ def _revive(work: Work, job: Job) -> None:
     job.status, job.error, job.finished_at, job.result = JobStatus.RUNNING, None, None, None
     for part in work.parts.of(job.workflow).job_revived:
         part.job_revived(work, job)
-    work.commands.append(work.started(job))
+    work.report_started(job)
     runs = [run for run in job.steps.values() if run.recovers is None]
     for run in runs:
         if not run.status.is_done:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from workflow_manager.config.models import Step, Task, Workflow
-from workflow_manager.engine.commands import Command, JobFinished, JobStarted
+from workflow_manager.engine.commands import Command, JobFinished
 from workflow_manager.engine.events import JobSubmitted, StepReplied
 from workflow_manager.engine.fairness import NO_SHARE, FairShare
 from workflow_manager.engine.state import EngineState, Job, StepRun, StepStatus
@@ -54,8 +54,8 @@ class Work(Protocol):
         """The top-level job of a completed child that has left memory."""
         ...
 
-    def started(self, job: Job) -> JobStarted:
-        """The JobStarted command for a job that (re)starts now."""
+    def report_started(self, job: Job) -> None:
+        """Report that a job (re)starts now (a JobStarted command)."""
         ...
 
     def finished(self, job: Job) -> JobFinished:

@@ -144,7 +144,7 @@ def start_branch(work: Work, job: Job, kind: str, data: dict[str, Any]) -> None:
     job.branch_input = data
     job.branch_left = len(flow.steps)
     for spec in flow.steps:
-        run = StepRun(spec=spec, waiting_on=len(set(spec.depends)))
+        run = StepRun(spec=spec, waiting_on=spec.waits_for)
         job.steps[spec.name] = run
         if run.waiting_on == 0:
             work.ready.append((job, run))

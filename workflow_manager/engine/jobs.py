@@ -32,7 +32,7 @@ def create_job(
     are the concurrency limits a top-level job counts against; `partition` where it was
     placed (a child's is its top-level job's).
     """
-    steps = {s.name: StepRun(spec=s, waiting_on=len(set(s.depends))) for s in flow.steps}
+    steps = {s.name: StepRun(s, s.waits_for) for s in flow.steps}
     job = Job(job_id, workflow, flow, payload, work.at, steps, len(steps), parent)
     if parent is not None:
         above = work.state.jobs[parent.job_id]
@@ -53,7 +53,7 @@ def create_job(
 
 def start_job(work: Work, job: Job) -> None:
     """A job starts: reported, and its steps with nothing to wait for are ready."""
-    work.commands.append(work.started(job))
+    work.report_started(job)
     work.ready.extend((job, run) for run in job.steps.values() if run.waiting_on == 0)
 
 

@@ -90,13 +90,16 @@ class Transition:
         """The top-level job of a completed child that has left memory, if `job_id` names one."""
         return self.state.gone.root_of(job_id)
 
-    def started(self, job: Job) -> JobStarted:
-        """The JobStarted command for a job that (re)starts now."""
-        return JobStarted(
+    def report_started(self, job: Job) -> None:
+        """Report that a job (re)starts now (a JobStarted command; none when replaying: a
+        replay's commands are not carried out, and it starts every job of the journal)."""
+        if self.replaying:
+            return
+        self.commands.append(JobStarted(
             job.id, job.root_id, job.workflow.name, job.workflow.content_hash,
             job.flow.name, job.parent.job_id if job.parent else None, job.payload,
             job.submitted_at, self.at, job.trace_id, job.trace_parent,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def finished(self, job: Job) -> JobFinished:
         """The JobFinished command for a job that has just settled, with its final snapshot."""
