@@ -4,8 +4,8 @@ taken by `open_sqlite_journal`.
 `schema.check_file` reads the whole file (`PRAGMA quick_check`): about 0.1 s for a journal of
 10,000 running jobs, more for a larger one, and until now every start waited for it after
 importing the rest of the manager. SQLite runs the check without Python's lock, so a thread
-started before those imports (the web API, the engine, the transport: most of a start) does it
-on another core meanwhile. A start that never opens the file (a bad flag) leaves the thread to
+started before those imports (the engine, the configuration's models, the transport: most of
+a start) does it on another core meanwhile. A start that never opens the file (a bad flag) leaves the thread to
 end with the process: it only reads.
 """
 
