@@ -146,12 +146,11 @@ async def serve(
     except BaseException:
         sock.close()
         raise
-    collector.freeze()  # what the start built (recovery froze its own) lives on
-    # Imported once the manager consumes: a restart takes its queues back sooner
-    # (workflow_manager.api.serving).
-    from workflow_manager.api.serving import start_http_api
-
     try:
+        # Imported once the manager consumes: a restart takes its queues back sooner
+        # (workflow_manager.api.serving).
+        from workflow_manager.api.serving import start_http_api
+
         api = start_http_api(
             term.orchestrator, sock, settings=settings, http=http, host=host, api_url=api_url,
             api_token=api_token, metrics=metrics, events=events, webhook_sources=sources,
@@ -160,6 +159,7 @@ async def serve(
         await term.stop(events)
         sock.close()
         raise
+    collector.freeze()  # what the start built and imported (recovery froze its own) lives on
     access = "; every route but the probes needs the API token" if api_token else ""
     log.info("serving %d workflows; HTTP API on http://%s:%d%s", len(workflows), host, port, access)
     waiter = asyncio.create_task(stop.wait())
