@@ -5,8 +5,8 @@ taken by `open_sqlite_journal`.
 10,000 running jobs, more for a larger one, and until now every start waited for it after
 importing the rest of the manager. SQLite runs the check without Python's lock, so a thread
 started before those imports (the engine, the configuration's models, the transport: most of
-a start) does it on another core meanwhile. A start that never opens the file (a bad flag) leaves the thread to
-end with the process: it only reads.
+a start) does it on another core meanwhile. A start that never opens the file (a bad flag)
+leaves the thread to end with the process: it only reads.
 """
 
 from __future__ import annotations
