@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from workflow_manager.api.access import ApiToken
+    from workflow_manager.api.token import ApiToken
     from workflow_manager.api.app import create_app
     from workflow_manager.api.service import Clock, JobService
 
