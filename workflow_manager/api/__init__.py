@@ -11,9 +11,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from workflow_manager.api.token import ApiToken
     from workflow_manager.api.app import create_app
     from workflow_manager.api.service import Clock, JobService
+    from workflow_manager.api.token import ApiToken
 
 __all__ = ["ApiToken", "Clock", "JobService", "create_app"]
 
