@@ -282,5 +282,11 @@ async def test_a_steps_rate_holds_across_three_managers(cluster, tmp_path):
     assert busiest <= 50, f"{busiest} requests sent within one second, for a rate of 50/s"
     begin = starts[0] + 2.0  # past the first quotas
     minute = bisect.bisect_left(starts, begin + 60.0) - bisect.bisect_left(starts, begin)
-    assert 0.95 * 3000 <= minute <= 3000, f"{minute / 60:.1f} requests/s over a minute"
+    # A start is counted when its request is sent, so each turn of a window comes a little
+    # after the one before it freed its room: by the release timer's delay, the commit and the
+    # publish. On a quiet machine that is 1% of the rate (49.65/s); with this test beside
+    # another on CI's two cores, 8% once (45.9/s). A partition's share left unused would cost
+    # a sixth (41.7/s): 90% tells the two apart. One manager keeps 5%
+    # (tests/integration/control/test_step_rate_precision.py).
+    assert 0.90 * 3000 <= minute <= 3000, f"{minute / 60:.1f} requests/s over a minute"
     print(f"{minute / 60:.2f} requests/s over a minute; busiest second {busiest}")
