@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -45,14 +46,40 @@ def test_a_manager_loads_no_http_server_before_it_consumes():
     assert _loaded_after("import workflow_manager.api.serving", http) == list(http)
 
 
-def test_the_api_package_names_load_on_first_use():
-    import workflow_manager.api as api
-    from workflow_manager.api.app import create_app
-    from workflow_manager.api.token import ApiToken
+def test_a_manager_loads_no_conformance_kit_or_simulation_for_its_parser():
+    # The command line builds every subcommand's parser; their packages' other modules load
+    # only when their names are read.
+    imports = "import workflow_manager.cli, workflow_manager.server, workflow_manager.term"
+    kits = (
+        "workflow_manager.conformance.model",
+        "workflow_manager.conformance.report",
+        "workflow_manager.testing.simulation",
+        "workflow_manager.testing.views",
+    )
+    assert _loaded_after(imports, kits) == []
+    loaded = "from workflow_manager.conformance import Report, Verdict\n" + (
+        "from workflow_manager.testing import Simulation"
+    )
+    assert _loaded_after(loaded, kits) == list(kits)
 
-    assert api.create_app is create_app and api.ApiToken is ApiToken
-    with pytest.raises(AttributeError, match="no attribute 'create_ap'"):
-        api.create_ap  # noqa: B018  # a misspelt name is an AttributeError, as without laziness
+
+@pytest.mark.parametrize(
+    ("package", "name", "home"),
+    [
+        ("workflow_manager.api", "create_app", "workflow_manager.api.app"),
+        ("workflow_manager.api", "ApiToken", "workflow_manager.api.token"),
+        ("workflow_manager.conformance", "run_conformance", "workflow_manager.conformance.runner"),
+        ("workflow_manager.conformance", "KitSettings", "workflow_manager.conformance.settings"),
+        ("workflow_manager.testing", "Simulation", "workflow_manager.testing.simulation"),
+        ("workflow_manager.testing", "NoReply", "workflow_manager.testing.handlers"),
+    ],
+)
+def test_a_package_name_loads_on_first_use(package, name, home):
+    loaded = importlib.import_module(package)
+    assert getattr(loaded, name) is getattr(importlib.import_module(home), name)
+    assert name in loaded.__all__ and name in vars(loaded)  # kept: the next read is plain
+    with pytest.raises(AttributeError, match=f"no attribute '{name}x'"):
+        getattr(loaded, f"{name}x")  # a misspelt name is an AttributeError, as without laziness
 
 
 def test_pyworker_does_not_import_the_manager():

@@ -7,8 +7,9 @@ it consumes (`workflow_manager.api.serving`).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from workflow_manager.lazymodules import names_on_first_use
 
 if TYPE_CHECKING:
     from workflow_manager.api.app import create_app
@@ -17,19 +18,12 @@ if TYPE_CHECKING:
 
 __all__ = ["ApiToken", "Clock", "JobService", "create_app"]
 
-_HOMES = {
-    "ApiToken": "workflow_manager.api.token",
-    "Clock": "workflow_manager.api.service",
-    "JobService": "workflow_manager.api.service",
-    "create_app": "workflow_manager.api.app",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """One of `__all__`, from the module that defines it (imported now, once)."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # the next read finds it without asking again
-    return value
+__getattr__ = names_on_first_use(
+    __name__,
+    {
+        "ApiToken": "workflow_manager.api.token",
+        "Clock": "workflow_manager.api.service",
+        "JobService": "workflow_manager.api.service",
+        "create_app": "workflow_manager.api.app",
+    },
+)

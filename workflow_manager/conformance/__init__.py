@@ -10,11 +10,15 @@ and refprobes (what is sent and observed), session (the AMQP side), runner, repo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from workflow_manager.conformance.model import Status, Verdict
-from workflow_manager.conformance.report import Report
-from workflow_manager.conformance.settings import KitSettings, SettingsError, StoreUnavailable
+from workflow_manager.lazymodules import names_on_first_use
+
+if TYPE_CHECKING:
+    from workflow_manager.conformance.model import Status, Verdict
+    from workflow_manager.conformance.report import Report
+    from workflow_manager.conformance.runner import run_conformance
+    from workflow_manager.conformance.settings import KitSettings, SettingsError, StoreUnavailable
 
 __all__ = [
     "KitSettings",
@@ -26,11 +30,17 @@ __all__ = [
     "run_conformance",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy: the CLI builds its parser from this package, and need not load aio-pika for that.
-    if name == "run_conformance":
-        from workflow_manager.conformance.runner import run_conformance
-
-        return run_conformance
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Loaded on first use: the command line builds its parser from `command`, and need not load
+# the kit's models, nor aio-pika (the runner's), for that.
+__getattr__ = names_on_first_use(
+    __name__,
+    {
+        "KitSettings": "workflow_manager.conformance.settings",
+        "SettingsError": "workflow_manager.conformance.settings",
+        "StoreUnavailable": "workflow_manager.conformance.settings",
+        "Report": "workflow_manager.conformance.report",
+        "Status": "workflow_manager.conformance.model",
+        "Verdict": "workflow_manager.conformance.model",
+        "run_conformance": "workflow_manager.conformance.runner",
+    },
+)

@@ -22,9 +22,21 @@ shows each job's status, result and every step's attempts (`job(id)`), and its r
 with the steps' answers given in a file (`workflow_manager.testing.fixtures`).
 """
 
-from workflow_manager.testing.handlers import NoReply
-from workflow_manager.testing.simulation import START, Simulation, SimulationError, UnservedStep
-from workflow_manager.testing.views import Attempt, JobView, StepView
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from workflow_manager.lazymodules import names_on_first_use
+
+if TYPE_CHECKING:
+    from workflow_manager.testing.handlers import NoReply
+    from workflow_manager.testing.simulation import (
+        START,
+        Simulation,
+        SimulationError,
+        UnservedStep,
+    )
+    from workflow_manager.testing.views import Attempt, JobView, StepView
 
 __all__ = [
     "Simulation",
@@ -36,3 +48,19 @@ __all__ = [
     "Attempt",
     "START",
 ]
+
+# Loaded on first use: the command line builds its parser from `command`, and a manager need
+# not load the simulation for that.
+__getattr__ = names_on_first_use(
+    __name__,
+    {
+        "Simulation": "workflow_manager.testing.simulation",
+        "SimulationError": "workflow_manager.testing.simulation",
+        "UnservedStep": "workflow_manager.testing.simulation",
+        "START": "workflow_manager.testing.simulation",
+        "NoReply": "workflow_manager.testing.handlers",
+        "JobView": "workflow_manager.testing.views",
+        "StepView": "workflow_manager.testing.views",
+        "Attempt": "workflow_manager.testing.views",
+    },
+)
