@@ -83,11 +83,7 @@ def test_a_package_name_loads_on_first_use(package, name, home):
 
 
 def test_pyworker_does_not_import_the_manager():
-    code = "import sys, pyworker; print('workflow_manager' in sys.modules)"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "False"
+    assert _loaded_after("import pyworker", ("workflow_manager",)) == []
 
 
 # The manager and pyworker meet only in the shared layer below both: `amqp_outage` (reconnects

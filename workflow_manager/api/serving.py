@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import uvicorn
 from fastapi import FastAPI
 
-from workflow_manager.api.access import ApiToken
 from workflow_manager.api.app import create_app
 from workflow_manager.api.connections import limited_protocol
 from workflow_manager.api.forwarding import Forwarder
 from workflow_manager.api.service import JobService
+from workflow_manager.api.token import ApiToken
 from workflow_manager.api.webhooks import Webhooks
 from workflow_manager.deadletters import DeadLetterQueue
 from workflow_manager.events import EventHub
