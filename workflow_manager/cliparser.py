@@ -15,7 +15,7 @@ from typing import Any
 
 from workflow_manager.bridge.cli import add_bridge_parser
 from workflow_manager.conformance.command import add_conformance_parser
-from workflow_manager.engine.state import MAX_PRIORITY
+from workflow_manager.engine.statuses import MAX_PRIORITY
 from workflow_manager.limitoptions import add_limit_options
 from workflow_manager.logformat import LOG_FORMATS
 from workflow_manager.payloads.options import add_payload_options

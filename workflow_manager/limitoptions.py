@@ -11,12 +11,12 @@ import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from workflow_manager.errors import ManagerError
 from workflow_manager.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from workflow_manager.settings import HttpSettings
 
 __all__ = ["add_limit_options", "limits_from_args", "LimitError"]
@@ -98,6 +98,9 @@ def add_limit_options(parser: argparse.ArgumentParser, env: Mapping[str, str]) -
 def limits_from_args(args: argparse.Namespace) -> tuple[dict[str, Any], HttpSettings]:
     """The `ManagerSettings` fields and the `HttpSettings` the options give; LimitError
     naming the option when one is not a usable value."""
+    # Here, not at the top: building the command line's parser loads no pydantic.
+    from pydantic import ValidationError
+
     from workflow_manager.settings import HttpSettings, ManagerSettings  # loads the broker's client
 
     manager: dict[str, Any] = {}

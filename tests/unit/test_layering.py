@@ -63,9 +63,37 @@ def test_a_manager_loads_no_conformance_kit_or_simulation_for_its_parser():
     assert _loaded_after(loaded, kits) == list(kits)
 
 
+def test_the_command_line_loads_no_engine_nor_pydantic_until_a_command_needs_them():
+    # Every CLI call builds the whole parser first; a `status` or `--help` needs neither.
+    heavy = ("workflow_manager.engine.engine", "workflow_manager.config.models", "pydantic")
+    assert _loaded_after("import workflow_manager.cli", heavy) == []
+    assert _loaded_after("from workflow_manager.engine import apply", heavy) == list(heavy)
+
+
+def test_each_engine_name_is_the_one_its_import_for_the_checker_names():
+    # The package's __getattr__ looks its names up in `_HOMES`; the imports under
+    # TYPE_CHECKING say where each one is defined, and the two must agree.
+    from workflow_manager import engine
+
+    tree = ast.parse(Path(engine.__file__).read_text())
+    homes = {
+        alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+        if node.module.startswith("workflow_manager.engine.")
+    }
+    assert sorted(homes) == sorted(engine.__all__)
+    assert {module.rsplit(".", 1)[1] for module in homes.values()} == set(engine._HOMES)
+    for name, home in homes.items():
+        assert getattr(engine, name) is getattr(importlib.import_module(home), name), name
+
+
 @pytest.mark.parametrize(
     ("package", "name", "home"),
     [
+        ("workflow_manager.engine", "apply", "workflow_manager.engine.engine"),
+        ("workflow_manager.engine", "EngineState", "workflow_manager.engine.state"),
         ("workflow_manager.api", "create_app", "workflow_manager.api.app"),
         ("workflow_manager.api", "ApiToken", "workflow_manager.api.token"),
         ("workflow_manager.conformance", "run_conformance", "workflow_manager.conformance.runner"),

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Container
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workflow_manager.config.models import Task
 from workflow_manager.engine import jsontext
 from workflow_manager.engine.childids import ChildIds
 from workflow_manager.engine.jsontext import json_type
+
+if TYPE_CHECKING:  # annotations only: `limits` reads this module for the command line's help
+    from workflow_manager.config.models import Task
 
 __all__ = [
     "DEFAULT_MAX_FANOUT_BYTES",
