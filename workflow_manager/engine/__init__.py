@@ -11,9 +11,9 @@ in `registry.PARTS`, one module each (`conditions`, `contracts`, `metadata`, `sc
 `quotas` and `quotaset` give each partition its quota of a limit that holds across managers.
 Timers are the typed union of `timers`, kept as text in the state and the journal.
 
-The package's names (`__all__`) load together on the first read of one:
-importing a module of the package runs no other, so the command line can read a constant of
-`statuses` or `fanout` for its help without loading the engine and pydantic's models.
+The package's names (`__all__`) load together on the first read of one: importing a module
+of the package runs no other, so the command line can read a constant of `statuses` or
+`fanout` for its help without loading the engine and pydantic's models.
 """
 
 import importlib
