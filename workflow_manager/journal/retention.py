@@ -46,11 +46,14 @@ LIMIT ?
 """
 BULKS_FINISHED = '%"finished":true%'
 
+# A schedule's pause rows, and its latest `fired` row (the job it last started, which its
+# status shows), are the schedule's state: kept however old.
 DELETE_ORPHANS = """
 DELETE FROM events WHERE seq IN (
-  SELECT seq FROM events
+  SELECT seq FROM events AS e
   WHERE root_id IS NULL AND at < ? AND NOT (msg_id IS NOT NULL AND sent_at IS NULL)
-    AND kind != 'schedule'  -- pause rows: kept, they are the schedules state
+    AND kind != 'schedule'
+    AND NOT (kind = 'fired' AND seq = (SELECT max(seq) FROM events WHERE job_id = e.job_id))
   LIMIT ?
 )
 """

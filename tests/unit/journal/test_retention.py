@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.unit.journal.helpers import T0, dispatched, event, job, replied, submitted
-from workflow_manager.journal import Batch
+from workflow_manager.journal import Batch, EventKind, EventRow
 from workflow_manager.journal.retention import TREES_PER_TRANSACTION
 
 
@@ -88,6 +88,20 @@ async def test_old_rows_outside_any_tree_go_by_age_unless_pending(journal):
     await journal.append(Batch(sent=[("m-orphan", T0 + 1)]))
     await journal.delete_finished(before=T0 + 50)
     assert await journal.pending_outbound() == []
+
+
+async def test_a_schedules_latest_fired_row_stays_however_old(journal):
+    # The job a schedule last started is its status (GET /api/schedules), after a restart too.
+    fired = "schedule:nightly/run:fired"
+    rows = [
+        EventRow(at=T0 + n, kind=EventKind.FIRED, job_id=fired, meta={"job": f"job-{n}"})
+        for n in range(3)
+    ]
+    await journal.append(Batch(events=rows))
+
+    await journal.delete_finished(before=T0 + 100)
+
+    assert [row.meta["job"] for row in await journal.events_of(fired)] == ["job-2"]
 
 
 async def test_appends_made_during_retention_are_all_committed(journal):
