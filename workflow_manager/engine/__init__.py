@@ -179,6 +179,8 @@ _HOMES = ("commands", "engine", "events", "failures", "ids", "state")
 def __getattr__(name: str) -> Any:
     """The engine's names load together on the first read of one (PEP 562): importing one
     module of the package (the command line reads `statuses` and `fanout`) runs no other."""
+    # Not `lazymodules.names_on_first_use`, as the API's and the kits' packages use: the engine
+    # imports nothing of the manager's, and a module list spares a home for each of 70 names.
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     homes = [vars(importlib.import_module(f"{__name__}.{home}")) for home in _HOMES]
